@@ -1,0 +1,54 @@
+"""Helpers for tests that train tiny models: a small captioned dataset and configs built from dotted keys."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+from PIL import Image, ImageDraw
+
+from trainer.config import Config, apply_overrides, from_dict
+
+
+def write_toy_dataset(root: Path, n: int = 8, size: int = 64, trigger: str = "zxc", seed: int = 0) -> Path:
+    """``root/10_<trigger> toy/``: coloured shapes on plain backgrounds, captions with the trigger first."""
+    rng = random.Random(seed)
+    folder = root / f"10_{trigger} toy"
+    folder.mkdir(parents=True, exist_ok=True)
+    backgrounds = {"sky": (135, 190, 235), "grass": (60, 150, 70), "sand": (220, 200, 150)}
+    for i in range(n):
+        bg_name = rng.choice(sorted(backgrounds))
+        img = Image.new("RGB", (size, size), backgrounds[bg_name])
+        draw = ImageDraw.Draw(img)
+        x, y = rng.randint(8, size // 2), rng.randint(8, size // 2)
+        draw.ellipse((x, y, x + size // 3, y + size // 3), fill=(200, 40, 160), outline=(250, 220, 40), width=3)
+        img.save(folder / f"{i:02d}.png")
+        (folder / f"{i:02d}.txt").write_text(f"{trigger}, on {bg_name}", encoding="utf-8")
+    return root
+
+
+def tiny_config(dataset: Path, output_dir: Path, overrides: dict[str, Any] | None = None, base: str = "tiny-sd15") -> Config:
+    """A fast config: 64 px, fp32, sampling off unless asked, no caching surprises."""
+    data = {
+        "model": {"base": base},
+        "dataset": {"path": str(dataset), "trigger": "zxc", "resolution": 64, "bucket_step": 16,
+                    "min_bucket_side": 32, "max_bucket_side": 128, "repeats": 1},
+        "lora": {"rank": 4, "alpha": 4.0},
+        "optim": {"lr": 1e-3, "scheduler": "constant", "warmup_steps": 0, "max_grad_norm": 1.0},
+        "train": {"precision": "fp32", "batch_size": 2, "max_steps": 6, "seed": 7},
+        "save": {"output_dir": str(output_dir), "every_steps": 0},
+        "sample": {"enabled": False, "steps": 2, "guidance": 3.0},
+    }
+    flat = [f"{k}={_toml(v)}" for k, v in (overrides or {}).items()]
+    return from_dict(apply_overrides(data, flat))
+
+
+def _toml(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml(x) for x in v) + "]"
+    return repr(v)

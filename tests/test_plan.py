@@ -1,0 +1,108 @@
+"""Step plan: bucket-aware step counts, checkpoint/sample steps, and the dose zone."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trainer.config import Config
+from trainer.dataset import scan_dataset
+from trainer.errors import UserError
+from trainer.plan import make_plan, plan_from_config
+
+
+def config(path, **sections) -> Config:
+    data: dict = {"dataset": {"path": str(path), "resolution": 512, "trigger": "zxc"}}
+    for key, value in sections.items():
+        data.setdefault(key, {}).update(value)
+    return Config.model_validate(data)
+
+
+@pytest.fixture
+def kohya_set(tmp_path, make_image):
+    """12 pictures × 10 repeats + 4 × 5 = 140 image-repeats, all square."""
+    for i in range(12):
+        make_image(tmp_path / "10_zxc girl" / f"g{i}.png", size=(512, 512), caption=f"zxc, pose {i}")
+    for i in range(4):
+        make_image(tmp_path / "5_zxc style" / f"s{i}.png", size=(512, 512), caption=f"zxc, style {i}")
+    return tmp_path
+
+
+def test_140_image_repeats_3_epochs_batch_2_is_210_steps(kohya_set):
+    cfg = config(kohya_set, train={"batch_size": 2, "epochs": 3, "grad_accum": 1})
+    report, plan = plan_from_config(cfg)
+    assert report.image_repeats == 140 and plan.image_repeats == 140
+    assert plan.batches_per_epoch == 70 and plan.steps_per_epoch == 70
+    assert plan.total_steps == 210 and plan.naive_total_steps == 210 and plan.naive_total_steps_ceil == 210
+    assert plan.formula["en"] == "140 image-repeats × 3 epochs ÷ (batch 2 × accumulation 1) = 210 steps"
+    assert "210" in plan.formula["ko"] and "배치 2" in plan.formula["ko"]
+    json.dumps(plan.to_json(), allow_nan=False)
+
+
+def test_partial_batches_per_bucket_make_more_steps_than_the_naive_formula(tmp_path, make_image):
+    for i in range(3):
+        make_image(tmp_path / f"sq{i}.png", size=(64, 64), caption="zxc")
+        make_image(tmp_path / f"wide{i}.png", size=(128, 64), caption="zxc")
+    make_image(tmp_path / "tall.png", size=(64, 128), caption="zxc")
+    cfg = config(tmp_path, dataset={"resolution": 64, "bucket_step": 32, "min_bucket_side": 32},
+                 train={"batch_size": 2, "epochs": 2})  # fmt: skip
+    report, plan = plan_from_config(cfg)
+    assert sorted(b["image_repeats"] for b in report.buckets) == [1, 3, 3]
+    # 3 + 3 + 1 pictures in batches of 2: 2 + 2 + 1 batches, not ceil(7 / 2) = 4.
+    assert plan.batches_per_epoch == 5 and plan.total_steps == 10
+    assert plan.naive_total_steps == 7.0 and plan.total_steps > plan.naive_total_steps_ceil
+    assert "partial" in plan.formula["en"] and "10 steps" in plan.formula["en"]
+
+
+def test_accumulation_flushes_at_epoch_end_and_max_steps_overrides(kohya_set):
+    report = scan_dataset(config(kohya_set).dataset)
+    plan = make_plan(config(kohya_set, train={"batch_size": 4, "grad_accum": 3, "epochs": 2}), report)
+    assert plan.batches_per_epoch == 35 and plan.steps_per_epoch == 12 and plan.total_steps == 24
+    assert plan.naive_total_steps == pytest.approx(140 * 2 / 12)
+    plan = make_plan(config(kohya_set, train={"batch_size": 2, "max_steps": 100, "epochs": 3}), report)
+    assert plan.total_steps == 100 and plan.epochs == 3 and plan.epochs_effective == 2
+    assert "max_steps = 100" in plan.formula["en"]
+
+
+def test_checkpoint_sample_and_warmup_steps(kohya_set):
+    report = scan_dataset(config(kohya_set).dataset)
+    cfg = config(kohya_set, train={"batch_size": 2, "epochs": 3}, save={"every_steps": 100},
+                 optim={"warmup_steps": 500})  # fmt: skip
+    plan = make_plan(cfg, report)
+    assert plan.checkpoint_steps == [100, 200, 210]
+    assert plan.sample_steps == [0, 100, 200, 210]  # sample.every_steps 0 → at checkpoints
+    assert plan.warmup_steps == 210
+    cfg = config(kohya_set, train={"batch_size": 2, "epochs": 3}, sample={"every_steps": 70})
+    plan = make_plan(cfg, report)
+    assert plan.checkpoint_steps == [210] and plan.sample_steps == [0, 70, 140, 210]
+    cfg = config(kohya_set, train={"batch_size": 2, "epochs": 3}, sample={"enabled": False})
+    assert make_plan(cfg, report).sample_steps == []
+
+
+@pytest.mark.parametrize(
+    ("lr", "alpha", "zone"),
+    [
+        (1e-5, 16.0, "under"),
+        (1e-4, 16.0, "under"),
+        (1e-3, 16.0, "fit"),
+        (1e-3, 8.0, "fit"),
+        (1e-2, 16.0, "over"),
+    ],
+)
+def test_dose_zone(kohya_set, lr, alpha, zone):
+    report = scan_dataset(config(kohya_set).dataset)
+    cfg = config(kohya_set, train={"batch_size": 2, "epochs": 3}, optim={"lr": lr},
+                 lora={"rank": 16, "alpha": alpha}, dose={"fit_low": 0.05, "fit_high": 0.3})  # fmt: skip
+    plan = make_plan(cfg, report)
+    assert plan.dose == pytest.approx(lr * 210 * alpha / 16)
+    assert plan.dose_zone == zone and (plan.dose_low, plan.dose_high) == (0.05, 0.3)
+    assert plan.dose_explanation["en"] and plan.dose_explanation["ko"]
+    assert f"{plan.dose:.3g}" in plan.dose_formula["en"]
+
+
+def test_unusable_dataset_cannot_be_planned(tmp_path):
+    (tmp_path / "a.png").write_bytes(b"")
+    cfg = config(tmp_path)
+    with pytest.raises(UserError, match="no usable"):
+        plan_from_config(cfg)

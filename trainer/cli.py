@@ -1,0 +1,151 @@
+"""Headless CLI: ``python -m trainer {plan,check-dataset,tiny-model,train,diagnose} ...``.
+
+Exit codes (DESIGN.md): 0 finished, 2 bad input (one line naming the key or file), 3 stopped by the numerics
+guard (diagnosis written), 130 stopped by the user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+
+from .errors import UserError
+
+EXIT_OK, EXIT_BAD_INPUT, EXIT_GUARD, EXIT_USER_STOP = 0, 2, 3, 130
+
+
+def _print_json(obj) -> None:
+    print(json.dumps(obj, indent=2, ensure_ascii=False))
+
+
+def cmd_plan(args) -> int:
+    from .config import load_config
+    from .plan import plan_from_config
+
+    cfg = load_config(args.config, args.set)
+    report, plan = plan_from_config(cfg)
+    if args.json:
+        _print_json(plan.to_json())
+        return EXIT_OK
+    lang = args.lang
+    print(plan.formula[lang])
+    print(f"steps per epoch: {plan.steps_per_epoch}   total steps: {plan.total_steps}")
+    print(f"dose (lr × steps × alpha/rank) = {plan.dose:.4g}  zone: {plan.dose_zone} "
+          f"(fit {plan.dose_low:g}–{plan.dose_high:g})")
+    print(f"checkpoints at: {plan.checkpoint_steps}")
+    for p in report.problems:
+        print(f"  [{p['severity']}] {p['file']}: {p['message']}")
+    return EXIT_OK
+
+
+def cmd_check_dataset(args) -> int:
+    from .config import DatasetConfig
+    from .dataset import scan_dataset
+
+    try:
+        ds = DatasetConfig(path=args.dir, trigger=args.trigger, resolution=args.resolution,
+                           caption_ext=args.caption_ext, repeats=args.repeats)
+    except ValueError as e:
+        raise UserError(f"check-dataset: {str(e).splitlines()[-1].strip()}") from None
+    report = scan_dataset(ds)
+    if args.json:
+        _print_json(report.to_json())
+        return EXIT_OK
+    print(f"{report.root}: {report.images} usable images, {report.captions} with captions, "
+          f"{report.image_repeats} image-repeats, usable={report.usable}")
+    for p in report.problems:
+        print(f"  [{p['severity']}] {p['file']}: {p['kind']}: {p['message']}")
+    return EXIT_OK
+
+
+def cmd_tiny_model(args) -> int:
+    from .models import build_tiny_pipeline, save_pipeline
+
+    pipe = build_tiny_pipeline(args.family)
+    out = save_pipeline(pipe, args.out_dir, single_file=args.single_file)
+    print(out)
+    return EXIT_OK
+
+
+def cmd_train(args) -> int:
+    from .config import load_config
+    from .console import run_from_cli
+
+    cfg = load_config(args.config, args.set)
+    return run_from_cli(cfg, resume=args.resume, parent=args.parent, quiet=args.quiet)
+
+
+def cmd_diagnose(args) -> int:
+    from .diagnose import diagnose, format_diagnosis
+
+    result = diagnose(args.run_dir)
+    if args.json:
+        _print_json(result)
+    else:
+        print(format_diagnosis(result, args.lang))
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m trainer", description="LoRA Doctor headless tools")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def with_config(p: argparse.ArgumentParser) -> None:
+        p.add_argument("config", nargs="?", help="config TOML (defaults when omitted)")
+        p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="override one setting, e.g. --set optim.lr=5e-5 (repeatable)")
+
+    p = sub.add_parser("plan", help="step math and dose for a config")
+    with_config(p)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--lang", choices=["en", "ko"], default="en")
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("check-dataset", help="scan a dataset folder and report problems")
+    p.add_argument("dir")
+    p.add_argument("--trigger", default="")
+    p.add_argument("--resolution", type=int, default=512)
+    p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--caption-ext", default=".txt")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_check_dataset)
+
+    p = sub.add_parser("tiny-model", help="write a tiny SD1.5/SDXL-shaped pipeline (for tests and demos)")
+    p.add_argument("family", choices=["sd15", "sdxl"])
+    p.add_argument("out_dir")
+    p.add_argument("--single-file", action="store_true", help="one .safetensors plus a config/ folder")
+    p.set_defaults(func=cmd_tiny_model)
+
+    p = sub.add_parser("train", help="train a LoRA")
+    with_config(p)
+    p.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint")
+    p.add_argument("--parent", metavar="RUN_DIR", help="record this run as a follow-up of RUN_DIR")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("diagnose", help="findings and prescriptions for a run folder")
+    p.add_argument("run_dir")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--lang", choices=["en", "ko"], default="en")
+    p.set_defaults(func=cmd_diagnose)
+    return parser
+
+
+def main(argv: list[str] | None = None, run: Callable[[argparse.Namespace], int] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return (run or args.func)(args)
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("stopped by the user", file=sys.stderr)
+        return EXIT_USER_STOP
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
+

@@ -1,0 +1,55 @@
+"""Text conditioning for SD1.5 and SDXL, with a cache for when the text encoders are frozen."""
+
+from __future__ import annotations
+
+import torch
+
+
+class TextConditioner:
+    """Turns captions into the UNet's ``encoder_hidden_states`` (and SDXL's ``added_cond_kwargs``)."""
+
+    def __init__(self, pipe, family: str, device: torch.device, cache: bool):
+        self.family = family
+        self.device = device
+        self.tokenizers = [pipe.tokenizer] + ([pipe.tokenizer_2] if family == "sdxl" else [])
+        self.encoders = [pipe.text_encoder] + ([pipe.text_encoder_2] if family == "sdxl" else [])
+        self.cache_enabled = cache
+        self._cache: dict[str, tuple[torch.Tensor, torch.Tensor | None]] = {}
+
+    def _ids(self, tokenizer, captions: list[str]) -> torch.Tensor:
+        return tokenizer(
+            captions, padding="max_length", max_length=tokenizer.model_max_length, truncation=True,
+            return_tensors="pt",
+        ).input_ids.to(self.device)
+
+    def _encode(self, captions: list[str]) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if self.family == "sd15":
+            hidden = self.encoders[0](self._ids(self.tokenizers[0], captions))[0]
+            return hidden, None
+        states, pooled = [], None
+        for tok, enc in zip(self.tokenizers, self.encoders):
+            out = enc(self._ids(tok, captions), output_hidden_states=True)
+            states.append(out.hidden_states[-2])  # SDXL conditions on the penultimate layer of both encoders
+            if hasattr(out, "text_embeds"):
+                pooled = out.text_embeds
+        return torch.cat(states, dim=-1), pooled
+
+    def __call__(self, captions: list[str]) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if not self.cache_enabled:
+            return self._encode(captions)
+        missing = sorted({c for c in captions if c not in self._cache})
+        if missing:
+            with torch.no_grad():
+                hidden, pooled = self._encode(missing)
+            for i, c in enumerate(missing):
+                self._cache[c] = (hidden[i].float(), None if pooled is None else pooled[i].float())
+        hidden = torch.stack([self._cache[c][0] for c in captions])
+        pooled = None if self.family == "sd15" else torch.stack([self._cache[c][1] for c in captions])
+        return hidden, pooled
+
+    def added_cond_kwargs(self, pooled, buckets: list[tuple[int, int]]) -> dict | None:
+        if self.family != "sdxl":
+            return None
+        # (original h, w, crop top, left, target h, w): we train at the bucket size with a centre crop.
+        time_ids = torch.tensor([[h, w, 0, 0, h, w] for (w, h) in buckets], dtype=torch.float32, device=self.device)
+        return {"text_embeds": pooled, "time_ids": time_ids}

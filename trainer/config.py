@@ -1,0 +1,406 @@
+"""The one typed, versioned training config.
+
+Loading order: defaults ← preset (sparse TOML) ← the user's TOML ← ``--set section.key=value``.
+Every key is declared here; an unknown key, a wrong type or a value out of range is a :class:`UserError`
+naming the key, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any, Literal
+
+import tomllib
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .errors import UserError
+
+CONFIG_VERSION = 1
+
+# The seed's four sample-prompt kinds. "{trigger}" is replaced by dataset.trigger at run time.
+DEFAULT_SAMPLE_PROMPTS = [
+    "{trigger}",
+    "{trigger}, sitting on a bench in a park, from the side",
+    "{trigger}, wearing a red raincoat",
+    "a person standing in a city street",
+]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=False)
+
+
+class ModelConfig(_Section):
+    base: str = Field("tiny-sd15", min_length=1)
+    """"tiny-sd15", "tiny-sdxl", "demo", a local diffusers folder, a local .safetensors/.ckpt, or a hub id."""
+    family: Literal["auto", "sd15", "sdxl"] = "auto"
+    prediction_type: Literal["auto", "epsilon", "v_prediction"] = "auto"
+    allow_distilled: bool = False
+    """Train on a turbo/LCM/lightning base anyway (the seeds advise against it)."""
+
+
+class DatasetConfig(_Section):
+    path: str = ""
+    trigger: str = ""
+    resolution: int = Field(512, ge=64, le=4096, multiple_of=8)
+    repeats: int = Field(1, ge=1, le=10000)
+    """Repeats for folders without an ``N_`` prefix."""
+    caption_ext: str = ".txt"
+    shuffle_tags: bool = False
+    keep_tokens: int = Field(1, ge=0, le=255)
+    caption_dropout: float = Field(0.0, ge=0.0, le=1.0)
+    buckets: bool = True
+    bucket_step: int = Field(64, ge=8, le=512, multiple_of=8)
+    min_bucket_side: int = Field(256, ge=8, le=4096)
+    max_bucket_side: int = Field(1024, ge=8, le=8192)
+    cache_latents: bool = True
+    cache_to_disk: bool = False
+    flip: bool = False
+
+    @field_validator("caption_ext")
+    @classmethod
+    def _dot(cls, v: str) -> str:
+        if not v.startswith(".") or len(v) < 2:
+            raise ValueError('must start with a dot, like ".txt"')
+        return v
+
+
+class LoraConfig(_Section):
+    rank: int = Field(16, ge=1, le=1024)
+    alpha: float = Field(16.0, gt=0.0, le=4096.0)
+    targets: Literal["attn", "attn_ff"] = "attn"
+    """attn: attention projections; attn_ff adds the feed-forward and proj_in/proj_out (sd-scripts' default set)."""
+    dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    train_text_encoder: bool = False
+
+
+class OptimConfig(_Section):
+    optimizer: Literal["adamw", "adamw8bit", "prodigy"] = "adamw"
+    lr: float = Field(1e-4, gt=0.0, le=10.0)
+    te_lr: float = Field(0.0, ge=0.0, le=10.0)
+    """Text-encoder lr; 0 means the same as ``lr``."""
+    scheduler: Literal["constant", "constant_with_warmup", "cosine", "linear", "cosine_with_restarts"] = (
+        "constant_with_warmup"
+    )
+    warmup_steps: int = Field(0, ge=0)
+    num_cycles: int = Field(1, ge=1, le=100)
+    max_grad_norm: float = Field(1.0, ge=0.0)
+    """0 turns clipping off."""
+    weight_decay: float = Field(1e-2, ge=0.0, le=1.0)
+    beta1: float = Field(0.9, ge=0.0, lt=1.0)
+    beta2: float = Field(0.999, ge=0.0, lt=1.0)
+    eps: float = Field(1e-8, gt=0.0, le=1e-2)
+
+
+class TrainConfig(_Section):
+    epochs: int = Field(10, ge=1, le=100000)
+    max_steps: int = Field(0, ge=0)
+    """0 = computed from epochs."""
+    batch_size: int = Field(1, ge=1, le=1024)
+    grad_accum: int = Field(1, ge=1, le=1024)
+    precision: Literal["fp32", "bf16", "fp16"] = "bf16"
+    seed: int = Field(42, ge=0, le=2**32 - 1)
+    gradient_checkpointing: bool = False
+    noise_offset: float = Field(0.0, ge=0.0, le=1.0)
+    min_snr_gamma: float = Field(0.0, ge=0.0, le=100.0)
+    """0 turns min-SNR weighting off; 5 is the paper's value."""
+    fp16_init_scale: float = Field(65536.0, gt=0.0)
+    """The fp16 loss scaler's starting scale (GradScaler's default); it halves on overflow."""
+    fp16_growth_interval: int = Field(2000, ge=1)
+    """Steps without overflow before the fp16 loss scale doubles."""
+    device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
+    compile: bool = False
+    num_workers: int = Field(0, ge=0, le=64)
+
+
+class EmaConfig(_Section):
+    enabled: bool = False
+    decay: float = Field(0.999, gt=0.0, lt=1.0)
+    warmup: bool = True
+    """Ramp the decay up as ``min(decay, (1 + step) / (10 + step))`` so early averages are not stuck at init."""
+
+
+class SaveConfig(_Section):
+    output_dir: str = "runs"
+    name: str = Field("lora", min_length=1, max_length=100)
+    every_steps: int = Field(0, ge=0)
+    """0 = only the final save."""
+    keep_last: int = Field(0, ge=0)
+    """0 = keep every checkpoint."""
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, v: str) -> str:
+        if any(c in v for c in '/\\:*?"<>|') or v in {".", ".."}:
+            raise ValueError('must be a plain file name without / \\ : * ? " < > |')
+        return v
+
+
+class SampleConfig(_Section):
+    every_steps: int = Field(0, ge=0)
+    """0 = sample at every checkpoint (and at step 0 and the end)."""
+    prompts: list[str] = Field(default_factory=lambda: list(DEFAULT_SAMPLE_PROMPTS))
+    negative_prompt: str = ""
+    seed: int = Field(1234, ge=0, le=2**32 - 1)
+    steps: int = Field(20, ge=1, le=200)
+    guidance: float = Field(7.0, ge=0.0, le=50.0)
+    enabled: bool = True
+
+
+class GuardConfig(_Section):
+    on_nonfinite: Literal["stop", "skip", "rollback"] = "stop"
+    max_consecutive_skips: int = Field(5, ge=1, le=1000)
+    max_rollbacks: int = Field(2, ge=0, le=20)
+    detectors: bool = True
+
+
+class DoseConfig(_Section):
+    """The zone in which ``lr × total_steps × alpha / rank`` usually lands a good LoRA (from the preset)."""
+
+    fit_low: float = Field(0.05, gt=0.0)
+    fit_high: float = Field(0.3, gt=0.0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> DoseConfig:
+        if self.fit_low >= self.fit_high:
+            raise ValueError(f"fit_low ({self.fit_low}) must be below fit_high ({self.fit_high})")
+        return self
+
+
+class Config(_Section):
+    version: int = CONFIG_VERSION
+    preset: str = ""
+    """The preset these values started from (informational once resolved)."""
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    dataset: DatasetConfig = Field(default_factory=DatasetConfig)
+    lora: LoraConfig = Field(default_factory=LoraConfig)
+    optim: OptimConfig = Field(default_factory=OptimConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    ema: EmaConfig = Field(default_factory=EmaConfig)
+    save: SaveConfig = Field(default_factory=SaveConfig)
+    sample: SampleConfig = Field(default_factory=SampleConfig)
+    guard: GuardConfig = Field(default_factory=GuardConfig)
+    dose: DoseConfig = Field(default_factory=DoseConfig)
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: int) -> int:
+        if v != CONFIG_VERSION:
+            raise ValueError(f"this app reads config version {CONFIG_VERSION}")
+        return v
+
+    @property
+    def effective_te_lr(self) -> float:
+        return self.optim.te_lr or self.optim.lr
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def to_toml(self) -> str:
+        return dumps_toml(self.to_dict())
+
+    def get(self, dotted: str) -> Any:
+        obj: Any = self
+        for part in dotted.split("."):
+            obj = getattr(obj, part)
+        return obj
+
+
+# --------------------------------------------------------------------------------------------- loading
+
+
+def _format_validation_error(err: ValidationError, origin: str) -> str:
+    lines = []
+    for e in err.errors():
+        key = ".".join(str(p) for p in e["loc"])
+        if e["type"] == "extra_forbidden":
+            section = ".".join(str(p) for p in e["loc"][:-1])
+            allowed = sorted(_section_fields(section))
+            lines.append(f"unknown key '{key}'; allowed here: {', '.join(allowed)}")
+        else:
+            value = e.get("input")
+            lines.append(f"'{key}' = {value!r}: {e['msg'].lower()}")
+    where = f" in {origin}" if origin else ""
+    return f"config error{where}: " + "; ".join(lines)
+
+
+def _section_fields(section: str) -> list[str]:
+    model: type[BaseModel] = Config
+    if section:
+        for part in section.split("."):
+            field = model.model_fields.get(part)
+            if field is None or not isinstance(field.annotation, type):
+                return []
+            model = field.annotation
+    return list(model.model_fields)
+
+
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"config file not found: {p} (give the path of a .toml file)")
+    try:
+        return tomllib.loads(p.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise UserError(f"{p} is not valid TOML: {e}") from None
+
+
+def parse_override(item: str) -> tuple[str, Any]:
+    """``section.key=value`` → (path, value). The value is TOML-ish: numbers, true/false, lists, strings."""
+    if "=" not in item:
+        raise UserError(f"--set {item!r}: write it as section.key=value, e.g. --set optim.lr=5e-5")
+    key, raw = item.split("=", 1)
+    key = key.strip()
+    if not key or any(not part for part in key.split(".")):
+        raise UserError(f"--set {item!r}: the key is empty; write section.key=value")
+    raw = raw.strip()
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        try:
+            value = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            value = raw  # a bare string such as a path
+    return key, value
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str] | None) -> dict[str, Any]:
+    out = deep_merge({}, data)
+    for item in overrides or []:
+        key, value = parse_override(item)
+        node = out
+        parts = key.split(".")
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise UserError(f"--set {item!r}: '{part}' is a value, not a section")
+            node = child
+        node[parts[-1]] = value
+    return out
+
+
+def from_dict(data: dict[str, Any], origin: str = "") -> Config:
+    """Validate a (possibly sparse) dict against the schema, applying its preset first."""
+    data = dict(data)
+    preset_name = data.get("preset") or ""
+    if preset_name:
+        from .presets import load_preset  # local import: presets imports this module
+
+        base = load_preset(preset_name).overrides
+        data = deep_merge(base, data)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as e:
+        raise UserError(_format_validation_error(e, origin)) from None
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> Config:
+    """Load a config file (or the defaults when ``path`` is None) and apply ``--set`` overrides."""
+    data: dict[str, Any] = read_toml(path) if path else {}
+    data = apply_overrides(data, overrides)
+    cfg = from_dict(data, origin=str(path) if path else "")
+    if path and cfg.dataset.path and not Path(cfg.dataset.path).is_absolute():
+        # A relative dataset path in a file means relative to that file, as users expect.
+        candidate = (Path(path).parent / cfg.dataset.path).resolve()
+        if candidate.exists():
+            cfg.dataset.path = str(candidate)
+    return cfg
+
+
+def save_config(cfg: Config, path: str | Path) -> None:
+    from .io import atomic_write_text
+
+    atomic_write_text(path, cfg.to_toml())
+
+
+def diff_configs(a: Config, b: Config) -> dict[str, tuple[Any, Any]]:
+    """Flat ``{dotted.key: (a_value, b_value)}`` for every setting that differs (``preset`` ignored)."""
+    fa, fb = flatten(a.to_dict()), flatten(b.to_dict())
+    keys = sorted(set(fa) | set(fb))
+    return {k: (fa.get(k), fb.get(k)) for k in keys if fa.get(k) != fb.get(k) and k != "preset"}
+
+
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+# ------------------------------------------------------------------------------------------ TOML writer
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        r = repr(v)
+        return r if any(c in r for c in ".eEn") else r + ".0"
+    if isinstance(v, str):
+        return _toml_string(v)
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if v is None:
+        raise TypeError("TOML has no null")
+    raise TypeError(f"cannot write {type(v).__name__} as TOML")
+
+
+def _toml_string(s: str) -> str:
+    out = ['"']
+    for ch in s:
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def dumps_toml(data: dict[str, Any]) -> str:
+    """A small TOML writer for our shapes: scalars and lists at the top, then one level of tables."""
+    lines: list[str] = []
+    tables: list[tuple[str, dict[str, Any]]] = []
+    for k, v in data.items():
+        if isinstance(v, dict):
+            tables.append((k, v))
+        elif v is not None:
+            lines.append(f"{k} = {_toml_value(v)}")
+    for name, table in tables:
+        lines.append("")
+        lines.append(f"[{name}]")
+        sub: list[tuple[str, dict[str, Any]]] = []
+        for k, v in table.items():
+            if isinstance(v, dict):
+                sub.append((k, v))
+            elif v is not None:
+                lines.append(f"{k} = {_toml_value(v)}")
+        for sk, sv in sub:
+            lines.append("")
+            lines.append(f"[{name}.{sk}]")
+            lines.extend(f"{k} = {_toml_value(v)}" for k, v in sv.items() if v is not None)
+    return "\n".join(lines) + "\n"

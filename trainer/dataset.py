@@ -1,0 +1,567 @@
+"""Scan a training folder: kohya ``N_name`` folders, captions, and every problem a file can have.
+
+The scan never crashes on a file: each bad file becomes one problem (``file``, ``kind``, ``severity``,
+``message``/``message_ko``) and the rest of the folder is still read. Only a missing folder, a path that
+is a file, or a folder without a single image is a :class:`UserError`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import warnings
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image, ImageOps, UnidentifiedImageError
+from pydantic import ValidationError
+
+from .buckets import Bucket, assign_bucket, buckets_for, upscale_factor
+from .config import DatasetConfig
+from .errors import UserError
+
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif"})
+# Formats people drop in by mistake (phone photos, layered files): named, so they are not silently ignored.
+UNSUPPORTED_SUFFIXES = frozenset({".tif", ".tiff", ".heic", ".heif", ".avif", ".jxl", ".psd", ".svg", ".dng"})
+# Pillow's default hard limit (2 × MAX_IMAGE_PIXELS). Checked from the header ourselves too, so the refusal
+# holds even where someone set Image.MAX_IMAGE_PIXELS = None. ~13k × 13k: far beyond any training picture.
+BOMB_PIXELS = 178_956_970
+EXTREME_ASPECT = 4.0
+SOFT_UPSCALE = 2.0
+TAG_WELD_SHARE = 0.9
+KOHYA_FOLDER = re.compile(r"^(\d+)_(.*)$")
+
+# kind → (severity, excluded, English, Korean). "error" files are never trained on; "warning" ones are but
+# the user should look; "info" is handled automatically and only noted. Stable ids: the UI keys off them.
+PROBLEM_KINDS: dict[str, tuple[str, bool, str, str]] = {
+    "zero_byte": ("error", True, "the file is empty (0 bytes); copy it again or delete it",
+                  "빈 파일입니다(0바이트). 다시 복사하거나 지우세요."),
+    "not_an_image": ("error", True, "not a picture (another file renamed to {suffix}?); delete it or save it again as PNG/JPG",
+                     "그림 파일이 아닙니다(다른 파일의 확장자만 {suffix}로 바꾼 것 같습니다). 지우거나 PNG/JPG로 다시 저장하세요."),
+    "unreadable_image": ("error", True, "the picture is damaged or cut off ({reason}); export or download it again, or delete it",
+                         "그림이 손상되었거나 잘려 있습니다({reason}). 다시 내보내거나 내려받거나, 지우세요."),
+    "decompression_bomb": ("error", True, "claims {pixels} pixels, above the safe limit of {limit}; not decoded. Shrink it (4096 px on the long side is plenty)",
+                           "{pixels} 픽셀이라고 적혀 있어 안전 한도({limit})를 넘습니다. 열지 않았습니다. 긴 변 4096px 정도로 줄이세요."),
+    "too_small": ("error", True, "{w}×{h} is far too small for resolution {res} (shortest side under {min_side} px); use a bigger original or delete it",
+                  "{w}×{h} 그림은 해상도 {res}에 비해 너무 작습니다(짧은 변 {min_side}px 미만). 더 큰 원본을 쓰거나 지우세요."),
+    "unsupported_format": ("warning", True, "{suffix} files are not read; convert it to PNG or JPG to use it",
+                           "{suffix} 파일은 읽지 않습니다. 쓰려면 PNG나 JPG로 바꾸세요."),
+    "duplicate": ("warning", True, "the same file as {original}; skipped so it is not trained twice (use repeats to weight pictures)",
+                  "{original} 파일과 똑같아 건너뜁니다(두 번 학습되지 않게). 비중을 높이려면 반복 횟수를 쓰세요."),
+    "zero_repeats": ("warning", True, "folder name starts with 0_ (0 repeats), so its pictures are skipped; rename it to 1_... to use them",
+                     "폴더 이름이 0_로 시작해(반복 0회) 안의 그림을 건너뜁니다. 쓰려면 1_...로 바꾸세요."),
+    "high_repeats": ("warning", False, "the folder name means {repeats} repeats (kohya N_name naming); rename it if that number is not meant as repeats",
+                     "폴더 이름대로면 {repeats}회 반복입니다(kohya의 N_이름 규칙). 반복 횟수가 아니라면 이름을 바꾸세요."),
+    "low_resolution": ("warning", False, "{w}×{h} is enlarged {scale:.1f}× to fill its {bw}×{bh} bucket and will look soft; use a bigger original if you have one",
+                       "{w}×{h} 그림은 {bw}×{bh} 버킷을 채우려고 {scale:.1f}배 확대되어 흐릿해집니다. 더 큰 원본이 있으면 쓰세요."),
+    "extreme_aspect": ("warning", False, "aspect {ratio:.1f}:1 is extreme; it is cropped hard to {bw}×{bh}. Crop it yourself to keep what matters",
+                       "가로세로 비율 {ratio:.1f}:1은 너무 극단적이라 {bw}×{bh} 크기로 맞추며 많이 잘립니다. 중요한 부분이 남도록 직접 자르세요."),
+    "missing_caption": ("warning", False, "no caption file {caption}; it trains with {fallback}. Write one naming what should stay changeable (outfit, pose, background)",
+                        "캡션 파일({caption})이 없어 {fallback} 학습합니다. 바뀔 수 있어야 할 것(옷, 자세, 배경)을 적은 캡션을 만드세요."),
+    "empty_caption": ("warning", False, "the caption file is empty; it trains with {fallback}. Describe what should stay changeable (outfit, pose, background)",
+                      "캡션 파일이 비어 있어 {fallback} 학습합니다. 바뀔 수 있어야 할 것(옷, 자세, 배경)을 적으세요."),
+    "caption_not_utf8": ("warning", False, "the caption file is not UTF-8 text, so it trains with {fallback}; save it as UTF-8 (Notepad: Save as, Encoding UTF-8)",
+                         "캡션 파일이 UTF-8이 아니어서 {fallback} 학습합니다. UTF-8로 저장하세요(메모장: 다른 이름으로 저장, 인코딩 UTF-8)."),
+    "no_trigger": ("warning", False, 'the caption lacks the trigger "{trigger}"; add it so the LoRA binds to that word',
+                   '캡션에 트리거 "{trigger}"가 없습니다. LoRA가 그 단어에 묶이도록 넣으세요.'),
+    "animated": ("info", False, "animated ({frames} frames); only the first frame is used",
+                 "움직이는 그림({frames}프레임)이라 첫 프레임만 씁니다."),
+    "cmyk": ("info", False, "CMYK (print) colours, converted to RGB; colours may shift a little. Export as RGB for exact colours",
+             "CMYK(인쇄용) 색이라 RGB로 바꿉니다. 색이 조금 달라질 수 있으니 정확한 색이 필요하면 RGB로 내보내세요."),
+    "high_bit_depth": ("info", False, "{bits}-bit picture, reduced to 8 bits per channel",
+                       "{bits}비트 그림이라 채널당 8비트로 줄입니다."),
+    "alpha_channel": ("info", False, "has transparency; transparent areas are filled with white",
+                      "투명한 부분이 있어 흰색으로 채웁니다."),
+    "exif_rotated": ("info", False, "the camera marked it as rotated (EXIF orientation {orientation}); it is turned upright to {w}×{h}",
+                     "카메라가 회전 표시(EXIF 방향 {orientation})를 남겨 똑바로 세웁니다({w}×{h})."),
+}  # fmt: skip
+
+TAG_WELD_MESSAGE = (
+    'the tag "{tag}" is in {pct}% of captions: a tag in every caption gets welded to the trigger. '
+    "Leave out of the captions the features the LoRA should absorb; keep in them what should stay changeable",
+    '"{tag}" 태그가 캡션의 {pct}%에 있습니다. 모든 캡션에 있는 태그는 트리거에 달라붙습니다. '
+    "LoRA가 흡수할 특징은 캡션에서 빼고, 바뀔 수 있어야 할 것만 적으세요.",
+)
+
+
+@dataclass
+class ImageItem:
+    """One usable training image. ``width``/``height`` are after EXIF rotation."""
+
+    path: str
+    rel: str
+    folder: str
+    repeats: int
+    caption: str
+    width: int
+    height: int
+    bucket: Bucket
+    caption_source: str = "file"
+    """"file", or what stood in for a missing/empty/unreadable one: "folder" (kohya class words), "trigger", "none"."""
+
+
+@dataclass
+class DatasetReport:
+    """What the scan found. ``to_json()`` gives a plain dict (no inf/nan) for the UI, CLI and ``plan.json``."""
+
+    root: str
+    usable: bool
+    images: int
+    captions: int
+    image_repeats: int
+    folders: list[dict[str, Any]]
+    problems: list[dict[str, Any]]
+    items: list[ImageItem]
+    buckets: list[dict[str, int]]
+    size_histogram: list[dict[str, Any]]
+    aspect_histogram: list[dict[str, Any]]
+    tags: dict[str, int]
+    trigger_share: float | None
+    tag_warnings: list[dict[str, Any]]
+    problem_counts: dict[str, int] = field(default_factory=dict)
+    resolution: int = 512
+    trigger: str = ""
+
+    def to_json(self, include_items: bool = True) -> dict[str, Any]:
+        d = asdict(self)
+        if include_items:
+            for it in d["items"]:
+                it["bucket"] = list(it["bucket"])
+        else:
+            del d["items"]
+        return d
+
+
+# ------------------------------------------------------------------------------------------- public API
+
+
+def scan_dataset(cfg: DatasetConfig | None = None, /, **overrides: Any) -> DatasetReport:
+    """Scan ``cfg.path``; keyword overrides (``path=``, ``trigger=``, ...) replace config fields.
+
+    Raises :class:`UserError` for a missing path, a file instead of a folder, or a folder with no images.
+    """
+    cfg = _resolve_cfg(cfg, overrides)
+    root = _check_root(cfg.path)
+    folders, unsupported = _discover(root, cfg)
+    n_images = sum(len(f.files) for f in folders)
+    if n_images == 0:
+        extra = f" ({len(unsupported)} files in formats it cannot read; convert them)" if unsupported else ""
+        if any(f.repeats == 0 for f in folders):
+            extra += " (folders named 0_... are skipped; rename them to 1_...)"
+        raise UserError(
+            f"no images (png, jpg, webp, bmp, gif) in {root}{extra}; "
+            "put the training pictures there, in N_name subfolders or directly in the folder"
+        )
+    buckets = buckets_for(cfg)
+    problems: list[dict[str, Any]] = [
+        _problem("unsupported_format", rel, suffix=Path(rel).suffix) for rel in unsupported
+    ]
+    items: list[ImageItem] = []
+    captions: dict[str, str] = {}  # rel → the caption file's text (only real, non-empty ones)
+    seen: dict[str, str] = {}  # content hash → rel of the first file with it
+    folder_rows = []
+    for f in folders:
+        problems.extend(f.problems)
+        count = 0
+        for path in f.files:
+            rel = path.relative_to(root).as_posix()
+            try:
+                item, notes, text = _scan_image(path, rel, f, cfg, buckets, seen)
+            except _Excluded as ex:
+                problems.append(ex.problem)
+                continue
+            except Exception as e:  # the scan must survive any file; the reason goes to the user
+                problems.append(_problem("unreadable_image", rel, reason=_short(e)))
+                continue
+            problems.extend(notes)
+            items.append(item)
+            count += 1
+            if text:
+                captions[rel] = text
+        folder_rows.append({"name": f.name, "repeats": f.repeats, "images": count})
+    return _summarise(root, cfg, items, captions, problems, folder_rows)
+
+
+def load_image_rgb(path: str | Path, min_size: tuple[int, int] | None = None) -> Image.Image:
+    """Open an image for training: first frame, EXIF-upright, 8-bit RGB, transparency composited on white.
+
+    ``min_size`` (upright width, height) lets a JPEG decode at a reduced scale that still covers it, which
+    is several times faster for photos much larger than their bucket.
+    """
+    with Image.open(path) as im:
+        im.seek(0)
+        if min_size and im.format == "JPEG":
+            upright_swapped = _orientation(im) in (5, 6, 7, 8)
+            im.draft(im.mode, (min_size[1], min_size[0]) if upright_swapped else min_size)
+        im.load()
+        return _to_rgb(_upright(im))
+
+
+def split_tags(caption: str) -> list[str]:
+    """Comma-separated tags, trimmed, empty ones dropped."""
+    return [t for t in (" ".join(p.split()) for p in caption.split(",")) if t]
+
+
+def contains_trigger(caption: str, trigger: str) -> bool:
+    """Whether ``trigger`` appears as a whole word (case-insensitive, as CLIP lower-cases)."""
+    if not trigger:
+        return True
+    return re.search(rf"(?<!\w){re.escape(trigger)}(?!\w)", caption, re.IGNORECASE) is not None
+
+
+def min_side_for(resolution: int) -> int:
+    """Shortest side under which an image is refused: upscaling it more than ~8× gives mush."""
+    return max(min(64, resolution // 2), resolution // 8)
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+def _resolve_cfg(cfg: DatasetConfig | None, overrides: dict[str, Any]) -> DatasetConfig:
+    if cfg is None and not overrides:
+        raise UserError("no dataset folder given; set dataset.path to the folder with your pictures")
+    if not overrides:
+        return cfg  # type: ignore[return-value]
+    base = cfg.model_dump() if cfg is not None else {}
+    try:
+        return DatasetConfig.model_validate({**base, **overrides})
+    except ValidationError as e:
+        err = e.errors()[0]
+        key = ".".join(str(p) for p in err["loc"])
+        raise UserError(f"'dataset.{key}' = {err.get('input')!r}: {err['msg'].lower()}") from None
+
+
+def _check_root(path: str) -> Path:
+    if not path:
+        raise UserError("no dataset folder set; set dataset.path to the folder with your pictures")
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise UserError(f"dataset folder not found: {root} (check the path, or create it and add pictures)")
+    if not root.is_dir():
+        raise UserError(
+            f"dataset path is a file, not a folder: {root} (give the folder that holds the pictures)"
+        )
+    try:
+        next(root.iterdir(), None)
+    except OSError as e:
+        raise UserError(f"cannot read dataset folder {root}: {e.strerror or e}") from None
+    return root.resolve()
+
+
+def _hidden(name: str) -> bool:
+    # macOS litters copies with "._x.png" resource forks and __MACOSX; they are not pictures.
+    return name.startswith(".") or name == "__MACOSX"
+
+
+@dataclass
+class _Folder:
+    name: str
+    repeats: int
+    class_words: str
+    """kohya's words after ``N_`` ("zxc girl"): the caption of a picture that has none."""
+    files: list[Path]
+    problems: list[dict[str, Any]]
+
+
+def _discover(root: Path, cfg: DatasetConfig) -> tuple[list[_Folder], list[str]]:
+    """Folders to read (root first), each with repeats, image files and folder-level problems."""
+    folders: list[_Folder] = []
+    unsupported: list[str] = []
+
+    def pick(paths: list[Path]) -> list[Path]:
+        out = []
+        for p in sorted(paths):
+            s = p.suffix.lower()
+            if s in IMAGE_SUFFIXES:
+                out.append(p)
+            elif s in UNSUPPORTED_SUFFIXES:
+                unsupported.append(p.relative_to(root).as_posix())
+        return out
+
+    entries = sorted(e for e in root.iterdir() if not _hidden(e.name))
+    root_files = pick([e for e in entries if e.is_file()])
+    if root_files:
+        folders.append(_Folder(".", cfg.repeats, "", root_files, []))
+    for d in (e for e in entries if e.is_dir()):
+        m = KOHYA_FOLDER.match(d.name)
+        repeats, words, probs = cfg.repeats, "", []
+        if m:
+            repeats, words = int(m.group(1)), m.group(2).strip()
+            if repeats == 0:
+                probs.append(_problem("zero_repeats", d.name))
+            elif repeats > 100:
+                probs.append(_problem("high_repeats", d.name, repeats=repeats))
+        files: list[Path] = []
+        # Sub-subfolders count towards their top folder (kohya reads one level; people nest anyway).
+        for dirpath, dirnames, filenames in os.walk(d):
+            dirnames[:] = sorted(n for n in dirnames if not _hidden(n))
+            files.extend(Path(dirpath) / n for n in filenames if not _hidden(n))
+        files = pick(files) if repeats > 0 else []
+        folders.append(_Folder(d.name, repeats, words, files, probs))
+    return folders, unsupported
+
+
+def _problem(kind: str, rel: str, ko: dict[str, Any] | None = None, **fmt: Any) -> dict[str, Any]:
+    severity, excluded, en, ko_text = PROBLEM_KINDS[kind]
+    return {
+        "file": rel,
+        "kind": kind,
+        "severity": severity,
+        "excluded": excluded,
+        "message": en.format(**fmt),
+        "message_ko": ko_text.format(**{**fmt, **(ko or {})}),
+    }
+
+
+def _short(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _orientation(im: Image.Image) -> int:
+    try:
+        value = int(im.getexif().get(0x0112, 1))
+    except Exception:
+        return 1  # unreadable EXIF is not worth refusing the picture over
+    return value if 1 <= value <= 8 else 1
+
+
+def _upright(im: Image.Image) -> Image.Image:
+    """An upright copy (always a copy: the caller closes the file)."""
+    try:
+        return ImageOps.exif_transpose(im)
+    except Exception:
+        return im.copy()  # broken EXIF: train on the pixels as stored rather than lose the picture
+
+
+def _bit_depth(im: Image.Image) -> int:
+    if im.mode == "F":
+        return 32
+    if im.mode.startswith("I"):
+        return 16
+    # Pillow reads a 48/64-bit PNG straight into 8-bit RGB(A); only the tile's raw mode tells.
+    if any(";16" in str(t.args) for t in (im.tile or [])):
+        return 16
+    return 8
+
+
+def _has_transparency(im: Image.Image) -> bool:
+    if "transparency" in im.info:
+        return True
+    if "A" in im.getbands():
+        return im.getchannel("A").getextrema()[0] < 255  # an all-opaque alpha is dropped silently
+    return False
+
+
+def _file_hash(path: Path) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class _Excluded(Exception):
+    """Raised inside a file's checks: the file is not trained on, for this one reason."""
+
+    def __init__(self, kind: str, rel: str, **fmt: Any):
+        super().__init__(kind)
+        self.problem = _problem(kind, rel, **fmt)
+
+
+def _inspect_pixels(path: Path, rel: str, resolution: int) -> tuple[int, int, int, list[dict[str, Any]]]:
+    """Header checks first, then one full decode. Returns the upright size, EXIF orientation and notes."""
+    if path.stat().st_size == 0:
+        raise _Excluded("zero_byte", rel)
+    limit = f"{BOMB_PIXELS:,}"
+    try:
+        with warnings.catch_warnings():
+            # Between 1× and 2× MAX_IMAGE_PIXELS Pillow only warns; the size check below decides.
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            im = Image.open(path)
+    except Image.DecompressionBombError:
+        raise _Excluded("decompression_bomb", rel, pixels=f"more than {limit}", limit=limit) from None
+    except UnidentifiedImageError:
+        raise _Excluded("not_an_image", rel, suffix=path.suffix) from None
+    with im:
+        w, h = im.size
+        if w * h > BOMB_PIXELS:  # from the header alone, before a single pixel is decoded
+            raise _Excluded("decompression_bomb", rel, pixels=f"{w}×{h}", limit=limit)
+        orientation = _orientation(im)
+        if orientation in (5, 6, 7, 8):
+            w, h = h, w
+        min_side = min_side_for(resolution)
+        if min(w, h) < min_side:
+            raise _Excluded("too_small", rel, w=w, h=h, res=resolution, min_side=min_side)
+        frames = im.n_frames if getattr(im, "is_animated", False) else 1
+        im.seek(0)
+        bits = _bit_depth(im)
+        if im.format == "JPEG":
+            # Decode at 1/8 scale: libjpeg still reads every byte (truncation is caught), 10-50× faster.
+            im.draft(im.mode, (1, 1))
+        try:
+            im.load()
+        except Exception as e:
+            raise _Excluded("unreadable_image", rel, reason=_short(e)) from None
+        notes = [_problem("animated", rel, frames=frames)] if frames > 1 else []
+        if im.mode == "CMYK":
+            notes.append(_problem("cmyk", rel))
+        if bits > 8:
+            notes.append(_problem("high_bit_depth", rel, bits=bits))
+        if _has_transparency(im):
+            notes.append(_problem("alpha_channel", rel))
+    if orientation != 1:
+        notes.append(_problem("exif_rotated", rel, orientation=orientation, w=w, h=h))
+    return w, h, orientation, notes
+
+
+def _scan_image(
+    path: Path, rel: str, folder: _Folder, cfg: DatasetConfig, buckets: list[Bucket], seen: dict[str, str]
+) -> tuple[ImageItem, list[dict[str, Any]], str | None]:
+    """Check one file: the item, its notes, and its caption file's text. Raises _Excluded."""
+    w, h, _, notes = _inspect_pixels(path, rel, cfg.resolution)
+    digest = _file_hash(path)
+    if digest in seen:
+        raise _Excluded("duplicate", rel, original=seen[digest])
+    seen[digest] = rel
+    bucket = assign_bucket(w, h, buckets)
+    if max(w, h) / min(w, h) > EXTREME_ASPECT:
+        notes.append(_problem("extreme_aspect", rel, ratio=max(w, h) / min(w, h), bw=bucket[0], bh=bucket[1]))
+    scale = upscale_factor(w, h, bucket)
+    if scale > SOFT_UPSCALE:
+        notes.append(_problem("low_resolution", rel, w=w, h=h, scale=scale, bw=bucket[0], bh=bucket[1]))
+    text, status = _read_caption(path, cfg.caption_ext)
+    caption, source = text or "", "file"
+    if status != "ok":
+        caption, source = _fallback_caption(folder.class_words, cfg.trigger)
+        shown_en = f'the caption "{caption}"' if caption else "an empty caption"
+        shown_ko = f'"{caption}" 캡션으로' if caption else "빈 캡션으로"
+        cap_name = path.with_suffix(cfg.caption_ext).name
+        notes.append(_problem(status, rel, {"fallback": shown_ko}, fallback=shown_en, caption=cap_name))
+    elif cfg.trigger and not contains_trigger(caption, cfg.trigger):
+        notes.append(_problem("no_trigger", rel, trigger=cfg.trigger))
+    item = ImageItem(str(path), rel, folder.name, folder.repeats, caption, w, h, bucket, source)
+    return item, notes, text
+
+
+def _read_caption(image: Path, ext: str) -> tuple[str | None, str]:
+    """(text, status) with status one of ok / missing_caption / empty_caption / caption_not_utf8."""
+    cap = image.with_suffix(ext)
+    if not cap.is_file():
+        return None, "missing_caption"
+    try:
+        raw = cap.read_bytes().decode("utf-8-sig")  # -sig: Windows Notepad's BOM is not part of the caption
+    except UnicodeDecodeError:
+        return None, "caption_not_utf8"
+    # Lines become comma-separated parts: kohya keeps only the first line, which silently drops the rest.
+    lines = [" ".join(line.split()).strip(", ") for line in raw.splitlines()]
+    text = ", ".join(line for line in lines if line)
+    return (text, "ok") if text else (None, "empty_caption")
+
+
+def _fallback_caption(class_words: str, trigger: str) -> tuple[str, str]:
+    # kohya's DreamBooth-style folders: "10_zxc girl" trains uncaptioned pictures as "zxc girl".
+    if class_words:
+        return class_words, "folder"
+    if trigger:
+        return trigger, "trigger"
+    return "", "none"
+
+
+# (lo, hi, label), hi None = open-ended. Shortest side in pixels; aspect as width / height.
+SIZE_BINS = [(0, 256, "<256"), (256, 512, "256–511"), (512, 768, "512–767"), (768, 1024, "768–1023"),
+             (1024, 1536, "1024–1535"), (1536, 2048, "1536–2047"), (2048, None, "≥2048")]  # fmt: skip
+ASPECT_BINS = [(0.0, 0.25, "<1:4"), (0.25, 0.5, "1:4–1:2"), (0.5, 0.75, "1:2–3:4"), (0.75, 0.95, "3:4–1:1"),
+               (0.95, 1.05, "1:1"), (1.05, 4 / 3, "1:1–4:3"), (4 / 3, 2.0, "4:3–2:1"), (2.0, 4.0, "2:1–4:1"),
+               (4.0, None, ">4:1")]  # fmt: skip
+
+
+def _histogram(values: list[float], bins: list[tuple[float, float | None, str]]) -> list[dict[str, Any]]:
+    return [
+        {"label": label, "lo": lo, "hi": hi, "count": sum(lo <= v and (hi is None or v < hi) for v in values)}
+        for lo, hi, label in bins
+    ]
+
+
+def _tag_stats(
+    captions: list[str], trigger: str
+) -> tuple[dict[str, int], float | None, list[dict[str, Any]]]:
+    counts: Counter[str] = Counter()
+    for c in captions:
+        counts.update(set(split_tags(c)))  # a tag counts once per caption: "in how many captions"
+    tags = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    share = None
+    if trigger and captions:
+        share = sum(contains_trigger(c, trigger) for c in captions) / len(captions)
+    warns = []
+    if len(captions) >= 3:  # with one or two captions every tag is "in all of them"; that says nothing
+        for tag, n in tags.items():
+            if n / len(captions) < TAG_WELD_SHARE:
+                break
+            if trigger and contains_trigger(tag, trigger):
+                continue
+            pct = round(100 * n / len(captions))
+            en, ko = TAG_WELD_MESSAGE
+            fmt = {"tag": tag, "pct": pct}
+            warns.append({"tag": tag, "count": n, "share": n / len(captions),
+                          "message": en.format(**fmt), "message_ko": ko.format(**fmt)})  # fmt: skip
+    return tags, share, warns
+
+
+def _summarise(
+    root: Path,
+    cfg: DatasetConfig,
+    items: list[ImageItem],
+    captions: dict[str, str],
+    problems: list[dict[str, Any]],
+    folders: list[dict[str, Any]],
+) -> DatasetReport:
+    by_bucket: dict[Bucket, list[int]] = {}
+    for it in items:
+        row = by_bucket.setdefault(it.bucket, [0, 0])
+        row[0] += 1
+        row[1] += it.repeats
+    buckets = [
+        {"width": b[0], "height": b[1], "images": n, "image_repeats": r}
+        for b, (n, r) in sorted(by_bucket.items(), key=lambda kv: (kv[0][0] / kv[0][1], kv[0][0]))
+    ]
+    tags, share, tag_warnings = _tag_stats(list(captions.values()), cfg.trigger)
+    return DatasetReport(
+        root=str(root),
+        usable=bool(items),
+        images=len(items),
+        captions=len(captions),
+        image_repeats=sum(it.repeats for it in items),
+        folders=folders,
+        problems=problems,
+        items=items,
+        buckets=buckets,
+        size_histogram=_histogram([min(it.width, it.height) for it in items], SIZE_BINS),
+        aspect_histogram=_histogram([it.width / it.height for it in items], ASPECT_BINS),
+        tags=tags,
+        trigger_share=share,
+        tag_warnings=tag_warnings,
+        problem_counts=dict(Counter(p["kind"] for p in problems)),
+        resolution=cfg.resolution,
+        trigger=cfg.trigger,
+    )
+
+
+def _to_rgb(im: Image.Image) -> Image.Image:
+    if im.mode == "RGB":
+        return im
+    if im.mode.startswith("I") or im.mode == "F":
+        a = np.asarray(im, dtype=np.float64)
+        # 16-bit data spans 0..65535; Pillow's own I→L conversion clips instead of scaling.
+        if im.mode.startswith("I;16") or a.max(initial=0) > 255:
+            a = a / 257.0
+        return Image.fromarray(np.clip(a + 0.5, 0, 255).astype(np.uint8), "L").convert("RGB")
+    if im.mode in ("RGBA", "LA", "PA", "La", "RGBa") or "transparency" in im.info:
+        rgba = im.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(white, rgba).convert("RGB")
+    return im.convert("RGB")

@@ -1,0 +1,57 @@
+"""The built-in demo: a synthetic world of captioned scenes, the demo character "zxc" that the world never
+shows (the LoRA dataset), and measures computed from pictures (likeness, adherence, leakage, burn).
+
+``world`` draws and captions; ``measures`` reads pictures back. See each module's docstring.
+"""
+
+from .measures import (
+    adherence,
+    adherence_scores,
+    burn,
+    colour_stats,
+    detect_background,
+    detect_colour,
+    detect_shape,
+    leakage,
+    leakage_scores,
+    likeness,
+)
+from .world import (
+    TRIGGER,
+    DemoPrompt,
+    Scene,
+    caption,
+    character_scene,
+    demo_prompt_specs,
+    demo_sample_prompts,
+    render_scene,
+    sample_scene,
+    world_dataset,
+    write_character_dataset,
+    write_world_dataset,
+)
+
+__all__ = [
+    "TRIGGER",
+    "DemoPrompt",
+    "Scene",
+    "adherence",
+    "adherence_scores",
+    "burn",
+    "caption",
+    "character_scene",
+    "colour_stats",
+    "demo_prompt_specs",
+    "demo_sample_prompts",
+    "detect_background",
+    "detect_colour",
+    "detect_shape",
+    "leakage",
+    "leakage_scores",
+    "likeness",
+    "render_scene",
+    "sample_scene",
+    "world_dataset",
+    "write_character_dataset",
+    "write_world_dataset",
+]

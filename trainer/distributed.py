@@ -1,0 +1,98 @@
+"""Several processes (``torchrun`` / ``accelerate launch``): DDP over the LoRA-carrying models, rank 0 writes.
+
+With one process every method is a cheap no-op, so the loop reads the same either way.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as torch_dist
+
+
+@dataclass
+class Dist:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @classmethod
+    def from_env(cls) -> Dist:
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+        if world <= 1:
+            return cls()
+        if not torch_dist.is_initialized():
+            backend = "nccl" if torch.cuda.is_available() else "gloo"
+            torch_dist.init_process_group(backend=backend)
+        return cls(torch_dist.get_rank(), torch_dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def device(self) -> torch.device:
+        if torch.cuda.is_available():
+            torch.cuda.set_device(self.local_rank)
+            return torch.device("cuda", self.local_rank)
+        return torch.device("cpu")
+
+    def broadcast_object(self, obj):
+        if self.world_size == 1:
+            return obj
+        box = [obj]
+        torch_dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def shard(self, batches: list) -> list:
+        """Each rank takes every world_size-th batch; an optimizer step then covers world_size × accum batches."""
+        return batches if self.world_size == 1 else batches[self.rank :: self.world_size]
+
+    def wrap(self, models: dict[str, torch.nn.Module]) -> dict[str, torch.nn.Module]:
+        """Averages LoRA gradients across ranks after each backward (DDP would also work; this needs no wrapper
+        around modules whose forward signatures the pipeline relies on)."""
+        if self.world_size == 1:
+            return models
+        for m in models.values():
+            for p in m.parameters():
+                if p.requires_grad:
+                    torch_dist.broadcast(p.data, src=0)  # identical start on every rank
+        self._grad_params = [p for m in models.values() for p in m.parameters() if p.requires_grad]
+        return models
+
+    def average_gradients(self) -> None:
+        if self.world_size == 1:
+            return
+        grads = [p.grad for p in self._grad_params if p.grad is not None]
+        if not grads:
+            return
+        flat = torch.cat([g.reshape(-1) for g in grads])
+        torch_dist.all_reduce(flat, op=torch_dist.ReduceOp.SUM)
+        flat /= self.world_size
+        offset = 0
+        for g in grads:
+            n = g.numel()
+            g.copy_(flat[offset : offset + n].view_as(g))
+            offset += n
+
+    def all_reduce_health(self, values: torch.Tensor) -> torch.Tensor:
+        """Loss averaged; a non-finite anything on one rank is non-finite for all (max of NaN-aware flags)."""
+        values = values.clone()
+        bad = (~torch.isfinite(values)).float()
+        finite_vals = torch.where(torch.isfinite(values), values, torch.zeros_like(values))
+        torch_dist.all_reduce(bad, op=torch_dist.ReduceOp.MAX)
+        loss = finite_vals[:1].clone()
+        torch_dist.all_reduce(loss, op=torch_dist.ReduceOp.SUM)
+        flags = values[4:6].clone()
+        torch_dist.all_reduce(flags, op=torch_dist.ReduceOp.MIN)  # params/EMA finite only if finite everywhere
+        out = values.clone()
+        out[0] = loss[0] / self.world_size
+        out[4:6] = flags
+        out = torch.where(bad > 0, torch.full_like(out, float("nan")), out)
+        return out
+
+    def barrier(self) -> None:
+        if self.world_size > 1:
+            torch_dist.barrier()

@@ -1,0 +1,358 @@
+"""Base models: tiny ones built offline from configs, and real ones from a folder, a single file or a hub id.
+
+Every path ends in a diffusers pipeline (SD1.5 or SDXL) plus a :class:`BaseInfo` saying what was loaded,
+which family it is, and whether it looks distilled (the seeds: LoRA training on a few-step distilled base
+undoes the distillation and blurs the pictures).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .errors import UserError
+
+TINY_BASES = ("tiny-sd15", "tiny-sdxl")
+SINGLE_FILE_SUFFIXES = (".safetensors", ".ckpt", ".pt", ".bin")
+MODEL_CONFIG_DIR = Path(__file__).resolve().parent / "model_configs"
+DEMO_BASE_DIR = Path(__file__).resolve().parent.parent / "demo" / "base"
+DISTILLED_WORDS = ("turbo", "lcm", "lightning", "hyper", "schnell")
+
+
+@dataclass
+class BaseInfo:
+    source: str  # what the user gave
+    kind: str  # tiny | demo | folder | single_file | hub
+    family: str  # sd15 | sdxl
+    prediction_type: str = "epsilon"
+    distilled: bool = False
+    distilled_reason: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+# ----------------------------------------------------------------------------------------- tiny models
+
+
+def _tiny_text_encoder(projection: bool, seed: int):
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
+
+    config = CLIPTextConfig(
+        vocab_size=49408,
+        hidden_size=32,
+        intermediate_size=64,
+        num_attention_heads=4,
+        num_hidden_layers=2,
+        max_position_embeddings=77,
+        projection_dim=32,
+        bos_token_id=49406,
+        eos_token_id=49407,
+        pad_token_id=49407,
+        hidden_act="quick_gelu",
+    )
+    torch.manual_seed(seed)
+    cls = CLIPTextModelWithProjection if projection else CLIPTextModel
+    return cls(config)
+
+
+def _tiny_vae(seed: int):
+    from diffusers import AutoencoderKL
+
+    torch.manual_seed(seed)
+    return AutoencoderKL(
+        in_channels=3,
+        out_channels=3,
+        down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+        up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"),
+        block_out_channels=(32, 64),
+        layers_per_block=1,
+        latent_channels=4,
+        norm_num_groups=32,
+        sample_size=64,
+    )
+
+
+def _train_scheduler_config(prediction_type: str = "epsilon") -> dict[str, Any]:
+    return dict(
+        num_train_timesteps=1000,
+        beta_start=0.00085,
+        beta_end=0.012,
+        beta_schedule="scaled_linear",
+        prediction_type=prediction_type,
+        clip_sample=False,
+        set_alpha_to_one=False,
+        steps_offset=1,
+    )
+
+
+def build_tiny_pipeline(family: str = "sd15", seed: int = 0, prediction_type: str = "epsilon"):
+    """A tiny SD1.5- or SDXL-shaped pipeline (64×64 images, ~2 M params) with a real CLIP tokenizer."""
+    from diffusers import (
+        DDIMScheduler,
+        StableDiffusionPipeline,
+        StableDiffusionXLPipeline,
+        UNet2DConditionModel,
+    )
+
+    from .tokenizer import clip_tokenizer
+
+    scheduler = DDIMScheduler(**_train_scheduler_config(prediction_type))
+    vae = _tiny_vae(seed + 1)
+    if family == "sd15":
+        torch.manual_seed(seed)
+        unet = UNet2DConditionModel(
+            sample_size=32,
+            in_channels=4,
+            out_channels=4,
+            block_out_channels=(32, 64),
+            layers_per_block=2,
+            down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+            up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+            cross_attention_dim=32,
+            attention_head_dim=8,
+            norm_num_groups=32,
+        )
+        return StableDiffusionPipeline(
+            vae=vae,
+            text_encoder=_tiny_text_encoder(False, seed + 2),
+            tokenizer=clip_tokenizer(),
+            unet=unet,
+            scheduler=scheduler,
+            safety_checker=None,
+            feature_extractor=None,
+            requires_safety_checker=False,
+        )
+    if family == "sdxl":
+        torch.manual_seed(seed)
+        unet = UNet2DConditionModel(
+            sample_size=32,
+            in_channels=4,
+            out_channels=4,
+            block_out_channels=(32, 64),
+            layers_per_block=2,
+            down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+            up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
+            attention_head_dim=(2, 4),
+            use_linear_projection=True,
+            addition_embed_type="text_time",
+            addition_time_embed_dim=8,
+            transformer_layers_per_block=(1, 2),
+            projection_class_embeddings_input_dim=80,  # 32 (pooled text) + 6 × 8 (time ids)
+            cross_attention_dim=64,  # te1 (32) and te2 (32) hidden states concatenated
+            norm_num_groups=32,
+        )
+        return StableDiffusionXLPipeline(
+            vae=vae,
+            text_encoder=_tiny_text_encoder(False, seed + 2),
+            text_encoder_2=_tiny_text_encoder(True, seed + 3),
+            tokenizer=clip_tokenizer(),
+            tokenizer_2=clip_tokenizer(pad_token="!"),
+            unet=unet,
+            scheduler=scheduler,
+            force_zeros_for_empty_prompt=True,
+        )
+    raise UserError(f"model.family: unknown family {family!r}; use sd15 or sdxl")
+
+
+def save_pipeline(pipe, out_dir: str | Path, single_file: bool = False) -> Path:
+    """Save as a diffusers folder, or as ``model.safetensors`` plus a ``config/`` folder of the configs."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if not single_file:
+        pipe.save_pretrained(out, safe_serialization=True)
+        return out
+    from .single_file import save_single_file, write_config_folder
+
+    write_config_folder(pipe, out / "config")
+    path = out / "model.safetensors"
+    save_single_file(pipe, path)
+    return path
+
+
+# --------------------------------------------------------------------------------------- base resolving
+
+
+def classify_base(base: str) -> str:
+    """tiny | demo | folder | single_file | hub — from the string alone (and the filesystem)."""
+    if base in TINY_BASES:
+        return "tiny"
+    if base == "demo":
+        return "demo"
+    p = Path(base).expanduser()
+    if p.is_dir():
+        return "folder"
+    if p.is_file():
+        if p.suffix.lower() in SINGLE_FILE_SUFFIXES:
+            return "single_file"
+        raise UserError(f"model.base: {p} is a file but not a .safetensors/.ckpt checkpoint")
+    if p.suffix.lower() in SINGLE_FILE_SUFFIXES or base.startswith((".", "/", "~", "\\")) or ":" in base:
+        raise UserError(f"model.base: {p} does not exist; give a local folder, a .safetensors file or a hub id")
+    if re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", base):
+        return "hub"
+    raise UserError(
+        f"model.base: {base!r} is not a built-in model ({', '.join((*TINY_BASES, 'demo'))}), "
+        "an existing folder or file, or a hub id like 'owner/name'"
+    )
+
+
+def _family_from_index(folder: Path) -> str | None:
+    index = folder / "model_index.json"
+    if not index.is_file():
+        return None
+    name = json.loads(index.read_text(encoding="utf-8")).get("_class_name", "")
+    return "sdxl" if "XL" in name else "sd15"
+
+
+def _family_from_single_file(path: Path) -> str:
+    if path.suffix.lower() != ".safetensors":
+        return "sd15"
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        keys = f.keys()
+        if any(k.startswith("conditioner.embedders.1") for k in keys):
+            return "sdxl"
+    return "sd15"
+
+
+def detect_distilled(source: str, pipe=None) -> tuple[bool, str]:
+    """Look for turbo / LCM / lightning / hyper / schnell in the name, the configs and the scheduler."""
+    lowered = source.lower()
+    for word in DISTILLED_WORDS:
+        if re.search(rf"(^|[^a-z]){word}([^a-z]|$)", lowered):
+            return True, f"the name contains '{word}'"
+    if pipe is not None:
+        sched = type(pipe.scheduler).__name__
+        if sched in {"LCMScheduler", "TCDScheduler"}:
+            return True, f"its scheduler is {sched}"
+        unet_cfg = getattr(getattr(pipe, "unet", None), "config", {})
+        if unet_cfg.get("time_cond_proj_dim"):
+            return True, "its UNet takes a guidance embedding (time_cond_proj_dim), as guidance-distilled models do"
+        name = str(unet_cfg.get("_name_or_path", "")).lower()
+        for word in DISTILLED_WORDS:
+            if word in name:
+                return True, f"its UNet config names '{word}'"
+    return False, ""
+
+
+DISTILLED_WARNING = {
+    "en": (
+        "This base looks distilled ({reason}). Few-step and guidance-distilled models were trained away from "
+        "the ordinary 'add noise, predict it' objective that LoRA training uses; training on them undoes the "
+        "distillation, so few-step drawing breaks and pictures blur. Train on the original (non-distilled) "
+        "model, then use the LoRA on the distilled one."
+    ),
+    "ko": (
+        "증류된 기반 모델로 보입니다({reason}). 몇 스텝 모델이나 가이던스 증류 모델은 LoRA 학습이 쓰는 보통의 "
+        "'노이즈를 섞고 맞히는' 목표에서 벗어나게 학습되어 있어, 그 위에서 학습하면 증류가 풀리고 적은 스텝으로 "
+        "그리는 능력이 망가져 그림이 흐려집니다. 증류하지 않은 원본에서 학습하고, 쓸 때 증류 모델에 붙이세요."
+    ),
+}
+
+
+def _hub_offline_error(base: str, err: Exception) -> UserError:
+    return UserError(
+        f"model.base: could not load hub model {base!r} ({type(err).__name__}). This machine may be offline or "
+        "the id may be wrong; download the model once and give its local folder or .safetensors file instead"
+    )
+
+
+def load_pipeline(model_cfg, torch_dtype: torch.dtype = torch.float32):
+    """Load the base pipeline named by ``model_cfg`` (a :class:`trainer.config.ModelConfig`).
+
+    Returns ``(pipe, BaseInfo)``. Errors the user can fix are :class:`UserError`.
+    """
+    base = model_cfg.base
+    kind = classify_base(base)
+    family = None if model_cfg.family == "auto" else model_cfg.family
+    if kind == "tiny":
+        family = family or base.split("-", 1)[1]
+        pipe = build_tiny_pipeline(family)
+    elif kind == "demo":
+        folder = DEMO_BASE_DIR
+        if not (folder / "model_index.json").is_file():
+            raise UserError(f"model.base: the demo base model is missing from {folder}; restore it from git")
+        family = "sd15"
+        pipe = _from_folder(folder, "sd15", torch_dtype)
+    elif kind == "folder":
+        folder = Path(base).expanduser()
+        detected = _family_from_index(folder)
+        if detected is None:
+            raise UserError(f"model.base: {folder} has no model_index.json; give a diffusers model folder")
+        family = family or detected
+        pipe = _from_folder(folder, family, torch_dtype)
+    elif kind == "single_file":
+        path = Path(base).expanduser()
+        family = family or _family_from_single_file(path)
+        pipe = _from_single_file(path, family, torch_dtype)
+    else:
+        pipe, family = _from_hub(base, family, torch_dtype)
+
+    pred = model_cfg.prediction_type
+    if pred == "auto":
+        pred = pipe.scheduler.config.get("prediction_type", "epsilon")
+    info = BaseInfo(source=base, kind=kind, family=family, prediction_type=pred)
+    info.distilled, info.distilled_reason = detect_distilled(base, pipe)
+    if info.distilled:
+        info.warnings.append(DISTILLED_WARNING["en"].format(reason=info.distilled_reason))
+    if pipe.dtype != torch_dtype:
+        pipe.to(dtype=torch_dtype)
+    return pipe, info
+
+
+def _pipeline_class(family: str):
+    from diffusers import StableDiffusionPipeline, StableDiffusionXLPipeline
+
+    return StableDiffusionXLPipeline if family == "sdxl" else StableDiffusionPipeline
+
+
+def _from_folder(folder: Path, family: str, torch_dtype):
+    cls = _pipeline_class(family)
+    kwargs: dict[str, Any] = {"dtype": torch_dtype}
+    if family == "sd15":
+        kwargs.update(safety_checker=None, requires_safety_checker=False)
+    try:
+        return cls.from_pretrained(str(folder), local_files_only=True, **kwargs)
+    except (OSError, ValueError, KeyError) as e:
+        raise UserError(f"model.base: could not load the diffusers folder {folder}: {e}") from None
+
+
+def single_file_config_dir(path: Path, family: str) -> Path:
+    """A config folder beside the file (``config/`` or ``<stem>.config/``), else the shipped one for its family."""
+    for candidate in (path.parent / "config", path.with_suffix("").with_name(path.stem + ".config")):
+        if (candidate / "model_index.json").is_file():
+            return candidate
+    return MODEL_CONFIG_DIR / family
+
+
+def _from_single_file(path: Path, family: str, torch_dtype):
+    cls = _pipeline_class(family)
+    config_dir = single_file_config_dir(path, family)
+    kwargs: dict[str, Any] = {"dtype": torch_dtype, "config": str(config_dir), "local_files_only": True}
+    if family == "sd15":
+        kwargs.update(safety_checker=None, requires_safety_checker=False)
+    try:
+        return cls.from_single_file(str(path), **kwargs)
+    except (OSError, ValueError, KeyError, RuntimeError) as e:
+        raise UserError(
+            f"model.base: could not load the checkpoint {path} as {family} with the configs in {config_dir}: "
+            f"{str(e).splitlines()[0][:300]}"
+        ) from None
+
+
+def _from_hub(base: str, family: str | None, torch_dtype):
+    from diffusers import DiffusionPipeline
+
+    try:
+        pipe = DiffusionPipeline.from_pretrained(base, dtype=torch_dtype)
+    except Exception as e:  # huggingface_hub raises many kinds when offline; all mean the same to the user
+        raise _hub_offline_error(base, e) from None
+    detected = "sdxl" if "XL" in type(pipe).__name__ else "sd15"
+    return pipe, family or detected

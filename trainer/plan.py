@@ -1,0 +1,204 @@
+"""The step plan: how many optimizer steps a config really makes on a dataset, and the dose it gives.
+
+Counted the way a bucketed loader batches: a batch never mixes buckets, so every bucket ends an epoch with
+its own partial batch. That is why the real count can exceed the familiar
+``images × repeats × epochs ÷ (batch × accumulation)``, which the plan reports alongside.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .config import Config
+from .dataset import DatasetReport, scan_dataset
+from .errors import UserError
+
+DOSE_EXPLANATION = {
+    "en": (
+        "How far training pulls the model toward your pictures ≈ learning rate × steps × (alpha / rank). "
+        "It is a rule of thumb, not an exact law: the three push in the same direction, so raising one lets "
+        "you lower another and keep the balance. Too little and the LoRA does not look like your subject "
+        "(underfit); too much and it memorises the training pictures, ignores the prompt and the colours "
+        "burn (overfit)."
+    ),
+    "ko": (
+        "학습이 모델을 내 그림 쪽으로 끌고 가는 정도 ≈ 학습률 × 스텝 수 × (alpha / rank). "
+        "정확한 법칙이 아니라 어림셈입니다. 셋은 같은 방향으로 작용하므로 하나를 올리면 다른 하나를 내려 "
+        "균형을 맞출 수 있습니다. 너무 적으면 캐릭터가 닮지 않고(미적합), 너무 많으면 학습 그림을 외워 "
+        "프롬프트를 무시하고 색이 타 버립니다(과적합)."
+    ),
+}
+
+_ZONE_ADVICE = {
+    "under": (
+        "below the zone this preset aims for: expect a weak likeness. Raise steps or learning rate",
+        "이 프리셋이 노리는 범위보다 낮습니다. 덜 닮을 수 있으니 스텝이나 학습률을 올리세요",
+    ),
+    "fit": ("inside the zone this preset aims for", "이 프리셋이 노리는 범위 안입니다"),
+    "over": (
+        "above the zone this preset aims for: expect memorised, burnt pictures. Lower the learning rate, steps or alpha",
+        "이 프리셋이 노리는 범위보다 높습니다. 그림을 외우고 색이 탈 수 있으니 학습률, 스텝이나 alpha를 낮추세요",
+    ),
+}
+
+_PRODIGY_NOTE = {
+    "en": "Prodigy sets its own step size, so its lr is a multiplier and the dose is not comparable to AdamW's.",
+    "ko": "Prodigy는 걸음 크기를 스스로 정하므로 lr은 배율일 뿐이고, 이 값은 AdamW의 값과 비교할 수 없습니다.",
+}
+
+
+@dataclass
+class Plan:
+    """Step math and dose for one config on one dataset. ``to_json()`` is what ``plan.json`` holds."""
+
+    images: int
+    image_repeats: int
+    batch_size: int
+    grad_accum: int
+    epochs: int
+    """As configured."""
+    epochs_effective: int
+    """``epochs``, or how many (the last possibly partial) ``max_steps`` reaches into."""
+    batches_per_epoch: int
+    steps_per_epoch: int
+    total_steps: int
+    naive_total_steps: float
+    naive_total_steps_ceil: int
+    warmup_steps: int
+    checkpoint_steps: list[int]
+    sample_steps: list[int]
+    dose: float
+    dose_zone: str
+    dose_low: float
+    dose_high: float
+    lr: float
+    rank: int
+    alpha: float
+    per_bucket: list[dict[str, int]] = field(default_factory=list)
+    formula: dict[str, str] = field(default_factory=dict)
+    dose_formula: dict[str, str] = field(default_factory=dict)
+    dose_advice: dict[str, str] = field(default_factory=dict)
+    dose_explanation: dict[str, str] = field(default_factory=lambda: dict(DOSE_EXPLANATION))
+    dose_note: dict[str, str] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def make_plan(cfg: Config, report: DatasetReport) -> Plan:
+    """Count batches per bucket, optimizer steps, checkpoint and sample steps, and the dose.
+
+    An epoch's trailing partial accumulation still makes an optimizer step (the loop flushes it), hence
+    ``ceil(batches / accumulation)`` per epoch.
+    """
+    if not report.usable or report.image_repeats <= 0:
+        raise UserError(
+            f"no usable pictures in {report.root}; fix the problems the dataset check lists first"
+        )
+    bs, accum, epochs = cfg.train.batch_size, cfg.train.grad_accum, cfg.train.epochs
+    per_bucket = [
+        {"width": b["width"], "height": b["height"], "image_repeats": b["image_repeats"],
+         "batches": math.ceil(b["image_repeats"] / bs)}
+        for b in report.buckets if b["image_repeats"] > 0
+    ]  # fmt: skip
+    batches = sum(b["batches"] for b in per_bucket)
+    steps_per_epoch = math.ceil(batches / accum)
+    if cfg.train.max_steps > 0:
+        total = cfg.train.max_steps
+        epochs_effective = math.ceil(total / steps_per_epoch)
+    else:
+        total = steps_per_epoch * epochs
+        epochs_effective = epochs
+    naive = report.image_repeats * epochs / (bs * accum)
+
+    checkpoints = _every(cfg.save.every_steps, total)
+    samples: list[int] = []
+    if cfg.sample.enabled:
+        every = _every(cfg.sample.every_steps, total) if cfg.sample.every_steps > 0 else checkpoints
+        samples = sorted({0, *every, total})
+
+    lr, rank, alpha = cfg.optim.lr, cfg.lora.rank, cfg.lora.alpha
+    dose = lr * total * alpha / rank
+    low, high = cfg.dose.fit_low, cfg.dose.fit_high
+    zone = "under" if dose < low else "over" if dose > high else "fit"
+    advice_en, advice_ko = _ZONE_ADVICE[zone]
+    zone_ko = {"under": "부족", "fit": "적정", "over": "과다"}[zone]
+    dose_formula = {
+        "en": f"dose = lr {lr:g} × {total} steps × (alpha {alpha:g} / rank {rank}) = {dose:.3g} "
+        f"(zone {low:g}–{high:g}: {zone}); {advice_en}.",
+        "ko": f"학습량 = 학습률 {lr:g} × {total} 스텝 × (alpha {alpha:g} / rank {rank}) = {dose:.3g} "
+        f"(범위 {low:g}–{high:g}: {zone_ko}). {advice_ko}.",
+    }
+    return Plan(
+        images=report.images,
+        image_repeats=report.image_repeats,
+        batch_size=bs,
+        grad_accum=accum,
+        epochs=epochs,
+        epochs_effective=epochs_effective,
+        batches_per_epoch=batches,
+        steps_per_epoch=steps_per_epoch,
+        total_steps=total,
+        naive_total_steps=naive,
+        naive_total_steps_ceil=math.ceil(naive - 1e-9),  # 210.0000000001 from float division is still 210
+        warmup_steps=min(cfg.optim.warmup_steps, total),
+        checkpoint_steps=checkpoints,
+        sample_steps=samples,
+        dose=dose,
+        dose_zone=zone,
+        dose_low=low,
+        dose_high=high,
+        lr=lr,
+        rank=rank,
+        alpha=alpha,
+        per_bucket=per_bucket,
+        formula=_formula(
+            report.image_repeats, epochs, bs, accum, naive, steps_per_epoch, cfg.train.max_steps
+        ),
+        dose_formula=dose_formula,
+        dose_advice={"en": advice_en, "ko": advice_ko},
+        dose_note=dict(_PRODIGY_NOTE) if cfg.optim.optimizer == "prodigy" else None,
+    )
+
+
+def plan_from_config(cfg: Config) -> tuple[DatasetReport, Plan]:
+    """Scan ``cfg.dataset`` and plan the run on it."""
+    report = scan_dataset(cfg.dataset)
+    return report, make_plan(cfg, report)
+
+
+def _every(every: int, total: int) -> list[int]:
+    """``every``, ``2·every``, ... below ``total``, then ``total`` itself (the final save always happens)."""
+    steps = list(range(every, total, every)) if every > 0 else []
+    return [*steps, total]
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:.1f}"
+
+
+def _formula(
+    image_repeats: int, epochs: int, bs: int, accum: int, naive: float, steps_per_epoch: int, max_steps: int
+) -> dict[str, str]:
+    """The step count in words, with the numbers filled in, as the Steps page shows it."""
+    bucketed = steps_per_epoch * epochs
+    en = (
+        f"{image_repeats} image-repeats × {epochs} epochs ÷ (batch {bs} × accumulation {accum}) "
+        f"= {_num(naive)} steps"
+    )
+    ko = f"{image_repeats} 이미지×반복 × {epochs} 에폭 ÷ (배치 {bs} × 누적 {accum}) = {_num(naive)} 스텝"
+    if bucketed != math.ceil(naive - 1e-9) or not float(naive).is_integer():
+        en += (
+            f". A batch never mixes bucket sizes, so each bucket's last batch may be partial: "
+            f"{steps_per_epoch} steps per epoch × {epochs} = {bucketed} steps"
+        )
+        ko += (
+            f". 한 배치에는 같은 버킷의 그림만 들어가 버킷마다 마지막 배치가 덜 찰 수 있습니다: "
+            f"에폭당 {steps_per_epoch} 스텝 × {epochs} = {bucketed} 스텝"
+        )
+    if max_steps > 0:
+        en += f". max_steps = {max_steps} overrides this (≈ {max_steps / steps_per_epoch:.1f} epochs)"
+        ko += f". max_steps = {max_steps}가 이 값을 대신합니다(약 {max_steps / steps_per_epoch:.1f} 에폭)"
+    return {"en": en, "ko": ko}

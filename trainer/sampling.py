@@ -1,0 +1,127 @@
+"""Sample pictures from the weights being trained, without disturbing the training.
+
+The seeds' four prompt kinds are the defaults: trigger only; trigger with a pose/background absent from the
+data; trigger with another outfit; no trigger (does the LoRA leak into everything?). Every checkpoint uses
+the same prompts and the same seed, so pictures line up across steps. The training modules are used as they
+are (no casting); train mode and the global RNG state are restored afterwards.
+"""
+
+from __future__ import annotations
+
+import io
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .io import atomic_write_bytes, atomic_write_json
+
+PROMPT_KINDS = ("trigger", "trigger_unseen", "trigger_outfit", "no_trigger")
+
+
+def expand_prompts(prompts: list[str], trigger: str) -> list[dict[str, Any]]:
+    """``{trigger}`` filled in, and each prompt's kind (the default four by position, else by content)."""
+    out = []
+    for i, raw in enumerate(prompts):
+        text = raw.replace("{trigger}", trigger).strip(" ,")
+        has_trigger = "{trigger}" in raw or (bool(trigger) and trigger in raw)
+        if i < len(PROMPT_KINDS) and (PROMPT_KINDS[i] == "no_trigger") != has_trigger:
+            kind = PROMPT_KINDS[i]
+        else:
+            kind = "trigger" if has_trigger else "no_trigger"
+        out.append({"index": i, "prompt": text, "kind": kind})
+    return out
+
+
+@contextmanager
+def preserved_training_state(modules: list[torch.nn.Module]):
+    modes = [m.training for m in modules]
+    cpu_rng = torch.get_rng_state()
+    cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+    try:
+        for m in modules:
+            m.eval()
+        yield
+    finally:
+        for m, mode in zip(modules, modes):
+            m.train(mode)
+        torch.set_rng_state(cpu_rng)
+        if cuda_rng is not None:
+            torch.cuda.set_rng_state_all(cuda_rng)
+
+
+def sampling_pipeline(pipe, prediction_type: str):
+    """A pipeline over the same modules with a deterministic few-step scheduler (DDIM)."""
+    from diffusers import DDIMScheduler
+
+    sampler = type(pipe)(**pipe.components)
+    sampler.scheduler = DDIMScheduler.from_config(
+        pipe.scheduler.config, prediction_type=prediction_type, clip_sample=False
+    )
+    sampler.set_progress_bar_config(disable=True)
+    return sampler
+
+
+def png_bytes(image) -> bytes:
+    buf = io.BytesIO()
+    image.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+@torch.no_grad()
+def render(sampler, prompt: str, sample_cfg, size: tuple[int, int], device, precision_plan, seed: int):
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    width, height = size
+    latents = torch.randn(
+        (1, sampler.unet.config.in_channels, height // sampler.vae_scale_factor, width // sampler.vae_scale_factor),
+        generator=generator,
+    ).to(device)
+    with precision_plan.autocast():
+        out = sampler(
+            prompt=prompt,
+            negative_prompt=sample_cfg.negative_prompt or None,
+            num_inference_steps=sample_cfg.steps,
+            guidance_scale=sample_cfg.guidance,
+            width=width,
+            height=height,
+            latents=latents,
+            output_type="pil",
+        )
+    return out.images[0]
+
+
+def write_samples(
+    sampler,
+    modules: list[torch.nn.Module],
+    prompts: list[dict[str, Any]],
+    sample_cfg,
+    size: tuple[int, int],
+    precision_plan,
+    out_dir: Path,
+    step: int,
+    weights: str = "live",
+    ema=None,
+) -> list[dict[str, Any]]:
+    """Render every prompt once per weight set ("live", and "ema" when an EMA is given) and write a manifest."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    records: list[dict[str, Any]] = []
+    weight_sets = [("live", None)] + ([("ema", ema)] if ema is not None else [])
+    with preserved_training_state(modules):
+        for label, source in weight_sets:
+            ctx = source.swapped_in() if source is not None else _null()
+            with ctx:
+                for p in prompts:
+                    image = render(sampler, p["prompt"], sample_cfg, size, precision_plan.device, precision_plan,
+                                   sample_cfg.seed)
+                    name = f"{p['index']:02d}_{p['kind']}" + ("" if label == "live" else "_ema") + ".png"
+                    atomic_write_bytes(out_dir / name, png_bytes(image))
+                    records.append({**p, "file": name, "weights": label, "seed": sample_cfg.seed, "step": step})
+    manifest_path = out_dir / "manifest.json"
+    atomic_write_json(manifest_path, {"step": step, "size": list(size), "samples": records})
+    return records
+
+
+@contextmanager
+def _null():
+    yield
