@@ -338,6 +338,12 @@ def _from_single_file(path: Path, family: str, torch_dtype):
     kwargs: dict[str, Any] = {"dtype": torch_dtype, "config": str(config_dir), "local_files_only": True}
     if family == "sd15":
         kwargs.update(safety_checker=None, requires_safety_checker=False)
+    else:
+        # diffusers picks te2's weights by a te1 key whenever the two widths match (true of tiny models):
+        # load te2 from its own OpenCLIP tensors so it can never receive te1's.
+        from .single_file import load_open_clip_text_encoder
+
+        kwargs["text_encoder_2"] = load_open_clip_text_encoder(path, config_dir, torch_dtype)
     try:
         return cls.from_single_file(str(path), **kwargs)
     except (OSError, ValueError, KeyError, RuntimeError) as e:
