@@ -149,10 +149,14 @@ class SampleConfig(_Section):
 
 
 class GuardConfig(_Section):
+    enabled: bool = True
+    """Off: no finiteness checks or decisions (benchmarks only; a NaN then reaches the weights)."""
     on_nonfinite: Literal["stop", "skip", "rollback"] = "stop"
     max_consecutive_skips: int = Field(5, ge=1, le=1000)
     max_rollbacks: int = Field(2, ge=0, le=20)
     detectors: bool = True
+    """Run the detectors short of NaN (spikes, clipping, trends, weight growth, dose) while training."""
+    detect_every: int = Field(25, ge=1)
 
 
 class DoseConfig(_Section):

@@ -26,8 +26,8 @@ METRIC_FIELDS = (
 TERMINAL = {"finished", "stopped", "failed"}
 
 
-def event(kind: str, **fields: Any) -> Event:
-    return {"type": kind, "time": time.time(), **fields}
+def event(event_type: str, /, **fields: Any) -> Event:
+    return {"type": event_type, "time": time.time(), **fields}
 
 
 def json_safe(value: Any) -> Any:

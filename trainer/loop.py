@@ -37,7 +37,14 @@ from .guard import Decision, Guard
 from .io import atomic_write_json
 from .lora import attach_lora
 from .models import load_pipeline
-from .numerics import StepHealth, first_bad_module, grad_norms, read_health, weight_norm_flag
+from .numerics import (
+    StepHealth,
+    first_bad_module,
+    first_bad_tensor,
+    grad_norms,
+    read_health,
+    weight_norm_flag,
+)
 from .optim import build_optimizer, build_scheduler
 from .plan import make_plan
 from .precision import decide_precision, make_grad_scaler, resolve_device
@@ -66,6 +73,9 @@ class Hooks:
     def before_step(self, trainer: Trainer) -> None: ...
 
     def after_backward(self, trainer: Trainer) -> None: ...
+
+    def batch_latents(self, trainer: Trainer, latents: torch.Tensor) -> torch.Tensor:
+        return latents
 
     def after_step(self, trainer: Trainer) -> None: ...
 
@@ -123,12 +133,17 @@ class Trainer:
         self.last_batch_files: list[str] = []
         self.failure: dict[str, Any] | None = None
         self._update_ref: list[torch.Tensor] | None = None
+        self._rows: list[dict[str, Any]] = []
+        self._findings_emitted: set[str] = set()
 
     # ----------------------------------------------------------------------------------------- setup
 
-    def emit(self, kind: str, **fields: Any) -> None:
+    def emit(self, event_type: str, /, **fields: Any) -> None:
         if self.dist.is_main:
-            self.sink(event(kind, step=fields.pop("step", self.global_step), **fields))
+            ev = event(event_type, step=fields.pop("step", self.global_step), **fields)
+            if event_type == "step":
+                self._rows.append(ev)
+            self.sink(ev)
 
     def prepare_run_folder(self, resume, parent) -> None:
         cfg = self.config
@@ -317,15 +332,26 @@ class Trainer:
         if self.scaler is not None:
             self.scaler.unscale_(self.optimizer)  # unscale first, so clipping sees true gradient sizes
         grad_norm, clipped = grad_norms(self.trainable, cfg.optim.max_grad_norm)
-        weight_norm, params_ok = weight_norm_flag(self.trainable)
-        update_norm = self._update_norm()
+        guarded = cfg.guard.enabled
+        if guarded:
+            weight_norm, params_ok = weight_norm_flag(self.trainable)
+            ema_ok = self.ema.finite_flag() if self.ema is not None else None
+            update_norm = self._update_norm()
+        else:
+            weight_norm = params_ok = torch.ones((), device=self.device)
+            ema_ok = update_norm = None
         health = read_health(
             loss_sum, len(group), grad_norm, clipped,
-            self.scaler._scale if self.scaler is not None else None,
-            params_ok, self.ema.finite_flag() if self.ema is not None else None, weight_norm, update_norm,
+            self.scaler._scale if self.scaler is not None else None,  # the tensor itself: no sync
+            params_ok, ema_ok, weight_norm, update_norm,
             all_reduce=self.dist.all_reduce_health if self.dist.world_size > 1 else None,
         )
-        decision = self.guard.decide(health)
+        if guarded:
+            decision = self.guard.decide(health)
+        else:
+            overflow = self.scaler is not None and not health.grad_finite
+            decision = Decision(apply=not overflow, skipped=overflow, nonfinite=None)
+        where = self.locate(decision.nonfinite) if decision.nonfinite else None  # before the grads are cleared
         if decision.apply or (self.scaler is not None and decision.action == "continue"):
             if self.scaler is not None:
                 self.scaler.step(self.optimizer)  # skips by itself when the unscale found inf/nan
@@ -337,7 +363,7 @@ class Trainer:
                 if self.ema is not None:
                     self.ema.update()
         self.optimizer.zero_grad(set_to_none=True)
-        return self.after_step(health, decision, epoch, time.perf_counter() - t0)
+        return self.after_step(health, decision, epoch, time.perf_counter() - t0, where)
 
     def compute_loss(self, batch, epoch: int, micro: int) -> torch.Tensor:
         cfg = self.config
@@ -352,6 +378,7 @@ class Trainer:
             pixels = torch.stack([image_tensor(s.path, s.bucket, f) for s, f in zip(batch, flips)])
             with torch.no_grad():
                 latents = LatentCache.encode(self._encoder(), pixels)
+        latents = self.hooks.batch_latents(self, latents)
         noise = torch.randn(latents.shape, generator=gen).to(self.device)
         if cfg.train.noise_offset:
             noise = noise + cfg.train.noise_offset * torch.randn((*latents.shape[:2], 1, 1), generator=gen).to(self.device)
@@ -389,7 +416,7 @@ class Trainer:
                 return None
             return torch.stack(torch._foreach_norm(torch._foreach_sub(current, ref))).norm()
 
-    def after_step(self, h: StepHealth, decision: Decision, epoch: int, seconds: float) -> str:
+    def after_step(self, h: StepHealth, decision: Decision, epoch: int, seconds: float, where: str | None) -> str:
         cfg = self.config
         if decision.apply:
             self.global_step += 1
@@ -406,12 +433,15 @@ class Trainer:
             skipped=decision.skipped,
             nonfinite=decision.nonfinite,
             sec_per_step=round(seconds, 6),
-            weight_norm=h.weight_norm,
+            weight_norm=h.weight_norm if cfg.guard.enabled else None,
             update_ratio=h.update_ratio,
+            ema_drift=self._ema_drift(),
             rollbacks=self.guard.rollbacks,
         )
+        if cfg.guard.detectors and decision.apply and self.global_step % cfg.guard.detect_every == 0:
+            self.run_detectors()
         if decision.nonfinite is not None:
-            self.report_nonfinite(h, decision, row_step)
+            self.report_nonfinite(h, decision, row_step, where)
         if decision.action == "stop":
             return "guard_stop"
         if decision.action == "rollback":
@@ -433,16 +463,37 @@ class Trainer:
 
     # ----------------------------------------------------------------------------------- the guard
 
-    def report_nonfinite(self, h: StepHealth, decision: Decision, step: int) -> None:
-        where = None
-        if decision.nonfinite == "grad":
-            where = first_bad_module(self.named_trainable, "grad")
-        elif decision.nonfinite == "param":
-            where = first_bad_module(self.named_trainable, "param")
-        elif decision.nonfinite == "ema" and self.ema is not None:
-            from .numerics import first_bad_tensor
+    def _ema_drift(self) -> float | None:
+        """‖EMA − live‖/‖live‖, measured with the update ratio (every few steps; one small extra sync)."""
+        if self.ema is None or self.global_step % UPDATE_RATIO_EVERY != 0:
+            return None
+        return float(self.ema.drift())
 
-            where = first_bad_tensor([(n, s) for (n, _), s in zip(self.named_trainable, self.ema.shadow)])
+    def run_detectors(self, final: bool = False) -> None:
+        """Findings short of NaN, each emitted once as a ``finding`` event with its evidence."""
+        if not self.dist.is_main:
+            return
+        from .detectors import metric_findings, sample_findings
+
+        found = metric_findings(list(self._rows), self.plan.to_json(), self.config)
+        if final and self.paths.samples.is_dir():
+            found += sample_findings(self.paths.samples)
+        for f in found:
+            if f.signal not in self._findings_emitted:
+                self._findings_emitted.add(f.signal)
+                self.emit("finding", **f.to_json())
+
+    def locate(self, broken: str) -> str | None:
+        """The first module (in model order) whose gradient, weight or EMA shadow is non-finite."""
+        if broken == "grad":
+            return first_bad_module(self.named_trainable, "grad")
+        if broken == "param":
+            return first_bad_module(self.named_trainable, "param")
+        if broken == "ema" and self.ema is not None:
+            return first_bad_tensor([(n, s) for (n, _), s in zip(self.named_trainable, self.ema.shadow)])
+        return None
+
+    def report_nonfinite(self, h: StepHealth, decision: Decision, step: int, where: str | None) -> None:
         details = {
             "first": decision.nonfinite,
             # params/EMA are checked after the step that broke them, i.e. the previous optimizer step
@@ -569,6 +620,8 @@ class Trainer:
             final = self.save_final()
             if self.config.sample.enabled and status == "finished" and self.global_step in self.plan.sample_steps:
                 self.sample(self.global_step)
+        if status != "failed" and self.config.guard.detectors:
+            self.run_detectors(final=True)
         message = ""
         if status == "guard_stopped":
             message = f"stopped by the numerics guard at step {self.global_step + 1}"

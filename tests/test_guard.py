@@ -1,0 +1,162 @@
+"""Numerics guard scenarios on the tiny model (CPU): catch a collapse before it reaches the weights."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from tests.helpers import tiny_config, write_toy_dataset
+from trainer.events import MemorySink
+from trainer.io import read_jsonl
+from trainer.loop import Hooks, run_training
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    return write_toy_dataset(tmp_path_factory.mktemp("data"))
+
+
+def assert_no_nonfinite_file(run_dir: Path) -> None:
+    """Scenario 7: no saved file holds a non-finite tensor."""
+    files = list(run_dir.rglob("*.safetensors"))
+    for f in files:
+        for k, t in load_file(str(f)).items():
+            assert torch.isfinite(t.float()).all(), f"{f}: {k}"
+    for f in run_dir.rglob("state.pt"):
+        state = torch.load(f, map_location="cpu", weights_only=False)
+        for role in state["lora"].values():
+            for k, t in role.items():
+                assert torch.isfinite(t).all(), f"{f}: {k}"
+
+
+def alerts(sink: MemorySink) -> list[dict]:
+    return [e for e in sink.events if e["type"] == "alert" and e["kind"].startswith("nonfinite_")]
+
+
+def test_fp16_absurd_lr_gradient_breaks_first_and_stop_exits_3(dataset, tmp_path):
+    cfg = tiny_config(dataset, tmp_path, {"train.precision": "fp16", "optim.lr": 10.0, "optim.max_grad_norm": 0.0,
+                                          "train.max_steps": 12, "guard.on_nonfinite": "stop"})
+    sink = MemorySink()
+    result = run_training(cfg, sink)
+    assert result.status == "guard_stopped" and result.exit_code == 3
+    first = alerts(sink)[0]
+    assert first["first"] == "grad" and first["module"] and first["precision"] == "fp16"
+    diagnosis = json.loads((result.run_dir / "diagnosis.json").read_text())
+    causes = [c["id"] for c in diagnosis["causes"]]
+    assert causes[0] == "fp16_overflow" and "lr_too_high" in causes[:4]
+    ids = [p["id"] for p in diagnosis["prescriptions"]]
+    assert "switch_to_bf16" in ids[:3] and "lower_lr" in ids[:4]
+    assert_no_nonfinite_file(result.run_dir)
+
+
+class InfInBatch(Hooks):
+    def __init__(self, at_step: int):
+        self.at_step, self.files = at_step, None
+
+    def batch_latents(self, trainer, latents):
+        if trainer.global_step + 1 == self.at_step and self.files is None:
+            latents = latents.clone()
+            latents[0, 0, 0, 0] = float("inf")
+            self.files = list(trainer.last_batch_files)
+        return latents
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_skip_drops_the_poisoned_batch_and_names_its_files(dataset, tmp_path, precision):
+    hooks = InfInBatch(at_step=3)
+    cfg = tiny_config(dataset, tmp_path, {"train.precision": precision, "train.max_steps": 6,
+                                          "guard.on_nonfinite": "skip"})
+    sink = MemorySink()
+    result = run_training(cfg, sink, hooks=hooks)
+    assert result.status == "finished", result.message
+    first = alerts(sink)[0]
+    assert first["first"] in ("loss", "grad") and first["broke_at_step"] == 3
+    assert first["files"] == hooks.files and first["files"]
+    rows = read_jsonl(result.run_dir / "metrics.jsonl")
+    assert [r["step"] for r in rows if not r["skipped"]] == [1, 2, 3, 4, 5, 6]
+    assert any(r["skipped"] and r["nonfinite"] for r in rows)
+    assert all(math.isfinite(r["weight_norm"]) for r in rows)
+    assert_no_nonfinite_file(result.run_dir)
+
+
+class NanGradOnce(Hooks):
+    def __init__(self, at_step: int):
+        self.at_step, self.done = at_step, False
+
+    def after_backward(self, trainer):
+        if trainer.global_step + 1 == self.at_step and not self.done:
+            self.done = True
+            trainer.trainable[0].grad.fill_(float("nan"))
+
+
+def test_rollback_restores_the_last_checkpoint_and_halves_the_lr(dataset, tmp_path):
+    cfg = tiny_config(dataset, tmp_path, {"train.max_steps": 10, "save.every_steps": 5,
+                                          "guard.on_nonfinite": "rollback", "optim.lr": 1e-3})
+    sink = MemorySink()
+    result = run_training(cfg, sink, hooks=NanGradOnce(at_step=8))
+    assert result.status == "finished", result.message
+    rollback = next(e for e in sink.events if e["type"] == "rollback")
+    assert rollback["to_step"] == 5
+    changes = [e for e in sink.events if e["type"] == "change_applied"]
+    assert len(changes) == 1 and changes[0]["key"] == "optim.lr"
+    assert changes[0]["new"] == pytest.approx(changes[0]["old"] / 2)
+    rows = read_jsonl(result.run_dir / "metrics.jsonl")
+    assert rows[-1]["step"] == 10 and rows[-1]["lr"] == pytest.approx(5e-4)
+    saved = (result.run_dir / "config.toml").read_text()
+    assert "lr = 0.0005" in saved
+    assert_no_nonfinite_file(result.run_dir)
+
+
+class NanEma(Hooks):
+    def after_step(self, trainer):
+        if trainer.global_step == 3:
+            trainer.ema.shadow[0].view(-1)[0] = float("nan")
+
+
+def test_nonfinite_ema_is_reported_as_ema_first(dataset, tmp_path):
+    cfg = tiny_config(dataset, tmp_path, {"train.max_steps": 6, "ema.enabled": True, "guard.on_nonfinite": "stop"})
+    sink = MemorySink()
+    result = run_training(cfg, sink, hooks=NanEma())
+    assert result.exit_code == 3
+    first = alerts(sink)[0]
+    assert first["first"] == "ema" and first["broke_at_step"] == 3 and first["module"]
+    diagnosis = json.loads((result.run_dir / "diagnosis.json").read_text())
+    assert diagnosis["observed"][0]["signal"] == "nonfinite_ema"
+    assert diagnosis["causes"][0]["id"].startswith("ema_")
+    assert_no_nonfinite_file(result.run_dir)
+
+
+def test_healthy_run_on_the_default_preset_raises_nothing(dataset, tmp_path):
+    cfg = tiny_config(dataset, tmp_path, {"preset": "demo-character", "train.max_steps": 30})
+    sink = MemorySink()
+    result = run_training(cfg, sink)
+    assert result.status == "finished"
+    assert not [e for e in sink.events if e["type"] == "alert"]
+    from trainer.diagnose import diagnose
+
+    d = diagnose(result.run_dir)
+    assert not [f for f in d["observed"] if f["level"] in ("warning", "error")], d["observed"]
+    assert d["healthy"]
+    assert_no_nonfinite_file(result.run_dir)
+
+
+def test_lr_100x_is_called_overtraining_from_dose_and_weight_growth(dataset, tmp_path):
+    cfg = tiny_config(dataset, tmp_path, {"preset": "demo-character", "train.max_steps": 30})
+    cfg.optim.lr *= 100
+    sink = MemorySink()
+    result = run_training(cfg, sink)
+    assert result.status == "finished"
+    found = {e["id"] for e in sink.events if e["type"] == "finding"}
+    assert {"dose_over", "weight_norm_growth"} <= found, found
+    from trainer.diagnose import diagnose
+
+    d = diagnose(result.run_dir)
+    assert any(c["id"] in ("overtraining", "lr_too_high") for c in d["causes"][:3])
+    assert_no_nonfinite_file(result.run_dir)

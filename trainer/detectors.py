@@ -1,0 +1,280 @@
+"""Detectors short of NaN: pure functions over a run's metric rows, events, plan and sample pictures.
+
+Each finding names a knowledge-base signal and carries its evidence (steps and values), so the same code
+serves the live run (findings as events while it trains) and :mod:`trainer.diagnose` afterwards.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .events import as_float
+
+SPIKE_FACTOR = 10.0  # a grad-norm this many times the running median is a spike
+SPIKE_WINDOW = 50
+CLIP_SATURATED_SHARE = 0.8  # most steps clipped: clipping sets the step size, not the lr
+LOSS_UP_RATIO = 1.25  # late loss this much above the early loss (after warmup)
+WEIGHT_GROWTH_RATIO = 0.5  # ‖B·A‖-like growth: the LoRA's weight norm grew by this share of its start
+STALLED_UPDATE_RATIO = 1e-6  # ‖Δw over 10 steps‖ / ‖w‖ below this: nothing is being learned
+EMA_DRIFT_LIMIT = 0.5
+SCALE_HALVINGS = 6  # fp16 loss scale halved this many times in a row of steps, or below 1
+MIN_ROWS = 20  # trends need this many steps
+
+
+@dataclass
+class Finding:
+    signal: str
+    level: str  # info | warning | error
+    message: dict[str, str]
+    steps: list[int] = field(default_factory=list)
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["id"] = self.signal
+        return d
+
+
+def _f(row: dict, key: str) -> float | None:
+    return as_float(row.get(key))
+
+
+def _applied(rows: list[dict]) -> list[dict]:
+    return [r for r in rows if not r.get("skipped")]
+
+
+def nonfinite_findings(events: list[dict]) -> list[Finding]:
+    out = []
+    seen = set()
+    for ev in events:
+        kind = ev.get("kind", "")
+        if ev.get("type") == "alert" and kind.startswith("nonfinite_") and kind not in seen:
+            seen.add(kind)
+            what = kind.removeprefix("nonfinite_")
+            where = ev.get("module") or "?"
+            step = ev.get("broke_at_step", ev.get("step"))
+            out.append(Finding(
+                kind, "error",
+                {"en": f"the {what} became non-finite first, at step {step} (module {where}, "
+                       f"precision {ev.get('precision')}, lr {ev.get('lr')})",
+                 "ko": f"{step}스텝에서 {what}이(가) 가장 먼저 nan/inf가 됨 (모듈 {where}, 정밀도 {ev.get('precision')}, "
+                       f"학습률 {ev.get('lr')})"},
+                [int(step)] if step is not None else [],
+                {k: ev.get(k) for k in ("module", "files", "lr", "loss_scale", "precision", "loss", "grad_norm")},
+            ))
+    return out
+
+
+def loss_scale_finding(rows: list[dict]) -> Finding | None:
+    scales = [(r["step"], _f(r, "loss_scale")) for r in rows if r.get("loss_scale") is not None]
+    if len(scales) < 2:
+        return None
+    halvings, worst, run_start = 0, 0, None
+    low = [(s, v) for s, v in scales if v is not None and v < 1.0]
+    for (s0, a), (_, b) in itertools.pairwise(scales):
+        if a is not None and b is not None and b < a:
+            halvings += 1
+            run_start = run_start if run_start is not None else s0
+            worst = max(worst, halvings)
+        elif b is not None and a is not None and b >= a:
+            halvings, run_start = 0, None
+    final = scales[-1][1]
+    if worst < SCALE_HALVINGS and not low:
+        return None
+    return Finding(
+        "loss_scale_collapse", "warning",
+        {"en": f"the fp16 loss scale fell {worst} times in a row (now {final:g}); overflow keeps recurring",
+         "ko": f"fp16 손실 스케일이 연속 {worst}번 내려감 (현재 {final:g}); 오버플로가 반복됨"},
+        [s for s, _ in low[:5]], {"consecutive_halvings": worst, "final_scale": final},
+    )
+
+
+def grad_spike_finding(rows: list[dict]) -> Finding | None:
+    norms = [(r["step"], _f(r, "grad_norm")) for r in _applied(rows)]
+    spikes = []
+    for i in range(10, len(norms)):
+        window = [v for _, v in norms[max(0, i - SPIKE_WINDOW) : i] if v is not None and math.isfinite(v)]
+        step, v = norms[i]
+        if window and v is not None and math.isfinite(v):
+            med = statistics.median(window)
+            if med > 0 and v > SPIKE_FACTOR * med:
+                spikes.append((step, v, med))
+    if not spikes:
+        return None
+    return Finding(
+        "grad_spike", "warning",
+        {"en": f"{len(spikes)} gradient-norm spike(s) over {SPIKE_FACTOR:g}× the running median, first at step {spikes[0][0]}",
+         "ko": f"그라디언트 norm이 최근 중앙값의 {SPIKE_FACTOR:g}배를 넘은 스텝 {len(spikes)}개, 처음은 {spikes[0][0]}스텝"},
+        [s for s, _, _ in spikes[:10]], {"spikes": [[s, v, m] for s, v, m in spikes[:10]]},
+    )
+
+
+def clip_saturation_finding(rows: list[dict], max_norm: float) -> Finding | None:
+    rows = _applied(rows)
+    if max_norm <= 0 or len(rows) < MIN_ROWS:
+        return None
+    clipped = [r["step"] for r in rows if (_f(r, "grad_norm") or 0) > max_norm]
+    share = len(clipped) / len(rows)
+    if share < CLIP_SATURATED_SHARE:
+        return None
+    return Finding(
+        "clip_saturated", "warning",
+        {"en": f"{share:.0%} of steps were clipped at {max_norm:g}: clipping, not the lr, sets the step size",
+         "ko": f"스텝의 {share:.0%}가 {max_norm:g}에서 잘림: 학습률이 아니라 클리핑이 보폭을 정하고 있음"},
+        clipped[:10], {"share": share, "max_grad_norm": max_norm},
+    )
+
+
+def loss_trend_finding(rows: list[dict], warmup: int) -> Finding | None:
+    losses = [(r["step"], _f(r, "loss")) for r in _applied(rows) if r["step"] > warmup]
+    losses = [(s, v) for s, v in losses if v is not None and math.isfinite(v)]
+    if len(losses) < MIN_ROWS * 2:
+        return None
+    third = len(losses) // 3
+    early = statistics.fmean(v for _, v in losses[:third])
+    late = statistics.fmean(v for _, v in losses[-third:])
+    if early <= 0 or late < LOSS_UP_RATIO * early:
+        return None
+    return Finding(
+        "loss_trending_up", "warning",
+        {"en": f"the loss is trending up: late mean {late:.4g} vs early {early:.4g}",
+         "ko": f"손실이 오르는 추세: 후반 평균 {late:.4g}, 초반 {early:.4g}"},
+        [losses[0][0], losses[-1][0]], {"early_mean": early, "late_mean": late},
+    )
+
+
+def weight_growth_finding(rows: list[dict]) -> Finding | None:
+    norms = [(r["step"], _f(r, "weight_norm")) for r in _applied(rows) if r.get("weight_norm") is not None]
+    norms = [(s, v) for s, v in norms if v is not None and math.isfinite(v) and v > 0]
+    if len(norms) < 2:
+        return None
+    (s0, first), (s1, last) = norms[0], norms[-1]
+    growth = last / first - 1.0
+    if growth < WEIGHT_GROWTH_RATIO:
+        return None
+    return Finding(
+        "weight_norm_growth", "warning",
+        {"en": f"the LoRA weights' norm grew {growth:.0%} (step {s0}: {first:.4g} → step {s1}: {last:.4g}); "
+               "the seeds' 'burnt colours, rough lines' over-training",
+         "ko": f"LoRA 가중치 norm이 {growth:.0%} 커짐 ({s0}스텝 {first:.4g} → {s1}스텝 {last:.4g}); "
+               "색이 타고 선이 거칠어지는 과학습 신호"},
+        [s0, s1], {"first": first, "last": last, "growth": growth},
+    )
+
+
+def dose_finding(plan: dict) -> Finding | None:
+    zone = plan.get("dose_zone")
+    if zone not in ("under", "over"):
+        return None
+    dose, lo, hi = plan["dose"], plan["dose_low"], plan["dose_high"]
+    if zone == "over":
+        return Finding("dose_over", "warning",
+                       {"en": f"dose lr × steps × alpha/rank = {dose:.3g}, above the preset's zone ({lo:g}–{hi:g}): "
+                              "expect over-training (memorised poses, burnt colours)",
+                        "ko": f"학습량(학습률 × 스텝 × alpha/rank) = {dose:.3g}, 프리셋 권장 구간({lo:g}–{hi:g})보다 큼: "
+                              "과적합(자세 고정, 색 탐)이 예상됨"},
+                       [], {"dose": dose, "low": lo, "high": hi})
+    return Finding("dose_under", "info",
+                   {"en": f"dose {dose:.3g} is below the preset's zone ({lo:g}–{hi:g}): it may not look alike yet",
+                    "ko": f"학습량 {dose:.3g}이(가) 프리셋 권장 구간({lo:g}–{hi:g})보다 작음: 아직 안 닮을 수 있음"},
+                   [], {"dose": dose, "low": lo, "high": hi})
+
+
+def stalled_finding(rows: list[dict]) -> Finding | None:
+    ratios = [(r["step"], _f(r, "update_ratio")) for r in _applied(rows) if r.get("update_ratio") is not None]
+    ratios = [(s, v) for s, v in ratios if v is not None]
+    if len(ratios) < 3:
+        return None
+    late = ratios[len(ratios) // 2 :]
+    if max(v for _, v in late) >= STALLED_UPDATE_RATIO:
+        return None
+    return Finding(
+        "learning_stalled", "warning",
+        {"en": f"the weights barely move: ‖Δw‖/‖w‖ over 10 steps ≤ {max(v for _, v in late):.2g}",
+         "ko": f"가중치가 거의 움직이지 않음: 10스텝 동안 ‖Δw‖/‖w‖ ≤ {max(v for _, v in late):.2g}"},
+        [s for s, _ in late], {"update_ratios": late},
+    )
+
+
+def ema_drift_finding(rows: list[dict]) -> Finding | None:
+    drifts = [(r["step"], _f(r, "ema_drift")) for r in rows if r.get("ema_drift") is not None]
+    bad = [(s, v) for s, v in drifts if v is not None and v > EMA_DRIFT_LIMIT]
+    if not bad:
+        return None
+    return Finding(
+        "ema_drift", "warning",
+        {"en": f"the EMA weights drifted {bad[-1][1]:.0%} away from the live weights (step {bad[-1][0]})",
+         "ko": f"EMA 가중치가 실제 가중치에서 {bad[-1][1]:.0%} 벗어남 ({bad[-1][0]}스텝)"},
+        [s for s, _ in bad[:10]], {"drift": bad[-1][1]},
+    )
+
+
+def metric_findings(rows: list[dict], plan: dict, config) -> list[Finding]:
+    candidates = [
+        loss_scale_finding(rows),
+        grad_spike_finding(rows),
+        clip_saturation_finding(rows, config.optim.max_grad_norm),
+        loss_trend_finding(rows, plan.get("warmup_steps", 0)),
+        weight_growth_finding(rows),
+        dose_finding(plan),
+        stalled_finding(rows),
+        ema_drift_finding(rows),
+    ]
+    return [f for f in candidates if f is not None]
+
+
+# ------------------------------------------------------------------------------------- from pictures
+
+BURN_LIMIT = 0.5
+LEAKAGE_LIMIT = 0.5
+
+
+def sample_findings(samples_dir: Path) -> list[Finding]:
+    """Burn (saturation/contrast drift from step 0) and leakage (the no-trigger sample drifting from the base)."""
+    import json
+
+    from PIL import Image
+
+    from .demo.measures import burn, leakage_scores
+
+    manifests = sorted(samples_dir.glob("step-*/manifest.json"))
+    if len(manifests) < 2:
+        return []
+    base_dir = manifests[0].parent
+    base = {s["index"]: s for s in json.loads(manifests[0].read_text())["samples"] if s["weights"] == "live"}
+    burn_hits, leak_hits = [], []
+    for m in manifests[1:]:
+        data = json.loads(m.read_text())
+        for s in data["samples"]:
+            if s["weights"] != "live" or s["index"] not in base:
+                continue
+            img = Image.open(m.parent / s["file"]).convert("RGB")
+            ref = Image.open(base_dir / base[s["index"]]["file"]).convert("RGB")
+            b = burn(img, ref)["burn_score"]
+            if b > BURN_LIMIT:
+                burn_hits.append((data["step"], s["kind"], b))
+            if s["kind"] == "no_trigger":
+                leak = leakage_scores(img, ref)["leakage"]
+                if leak > LEAKAGE_LIMIT:
+                    leak_hits.append((data["step"], leak))
+    out = []
+    if burn_hits:
+        step, kind, b = burn_hits[0]
+        out.append(Finding("sample_burn", "warning",
+                           {"en": f"samples drift in saturation/contrast from step 0 (burn {b:.2f} at step {step}, {kind})",
+                            "ko": f"표본의 채도·대비가 0스텝보다 과해짐 ({step}스텝 {kind}, 탐 지수 {b:.2f})"},
+                           sorted({h[0] for h in burn_hits}), {"burn": [[s, k, v] for s, k, v in burn_hits[:12]]}))
+    if leak_hits:
+        step, leak = leak_hits[0]
+        out.append(Finding("leakage", "warning",
+                           {"en": f"the no-trigger sample drifts from the base model's (leakage {leak:.2f} at step {step}): "
+                                  "the LoRA is leaking into everything",
+                            "ko": f"트리거 없는 표본이 기반 모델의 그림에서 멀어짐 ({step}스텝 누출 {leak:.2f}): "
+                                  "다른 것까지 물들고 있음"},
+                           [s for s, _ in leak_hits], {"leakage": [[s, v] for s, v in leak_hits]}))
+    return out
