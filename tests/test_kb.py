@@ -6,9 +6,9 @@ import copy
 import itertools
 import math
 import re
+import tomllib
 
 import pytest
-import tomllib
 
 from trainer.config import Config, diff_configs, from_dict
 from trainer.errors import UserError

@@ -8,10 +8,10 @@ naming the key, the value and what is allowed.
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-import tomllib
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import UserError

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import functools
 import re
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import tomllib
 from pydantic import BaseModel
 
 from .config import Config, from_dict

@@ -6,11 +6,10 @@ and any config sections it changes. Users' own presets live in the same format i
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from .errors import UserError
 

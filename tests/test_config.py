@@ -1,0 +1,110 @@
+"""The typed config and the presets: unknown keys, wrong types and ranges are errors naming the key."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from trainer.config import Config, diff_configs, dumps_toml, from_dict, load_config, parse_override
+from trainer.errors import UserError
+from trainer.presets import list_presets, load_preset, preset_config
+
+REQUIRED_KEYS = ["model.base", "model.family", "dataset.path", "dataset.trigger", "dataset.resolution", "dataset.repeats", "dataset.caption_ext", "dataset.shuffle_tags", "dataset.keep_tokens", "dataset.caption_dropout", "dataset.buckets", "dataset.cache_latents", "lora.rank", "lora.alpha", "lora.train_text_encoder", "optim.optimizer", "optim.lr", "optim.te_lr", "optim.scheduler", "optim.warmup_steps", "optim.max_grad_norm", "train.epochs", "train.max_steps", "train.batch_size", "train.grad_accum", "train.precision", "train.seed", "train.gradient_checkpointing", "train.noise_offset", "train.min_snr_gamma", "ema.enabled", "ema.decay", "save.output_dir", "save.name", "save.every_steps", "save.keep_last", "sample.every_steps", "sample.prompts", "sample.seed", "sample.steps", "sample.guidance", "guard.on_nonfinite"]
+
+
+def test_every_contract_key_exists():
+    cfg = Config()
+    for key in REQUIRED_KEYS:
+        cfg.get(key)
+
+
+def test_unknown_key_is_named_with_what_is_allowed(tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_text("[lora]\nrnak = 8\n")
+    with pytest.raises(UserError) as e:
+        load_config(p)
+    assert "lora.rnak" in str(e.value) and "rank" in str(e.value) and str(p) in str(e.value)
+
+
+@pytest.mark.parametrize(("toml", "key"), [
+    ("[lora]\nrank = 0\n", "lora.rank"),
+    ("[lora]\nrank = 'big'\n", "lora.rank"),
+    ("[train]\nprecision = 'fp8'\n", "train.precision"),
+    ("[optim]\nlr = -1.0\n", "optim.lr"),
+    ("[dataset]\nresolution = 500\n", "dataset.resolution"),
+    ("[dataset]\ncaption_ext = 'txt'\n", "dataset.caption_ext"),
+    ("[dose]\nfit_low = 1.0\nfit_high = 0.5\n", "dose"),
+    ("version = 2\n", "version"),
+])
+def test_bad_values_name_the_key_and_value(tmp_path, toml, key):
+    p = tmp_path / "c.toml"
+    p.write_text(toml)
+    with pytest.raises(UserError) as e:
+        load_config(p)
+    assert key in str(e.value)
+
+
+def test_set_overrides_parse_types():
+    assert parse_override("optim.lr=5e-5") == ("optim.lr", 5e-5)
+    assert parse_override("lora.train_text_encoder=true") == ("lora.train_text_encoder", True)
+    assert parse_override("dataset.path=/data/my set") == ("dataset.path", "/data/my set")
+    assert parse_override('sample.prompts=["a", "b"]') == ("sample.prompts", ["a", "b"])
+    cfg = load_config(None, ["lora.rank=8", "train.precision=fp16"])
+    assert cfg.lora.rank == 8 and cfg.train.precision == "fp16"
+    with pytest.raises(UserError, match=r"section\.key=value"):
+        load_config(None, ["lora.rank"])
+    with pytest.raises(UserError, match=r"lora\.rnak"):
+        load_config(None, ["lora.rnak=3"])
+
+
+def test_resolved_config_round_trips_through_toml():
+    cfg = from_dict({"lora": {"rank": 8}, "sample": {"prompts": ['say "hi"\\n', "zxc, 한글"]}})
+    text = cfg.to_toml()
+    again = from_dict(tomllib.loads(text))
+    assert again == cfg
+    assert not diff_configs(cfg, again)
+
+
+def test_preset_is_applied_under_the_user_file(tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_text('preset = "sd15-style"\n[lora]\nrank = 48\n')
+    cfg = load_config(p)
+    assert cfg.lora.rank == 48 and cfg.lora.alpha == 16.0 and cfg.preset == "sd15-style"
+
+
+EXPECTED = {"sd15-character", "sd15-style", "sd15-concept", "sdxl-character", "stability-first", "low-vram",
+            "demo-character"}
+
+
+def test_all_presets_load_validate_and_round_trip():
+    presets = {p.id: p for p in list_presets()}
+    assert set(presets) >= EXPECTED
+    for pid, preset in presets.items():
+        assert preset.version == 1 and preset.name["ko"] and preset.description["en"]
+        cfg = preset_config(pid)
+        assert from_dict(tomllib.loads(cfg.to_toml())) == cfg
+        assert cfg.lora.alpha in (cfg.lora.rank, cfg.lora.rank / 2)
+        assert 0 < cfg.dose.fit_low < cfg.dose.fit_high
+
+
+def test_presets_follow_the_seeds():
+    assert 8 <= preset_config("sd15-character").lora.rank <= 32
+    assert 16 <= preset_config("sd15-style").lora.rank <= 64
+    assert preset_config("sd15-character").optim.lr == 1e-4
+    stable = preset_config("stability-first")
+    assert stable.train.precision == "bf16" and stable.optim.optimizer == "adamw"
+    assert stable.optim.max_grad_norm == 1.0 and stable.optim.lr < 1e-4
+    low = preset_config("low-vram")
+    assert low.train.gradient_checkpointing and low.optim.optimizer == "adamw8bit" and low.dataset.cache_latents
+    assert preset_config("sdxl-character").model.family == "sdxl"
+
+
+def test_unknown_preset_lists_the_known_ones():
+    with pytest.raises(UserError, match="sd15-character"):
+        load_preset("nope")
+
+
+def test_toml_writer_handles_nested_tables():
+    text = dumps_toml({"a": 1, "t": {"x": 1.5, "s": "q\"", "sub": {"y": [1, 2]}}})
+    assert tomllib.loads(text) == {"a": 1, "t": {"x": 1.5, "s": 'q"', "sub": {"y": [1, 2]}}}
