@@ -99,11 +99,7 @@ def run_training(
     trainer = Trainer(config, sink, commands, dist, hooks or Hooks())
     trainer.prepare_run_folder(resume=resume, parent=parent)
     try:
-        trainer.load_models()
-        trainer.prepare_data()
-        trainer.prepare_optimization()
-        if resume:
-            trainer.resume_from_checkpoint()
+        trainer.setup(resume=bool(resume))
         trainer.announce_start()
         status = trainer.train()
     except UserError:
@@ -183,6 +179,14 @@ class Trainer:
                 entry["parent"] = str(Path(parent))
                 entry["changes"] = {k: list(v) for k, v in diff_configs(parent_cfg, self.config).items()}
         atomic_write_json(self.paths.journal, entry)
+
+    def setup(self, resume: bool = False) -> None:
+        """Models, data (and caches), optimizer: everything before the first step."""
+        self.load_models()
+        self.prepare_data()
+        self.prepare_optimization()
+        if resume:
+            self.resume_from_checkpoint()
 
     def load_models(self) -> None:
         cfg = self.config

@@ -1,0 +1,194 @@
+"""Step time, side by side: our trainer vs the diffusers reference recipe, and the guard's cost.
+
+Variants run in one process, alternating A, B, A, B in blocks of steps, on the same tiny SD1.5-shaped model,
+data, batch, resolution and precision; medians and spread are printed, never asserted. Peak memory (RSS) is
+measured per variant in a fresh subprocess.
+
+    python bench/bench_step.py [--rounds 5] [--steps 8] [--no-memory]
+
+The reference is the training step of diffusers' ``train_text_to_image_lora.py`` re-implemented from its
+documented behaviour: images loaded and transformed every step, VAE encode (a latent sample) and text encode
+every step, AdamW, loss read back for logging, and clipping that works (a list of params is passed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from tests.helpers import tiny_config, write_toy_dataset  # noqa: E402
+
+BATCH, STEPS_WARMUP = 2, 3
+
+
+def _config(data: Path, out: Path, cache: bool, guard: bool):
+    return tiny_config(data, out, {
+        "train.max_steps": 100000, "train.batch_size": BATCH, "dataset.cache_latents": cache,
+        "guard.enabled": guard, "guard.detectors": guard, "optim.lr": 1e-4,
+    })
+
+
+def make_ours(data: Path, out: Path, cache: bool, guard: bool):
+    """A stepper over our Trainer: each call is one optimizer step on the next batch."""
+    from trainer.commands import Commands
+    from trainer.data import epoch_batches
+    from trainer.distributed import Dist
+    from trainer.loop import Hooks, Trainer
+
+    cfg = _config(data, out, cache, guard)
+    cfg.dataset.shuffle_tags = False  # text embeddings can be cached, as in a usual frozen-encoder run
+    trainer = Trainer(cfg, None, Commands(), Dist(), Hooks())
+    trainer.prepare_run_folder(None, None)
+    trainer.setup()
+    state = {"epoch": 0, "batches": [], "i": 0}
+
+    def step():
+        if state["i"] >= len(state["batches"]):
+            state["batches"] = epoch_batches(trainer.samples, BATCH, 0, state["epoch"])
+            state["epoch"] += 1
+            state["i"] = 0
+        group = [state["batches"][state["i"]]]
+        state["i"] += 1
+        trainer.optimizer_step(group, state["epoch"])
+
+    return step
+
+
+def make_reference(data: Path):
+    """The reference recipe's step (see module docstring) on the same model and data."""
+    import random
+
+    from diffusers import DDPMScheduler
+    from peft import LoraConfig, inject_adapter_in_model
+
+    from trainer.data import image_tensor
+    from trainer.dataset import scan_dataset
+    from trainer.models import build_tiny_pipeline
+
+    cfg = _config(data, Path(tempfile.mkdtemp()), False, False)
+    report = scan_dataset(cfg.dataset)
+    items = [(it.path, it.caption, tuple(it.bucket)) for it in report.items for _ in range(it.repeats)]
+    pipe = build_tiny_pipeline("sd15")
+    unet, vae, te, tok = pipe.unet, pipe.vae, pipe.text_encoder, pipe.tokenizer
+    for m in (unet, vae, te):
+        m.requires_grad_(False)
+    torch.manual_seed(cfg.train.seed)
+    inject_adapter_in_model(LoraConfig(r=cfg.lora.rank, lora_alpha=cfg.lora.alpha, init_lora_weights="gaussian",
+                                       target_modules=["to_q", "to_k", "to_v", "to_out.0"]), unet)
+    params = [p for p in unet.parameters() if p.requires_grad]
+    for p in params:
+        p.data = p.data.float()
+    optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, betas=(0.9, 0.999), weight_decay=1e-2, eps=1e-8)
+    noise_scheduler = DDPMScheduler.from_config(pipe.scheduler.config)
+    rng = random.Random(0)
+    unet.train()
+
+    def step():
+        batch = rng.sample(items, BATCH)
+        pixels = torch.stack([image_tensor(p, b) for p, _, b in batch])  # the script's per-step transforms
+        ids = tok([c for _, c, _ in batch], padding="max_length", max_length=tok.model_max_length,
+                  truncation=True, return_tensors="pt").input_ids
+        latents = vae.encode(pixels).latent_dist.sample() * vae.config.scaling_factor
+        noise = torch.randn_like(latents)
+        timesteps = torch.randint(0, noise_scheduler.config.num_train_timesteps, (latents.shape[0],)).long()
+        noisy = noise_scheduler.add_noise(latents, noise, timesteps)
+        hidden = te(ids, return_dict=False)[0]
+        pred = unet(noisy, timesteps, hidden, return_dict=False)[0]
+        loss = F.mse_loss(pred.float(), noise.float(), reduction="mean")
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, cfg.optim.max_grad_norm)
+        optimizer.step()
+        optimizer.zero_grad()
+        loss.detach().item()  # the script logs the loss every step
+
+    return step
+
+
+def build(name: str, data: Path, out: Path):
+    if name == "reference":
+        return make_reference(data)
+    cache = name in ("ours_cached", "ours_cached_noguard")
+    guard = name != "ours_cached_noguard"
+    return make_ours(data, out / name, cache, guard)
+
+
+def time_block(step, n: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(n):
+        step()
+    return (time.perf_counter() - t0) / n
+
+
+def peak_rss_mib(name: str, data: Path, steps: int) -> float:
+    out = subprocess.run([sys.executable, __file__, "--single", name, "--data", str(data), "--steps", str(steps)],
+                         capture_output=True, text=True, cwd=REPO, timeout=900)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-2000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])["peak_rss_mib"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=8, help="steps per block")
+    ap.add_argument("--no-memory", action="store_true")
+    ap.add_argument("--single")
+    ap.add_argument("--data")
+    args = ap.parse_args()
+
+    if args.single:  # a subprocess measuring one variant's peak memory
+        step = build(args.single, Path(args.data), Path(tempfile.mkdtemp()))
+        for _ in range(args.steps):
+            step()
+        print(json.dumps({"peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+        return
+
+    tmp = Path(tempfile.mkdtemp())
+    data = write_toy_dataset(tmp / "data", n=16)
+    names = ["reference", "ours_uncached", "ours_cached", "ours_cached_noguard"]
+    steppers = {n: build(n, data, tmp) for n in names}
+    for n in names:  # warm-up: first calls pay for allocator growth and lazy init
+        time_block(steppers[n], STEPS_WARMUP)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(args.rounds):
+        order = names if r % 2 == 0 else list(reversed(names))
+        for n in order:
+            times[n].append(time_block(steppers[n], args.steps))
+
+    med = {n: statistics.median(v) for n, v in times.items()}
+    print(f"tiny SD1.5-shaped model, batch {BATCH}, 64 px, fp32, {torch.get_num_threads()} threads; "
+          f"{args.rounds} rounds × {args.steps} steps, alternating")
+    print(f"{'variant':<22}{'median s/step':>14}{'min':>10}{'max':>10}")
+    for n in names:
+        print(f"{n:<22}{med[n]:>14.4f}{min(times[n]):>10.4f}{max(times[n]):>10.4f}")
+
+    def ratio(a: str, b: str) -> str:
+        per_round = [x / y for x, y in zip(times[a], times[b])]
+        return f"{med[a] / med[b]:.3f} (per-round {min(per_round):.3f}–{max(per_round):.3f})"
+
+    print(f"ours (caching on)  / reference : {ratio('ours_cached', 'reference')}   target <= 0.70")
+    print(f"ours (caching off) / reference : {ratio('ours_uncached', 'reference')}   target <= 1.02")
+    print(f"guard on / guard off           : {ratio('ours_cached', 'ours_cached_noguard')}   target <= 1.03")
+    if not args.no_memory:
+        print("peak RSS (MiB, fresh process, 10 steps):")
+        for n in names:
+            print(f"  {n:<22}{peak_rss_mib(n, data, 10):>10.0f}")
+
+
+if __name__ == "__main__":
+    main()
