@@ -141,11 +141,13 @@ class StopAt(Hooks):
             self.commands.stop()
 
 
-def test_resume_matches_an_uninterrupted_run(dataset, tmp_path):
+@pytest.mark.parametrize("cached", [True, False])
+def test_resume_matches_an_uninterrupted_run(dataset, tmp_path, cached):
     from trainer.commands import Commands
 
     over = {"train.max_steps": 20, "dataset.shuffle_tags": True, "dataset.caption_dropout": 0.2,
-            "train.noise_offset": 0.05, "ema.enabled": True}
+            "train.noise_offset": 0.05, "ema.enabled": True, "dataset.cache_latents": cached,
+            "dataset.flip": not cached}
     straight = run_training(tiny_config(dataset, tmp_path / "a", over), MemorySink())
     commands = Commands()
     first = run_training(tiny_config(dataset, tmp_path / "b", over), MemorySink(), commands,

@@ -130,6 +130,8 @@ class Trainer:
         self.failure: dict[str, Any] | None = None
         self._update_ref: list[torch.Tensor] | None = None
         self._rows: list[dict[str, Any]] = []
+        self._loader = None  # a thread pool that loads the next step's images when latents are not cached
+        self._pixels: dict[tuple[int, int], Any] = {}
         self._findings_emitted: set[str] = set()
 
     # ----------------------------------------------------------------------------------------- setup
@@ -207,6 +209,10 @@ class Trainer:
         self.unet = pipe.unet
         self.noise_scheduler = _training_scheduler(pipe, self.base_info.prediction_type)
         self.lora = attach_lora(pipe, cfg.lora, self.family, cfg.train.seed)
+        if cfg.train.channels_last:
+            self.unet.to(memory_format=torch.channels_last)
+        if cfg.train.compile:
+            self.unet.forward = torch.compile(self.unet.forward)
         if cfg.train.gradient_checkpointing:
             self.unet.enable_gradient_checkpointing()
             for role, m in self.lora.models.items():
@@ -307,7 +313,9 @@ class Trainer:
             first = (self.global_step % self.steps_per_epoch) * cfg.train.grad_accum
             for start in range(first, len(batches), cfg.train.grad_accum):
                 group = batches[start : start + cfg.train.grad_accum]
-                outcome = self.optimizer_step(group, epoch)
+                nxt = start + cfg.train.grad_accum
+                self.prefetch(epoch, nxt, batches[nxt : nxt + cfg.train.grad_accum])
+                outcome = self.optimizer_step(group, epoch, start)
                 if outcome in ("stop", "guard_stop"):
                     return "guard_stopped" if outcome == "guard_stop" else "stopped"
                 if outcome == "rollback":
@@ -318,14 +326,46 @@ class Trainer:
                 continue
         return "finished"
 
-    def optimizer_step(self, group, epoch: int) -> str:
+    def prefetch(self, epoch: int, start: int, group) -> None:
+        """Without a latent cache, load the next step's images on a worker thread while this step computes
+        (PIL decoding and resizing release the GIL), so data loading is off the critical path."""
+        if self.latents is not None or not group:
+            return
+        if self._loader is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._loader = ThreadPoolExecutor(max_workers=max(1, self.config.train.num_workers),
+                                              thread_name_prefix="lora-data")
+        for i, batch in enumerate(group):
+            pos = start + i
+            key = (epoch, pos)
+            if key not in self._pixels:
+                flips = self._flips(epoch, pos, len(batch))
+                self._pixels[key] = self._loader.submit(
+                    lambda b=batch, f=flips: torch.stack([image_tensor(s.path, s.bucket, x) for s, x in zip(b, f)]))
+
+    def _flips(self, epoch: int, pos: int, n: int) -> list[bool]:
+        if not self.config.dataset.flip:
+            return [False] * n
+        import random
+
+        rng = random.Random(f"{self.config.train.seed}:{epoch}:{pos}:flip")
+        return [rng.random() < 0.5 for _ in range(n)]
+
+    def _batch_pixels(self, batch, epoch: int, pos: int, flips: list[bool]) -> torch.Tensor:
+        future = self._pixels.pop((epoch, pos), None)
+        if future is not None:
+            return future.result()
+        return torch.stack([image_tensor(s.path, s.bucket, f) for s, f in zip(batch, flips)])
+
+    def optimizer_step(self, group, epoch: int, start: int = 0) -> str:
         cfg = self.config
         t0 = time.perf_counter()
         self.hooks.before_step(self)
         loss_sum = torch.zeros((), device=self.device)
         self.last_batch_files = [s.rel for batch in group for s in batch]
         for micro, batch in enumerate(group):
-            loss = self.compute_loss(batch, epoch, micro) / len(group)
+            loss = self.compute_loss(batch, epoch, micro, start + micro) / len(group)
             if self.scaler is not None:
                 self.scaler.scale(loss).backward()
             else:
@@ -369,17 +409,18 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         return self.after_step(health, decision, epoch, time.perf_counter() - t0, where)
 
-    def compute_loss(self, batch, epoch: int, micro: int) -> torch.Tensor:
+    def compute_loss(self, batch, epoch: int, micro: int, pos: int = 0) -> torch.Tensor:
         cfg = self.config
-        # Every random draw of this micro-batch comes from (seed, step, micro): identical after a resume.
+        # Every random draw of this micro-batch comes from (seed, step, micro) or from its place in the
+        # epoch: identical after a resume, and computable ahead of time by the prefetcher.
         gen = torch.Generator().manual_seed(hash((cfg.train.seed, self.global_step, micro)) & 0x7FFF_FFFF)
         crng = _caption_rng(cfg.train.seed, epoch, self.global_step, micro)
-        flips = [bool(cfg.dataset.flip and torch.rand((), generator=gen) < 0.5) for _ in batch]
+        flips = self._flips(epoch, pos, len(batch))
         captions = [process_caption(s.caption, cfg.dataset, crng) for s in batch]
         if self.latents is not None:
             latents = self.latents.batch(batch, flips)
         else:
-            pixels = torch.stack([image_tensor(s.path, s.bucket, f) for s, f in zip(batch, flips)])
+            pixels = self._batch_pixels(batch, epoch, pos, flips)
             with torch.no_grad():
                 latents = LatentCache.encode(self._encoder(), pixels)
         latents = self.hooks.batch_latents(self, latents)
@@ -624,6 +665,8 @@ class Trainer:
             final = self.save_final()
             if self.config.sample.enabled and status == "finished" and self.global_step in self.plan.sample_steps:
                 self.sample(self.global_step)
+        if self._loader is not None:
+            self._loader.shutdown(wait=False, cancel_futures=True)
         if status != "failed" and self.config.guard.detectors:
             self.run_detectors(final=True)
         message = ""
