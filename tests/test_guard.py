@@ -160,3 +160,25 @@ def test_lr_100x_is_called_overtraining_from_dose_and_weight_growth(dataset, tmp
     d = diagnose(result.run_dir)
     assert any(c["id"] in ("overtraining", "lr_too_high") for c in d["causes"][:3])
     assert_no_nonfinite_file(result.run_dir)
+
+
+def test_a_prescribed_run_differs_from_its_parent_in_one_setting(dataset, tmp_path):
+    import subprocess
+    import sys
+
+    from trainer.diagnose import diagnose
+    from trainer.kb import apply_change, load_kb
+
+    parent_cfg = tiny_config(dataset, tmp_path, {"train.max_steps": 3})
+    parent = run_training(parent_cfg, MemorySink())
+    child_cfg = apply_change(parent_cfg, load_kb().prescription("lower_lr"))
+    child = run_training(child_cfg, MemorySink(), parent=parent.run_dir)
+    journal = json.loads((child.run_dir / "journal.json").read_text())
+    assert journal["parent"] == str(parent.run_dir)
+    assert list(journal["changes"]) == ["optim.lr"]
+    comparison = diagnose(child.run_dir)["parent"]
+    assert comparison["one_change"] and comparison["changes"]["optim.lr"][1] == pytest.approx(5e-4)
+    proc = subprocess.run([sys.executable, "-m", "trainer", "diagnose", str(child.run_dir), "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["parent"]["parent"] == str(parent.run_dir)

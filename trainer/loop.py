@@ -381,14 +381,16 @@ class Trainer:
             weight_norm, params_ok = weight_norm_flag(self.trainable)
             ema_ok = self.ema.finite_flag() if self.ema is not None else None
             update_norm = self._update_norm()
+            ema_drift = self.ema.drift() if self.ema is not None and update_norm is not None else None
         else:
             weight_norm = params_ok = torch.ones((), device=self.device)
-            ema_ok = update_norm = None
+            ema_ok = update_norm = ema_drift = None
         health = read_health(
             loss_sum, len(group), grad_norm, clipped,
             self.scaler._scale if self.scaler is not None else None,  # the tensor itself: no sync
             params_ok, ema_ok, weight_norm, update_norm,
             all_reduce=self.dist.all_reduce_health if self.dist.world_size > 1 else None,
+            ema_drift=ema_drift,
         )
         if guarded:
             decision = self.guard.decide(health)
@@ -480,7 +482,7 @@ class Trainer:
             sec_per_step=round(seconds, 6),
             weight_norm=h.weight_norm if cfg.guard.enabled else None,
             update_ratio=h.update_ratio,
-            ema_drift=self._ema_drift(),
+            ema_drift=h.ema_drift,
             rollbacks=self.guard.rollbacks,
         )
         if cfg.guard.detectors and decision.apply and self.global_step % cfg.guard.detect_every == 0:
@@ -507,12 +509,6 @@ class Trainer:
         return "continue"
 
     # ----------------------------------------------------------------------------------- the guard
-
-    def _ema_drift(self) -> float | None:
-        """‖EMA − live‖/‖live‖, measured with the update ratio (every few steps; one small extra sync)."""
-        if self.ema is None or self.global_step % UPDATE_RATIO_EVERY != 0:
-            return None
-        return float(self.ema.drift())
 
     def run_detectors(self, final: bool = False) -> None:
         """Findings short of NaN, each emitted once as a ``finding`` event with its evidence."""

@@ -24,6 +24,7 @@ class StepHealth:
     ema_finite: bool
     weight_norm: float
     update_ratio: float | None  # ‖w_t − w_{t−k}‖ / ‖w_t‖ when measured this step
+    ema_drift: float | None = None  # ‖EMA − live‖ / ‖live‖ when measured this step
 
     @property
     def loss_finite(self) -> bool:
@@ -66,6 +67,7 @@ def read_health(
     weight_norm: torch.Tensor,
     update_norm: torch.Tensor | None,
     all_reduce=None,
+    ema_drift: torch.Tensor | None = None,
 ) -> StepHealth:
     """The one host sync of the step: stack every number and read them together."""
     device = grad_norm.device
@@ -79,10 +81,11 @@ def read_health(
         (ema_finite.float() if ema_finite is not None else one),
         weight_norm.float(),
         (update_norm.float() if update_norm is not None else one.neg()),
+        (ema_drift.float() if ema_drift is not None else one.neg()),
     ])
     if all_reduce is not None:
         values = all_reduce(values)
-    loss, gn, gc, sc, pf, ef, wn, un = values.tolist()
+    loss, gn, gc, sc, pf, ef, wn, un, ed = values.tolist()
     return StepHealth(
         loss=loss,
         grad_norm=gn,
@@ -92,6 +95,7 @@ def read_health(
         ema_finite=ef > 0.5,
         weight_norm=wn,
         update_ratio=None if update_norm is None else un / max(wn, 1e-12),
+        ema_drift=None if ema_drift is None else ed,
     )
 
 
