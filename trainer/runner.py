@@ -175,16 +175,16 @@ class Runner:
 
 def memory_in_use() -> dict[str, float | None]:
     """Process RSS and, on a GPU, allocated / peak VRAM, in MiB."""
-    import resource
-
     import torch
 
     rss = None
-    try:
+    try:  # Linux; elsewhere (Windows has no ``resource`` module) the figure is simply not shown
+        import resource
+
         with open("/proc/self/statm") as f:
             rss = int(f.read().split()[1]) * resource.getpagesize() / 2**20
-    except OSError:
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    except (OSError, ImportError):
+        rss = None
     vram = peak = None
     if torch.cuda.is_available():
         vram = torch.cuda.memory_allocated() / 2**20
