@@ -20,6 +20,7 @@ from .io import atomic_write_json, read_jsonl
 from .rundir import RunPaths, read_status
 
 LEVEL_WEIGHT = {"error": 1.0, "warning": 0.6, "info": 0.3}
+NONFINITE_WEIGHT = 5.0
 
 
 def _load_config(paths: RunPaths) -> Config:
@@ -132,7 +133,9 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
     signals: dict[str, float] = {}
     for f in findings:
         if f.signal in kb.signals:
-            signals[f.signal] = max(signals.get(f.signal, 0.0), LEVEL_WEIGHT[f.level])
+            # A non-finite failure outranks any number of softer findings: it is what stopped the run.
+            weight = NONFINITE_WEIGHT if f.signal.startswith("nonfinite_") else LEVEL_WEIGHT[f.level]
+            signals[f.signal] = max(signals.get(f.signal, 0.0), weight)
     ranked = kb.rank_causes(signals, config) if signals else []
     result = {
         "run_dir": str(paths.root),
