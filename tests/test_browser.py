@@ -1,0 +1,201 @@
+"""The app in a real headless Chromium (Debian's, driven by Playwright): walk the wizard, train, watch the loss
+plot gain points, see the guard's alert for a run that goes NaN, a second tab that sees the running job and
+cannot start another, and the Korean switch. Screenshots of each step go to ``test-artifacts/``."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="no /usr/bin/chromium (scripts/browser.sh installs it)"),
+]
+sync_api = pytest.importorskip("playwright.sync_api")
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    from ui.testing import running_app
+
+    with running_app(tmp_path_factory.mktemp("ws")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--no-first-run"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, app):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    page.goto(app.url)
+    page.wait_for_selector("#ld-dataset")
+    yield page
+    context.close()
+
+
+def shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def button(page, name: str):
+    return page.get_by_role("button", name=name, exact=True)
+
+
+def set_field(page, name: str, value: str) -> None:
+    box = page.locator(f"#ld-f-{name} input, #ld-f-{name} textarea").first
+    box.fill(value)
+    box.press("Tab")  # numbers and text commit on blur
+
+
+def selected_step(page) -> str:
+    return page.get_by_role("tab", selected=True).inner_text()
+
+
+def loss_points(page) -> int:
+    return page.evaluate("""() => {
+        const plot = document.querySelector('#ld-loss .js-plotly-plot');
+        return plot && plot.data && plot.data.length ? plot.data[0].x.length : 0; }""")
+
+
+def wait_text(page, selector: str, pattern: str, timeout_s: int = 60) -> None:
+    """Wait until the element exists (steps render when first shown) and its text matches ``pattern``."""
+    page.wait_for_function(
+        "([sel, pat]) => { const el = document.querySelector(sel); return !!el && new RegExp(pat).test(el.innerText); }",
+        arg=[selector, pattern], timeout=timeout_s * 1000)
+
+
+def status(page) -> str:
+    return page.locator("#ld-status").inner_text()
+
+
+def walk_to_train(page, fields: dict[str, str], advanced: dict[str, str] | None = None, shots: bool = False) -> None:
+    page.wait_for_function("() => document.body.innerText.includes('usable pictures')")
+    if shots:
+        shot(page, "1-dataset")
+    button(page, "Next: steps →").click()
+    page.wait_for_function("() => document.body.innerText.includes('Bucket-aware total')")
+    for name, value in fields.items():
+        set_field(page, name, value)
+    page.wait_for_timeout(800)
+    if shots:
+        shot(page, "2-steps")
+    button(page, "Next: preset →").click()
+    page.wait_for_selector("#ld-card-demo-character")
+    if advanced:
+        page.get_by_text("Advanced settings").click()
+        for name, value in advanced.items():
+            if value in ("on", "off"):
+                box = page.locator(f"#ld-f-{name} input")
+                box.set_checked(value == "on")
+            else:
+                set_field(page, name, value)
+    page.wait_for_timeout(800)
+    if shots:
+        shot(page, "3-preset")
+    button(page, "Next: train →").click()
+    page.wait_for_selector("#ld-start")
+    assert "Train" in selected_step(page)
+
+
+def wait_until_ended(page, timeout_s: int = 240) -> str:
+    wait_text(page, "#ld-status", "finished|stopped|failed", timeout_s)
+    return status(page)
+
+
+def test_a_thumbnail_click_opens_its_caption(page):
+    page.wait_for_function("() => document.querySelectorAll('#ld-thumbs img').length >= 8")
+    page.locator("#ld-thumbs img").nth(2).click()
+    page.wait_for_function("() => document.querySelector('#ld-cap-file textarea, #ld-cap-file input').value"
+                           " === '10_zxc/zxc_002.png'")
+    caption = page.locator("#ld-cap-text textarea, #ld-cap-text input").first.input_value()
+    assert caption.startswith("zxc")
+
+
+def test_walk_the_wizard_train_and_review(page):
+    walk_to_train(page, {"max_steps": "6", "save_every": "3"}, {"sample_steps": "2"}, shots=True)
+    button(page, "Start").click()
+    page.wait_for_function("() => document.body.innerText.includes('Training started')")
+    page.wait_for_function("() => { const p = document.querySelector('#ld-loss .js-plotly-plot');"
+                           " return p && p.data && p.data.length && p.data[0].x.length >= 2; }", timeout=180_000)
+    first = loss_points(page)
+    final = wait_until_ended(page)
+    assert "finished" in final and "step 6 / 6" in final
+    page.wait_for_function("() => document.querySelector('#ld-loss .js-plotly-plot').data[0].x.length === 6")
+    assert loss_points(page) > first >= 2
+    page.wait_for_function("() => document.querySelectorAll('#ld-train img').length >= 4")  # the samples
+    shot(page, "4-train")
+    button(page, "Next: review →").click()
+    page.wait_for_function("() => document.querySelectorAll('#ld-grid img').length === 12")
+    assert "Recommended" in page.locator("#ld-recommend").inner_text()
+    shot(page, "5-review")
+    button(page, "Next: troubleshoot →").click()
+    wait_text(page, "#ld-findings", "Observed")
+    shot(page, "6-troubleshoot")
+    page.get_by_role("tab", name=re.compile("Dataset")).click()  # earlier steps stay reachable
+    assert "Dataset" in selected_step(page)
+
+
+def test_a_run_that_goes_nan_shows_the_alert(page):
+    walk_to_train(page, {"max_steps": "40"}, {"lr": "10", "max_grad_norm": "0", "sample_enabled": "off"})
+    button(page, "Start").click()
+    alert = page.locator("#ld-alert-box")
+    alert.wait_for(state="visible", timeout=240_000)
+    text = alert.inner_text()
+    for part in ("What broke first", "Where", "At step", "Batch files", "Try first:"):
+        assert part in text, text
+    assert "stopped by the numerics guard" in wait_until_ended(page)
+    page.wait_for_timeout(1500)
+    shot(page, "4-train-nan-alert")
+    button(page, "Go to Troubleshoot →").click()
+    wait_text(page, "#ld-findings", "non-finite")
+    assert "Troubleshoot" in selected_step(page)
+    shot(page, "6-troubleshoot-nan")
+
+
+def test_a_second_tab_sees_the_running_job_and_cannot_start_another(page, browser, app):
+    walk_to_train(page, {"max_steps": "400"}, {"sample_enabled": "off"})
+    button(page, "Start").click()
+    wait_text(page, "#ld-status", "running", 120)
+    other_context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    other = other_context.new_page()
+    try:
+        other.goto(app.url)
+        wait_text(other, "#ld-status", "running")
+        assert "Train" in selected_step(other)  # the reopened tab jumps to the run
+        other.wait_for_function("() => { const p = document.querySelector('#ld-loss .js-plotly-plot');"
+                                " return p && p.data && p.data.length && p.data[0].x.length >= 1; }")
+        button(other, "Start").click()
+        other.wait_for_function("() => document.body.innerText.includes('already active')")
+        shot(other, "4-train-second-tab")
+        assert app.ctx.runner.active
+        button(other, "Stop").click()
+        assert "stopped" in wait_until_ended(other)
+    finally:
+        other_context.close()
+
+
+def test_korean_switch_relabels_the_wizard(page):
+    page.get_by_text("한국어").click()
+    page.wait_for_function("() => document.body.innerText.includes('다음: 스텝')")
+    assert page.get_by_role("tab", name=re.compile("데이터셋")).count() == 1
+    assert "트리거 단어" in page.locator("#ld-f-trigger").inner_text()
+    page.wait_for_function("() => document.body.innerText.includes('쓸 수 있는 그림')")
+    shot(page, "1-dataset-ko")

@@ -1,0 +1,191 @@
+"""trainer.review: the checkpoint × prompt grid, leakage per step, the recommended checkpoint, the strength sweep."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from trainer import review
+from trainer.config import from_dict
+from trainer.demo import character_scene, demo_sample_prompts, render_scene, write_character_dataset
+from trainer.demo.world import Scene
+from trainer.errors import UserError
+from trainer.io import atomic_write_json, atomic_write_text
+from trainer.sampling import expand_prompts
+
+KINDS = ["trigger", "trigger_unseen", "trigger_outfit", "no_trigger"]
+
+
+def _world(size: int = 64) -> Image.Image:
+    return render_scene(Scene("circle", "red", "grass", "left", "small"), size)
+
+
+def _burnt(img: Image.Image) -> Image.Image:
+    a = np.asarray(img).astype(np.float32)
+    a = np.clip((a - 128) * 3 + 128, 0, 255)
+    rng = np.random.default_rng(0)
+    a = np.clip(a + rng.normal(0, 40, a.shape), 0, 255)
+    return Image.fromarray(a.astype(np.uint8))
+
+
+def fake_run(
+    root: Path,
+    steps: list[int],
+    picture: Callable[[int, str], Image.Image],
+    *,
+    dataset: Path | None = None,
+    lr: float = 1e-3,
+    fit: tuple[float, float] = (0.05, 0.3),
+    total: int | None = None,
+) -> Path:
+    """A run folder as the loop writes it: config, metrics (lr per step), checkpoints and samples at ``steps``
+    (step 0 samples only), the demo's four prompts."""
+    run = root / "runs" / "lora" / "20250101-000000"
+    run.mkdir(parents=True)
+    cfg = from_dict({
+        "dataset": {"path": str(dataset or root / "data"), "trigger": "zxc", "resolution": 64},
+        "lora": {"rank": 8, "alpha": 8.0}, "optim": {"lr": lr},
+        "dose": {"fit_low": fit[0], "fit_high": fit[1]},
+        "sample": {"prompts": demo_sample_prompts()},
+    })
+    atomic_write_text(run / "config.toml", cfg.to_toml())
+    last = total or max(steps)
+    rows = [{"step": s, "loss": 0.1, "lr": lr, "skipped": False} for s in range(1, last + 1)]
+    atomic_write_text(run / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    prompts = expand_prompts(cfg.sample.prompts, "zxc")
+    for step in [0, *steps]:
+        folder = run / "samples" / f"step-{step:06d}"
+        folder.mkdir(parents=True)
+        records = []
+        for p in prompts:
+            name = f"{p['index']:02d}_{p['kind']}.png"
+            picture(step, p["kind"]).save(folder / name)
+            records.append({**p, "file": name, "weights": "live", "seed": 1, "step": step})
+        atomic_write_json(folder / "manifest.json", {"step": step, "size": [64, 64], "samples": records})
+        if step:
+            ck = run / "checkpoints" / f"step-{step:06d}"
+            ck.mkdir(parents=True)
+            (ck / "lora.safetensors").write_bytes(b"x")
+    (run / "final").mkdir()
+    (run / "final" / "lora.safetensors").write_bytes(b"x")
+    return run
+
+
+def test_grid_has_the_four_kinds_as_columns_and_steps_as_rows(tmp_path):
+    run = fake_run(tmp_path, [10, 20], lambda step, kind: _world())
+    grid = review.review_grid(run)
+    assert grid["steps"] == [0, 10, 20]
+    assert grid["kinds"] == KINDS
+    assert len(grid["cells"]) == 12
+    assert Path(grid["cells"][(10, "no_trigger")]).name == "03_no_trigger.png"
+    assert grid["prompts"]["trigger"] == "zxc"
+
+
+def test_checkpoint_files_list_steps_then_final_and_refuse_files_outside_the_run(tmp_path):
+    run = fake_run(tmp_path, [10, 20], lambda step, kind: _world())
+    labels = [c["label"] for c in review.checkpoint_files(run)]
+    assert labels == ["checkpoints/step-000010/lora.safetensors", "checkpoints/step-000020/lora.safetensors",
+                      "final/lora.safetensors"]
+    assert review.resolve_checkpoint(run, labels[0]) == (run / labels[0]).resolve()
+    outside = tmp_path / "other.safetensors"
+    outside.write_bytes(b"x")
+    for bad in (str(outside), "../../../other.safetensors", "config.toml", "checkpoints/step-000099/lora.safetensors"):
+        with pytest.raises(UserError):
+            review.resolve_checkpoint(run, bad)
+
+
+def test_leakage_grows_when_the_no_trigger_picture_drifts(tmp_path):
+    def picture(step: int, kind: str) -> Image.Image:
+        if kind == "no_trigger" and step == 20:
+            return render_scene(character_scene("grass"), 64)  # the character shows up without its trigger
+        return _world()
+
+    run = fake_run(tmp_path, [10, 20], picture)
+    rows = {r["step"]: r["leakage"] for r in review.leakage_by_step(run)}
+    assert rows[10] < 0.05
+    assert rows[20] > review.LEAKAGE_LIMIT
+
+
+def test_recommendation_on_the_demo_character_skips_the_burnt_last_save(tmp_path):
+    write_character_dataset(tmp_path / "data", n_images=4)
+
+    def picture(step: int, kind: str) -> Image.Image:
+        if kind == "no_trigger" or step == 0:
+            return _world()
+        if step == 10:  # not there yet
+            return _world()
+        img = render_scene(character_scene("grass"), 64)
+        return _burnt(img) if step == 40 else img
+
+    run = fake_run(tmp_path, [10, 20, 30, 40], picture, dataset=tmp_path / "data")
+    measured = {r["step"]: r for r in review.measure_steps(run)}
+    assert measured[10]["likeness"] < 0.3 < measured[20]["likeness"]
+    assert measured[40]["burn"] > review.BURN_LIMIT
+    rec = review.recommend_checkpoint(run)
+    assert rec["step"] in (20, 30)
+    assert rec["label"] == f"checkpoints/step-{rec['step']:06d}/lora.safetensors"
+    assert "likeness" in rec["reason"]["en"] and "닮" in rec["reason"]["ko"]
+
+
+def test_likeness_is_ignored_when_the_base_already_looks_like_noise_full_of_magenta(tmp_path):
+    write_character_dataset(tmp_path / "data", n_images=4)
+    rng = np.random.default_rng(1)
+    noise = Image.fromarray(rng.integers(0, 255, (64, 64, 3), dtype=np.uint8))
+    run = fake_run(tmp_path, [10, 20], lambda step, kind: noise, dataset=tmp_path / "data")
+    assert all(r["likeness"] is None for r in review.measure_steps(run))
+
+
+@pytest.mark.parametrize(("lr", "expected_step"), [(1e-3, 40), (1e-5, 80)])
+def test_recommendation_without_measures_follows_the_dose_zone(tmp_path, lr, expected_step):
+    # dose at step s = lr × s × (alpha / rank = 1); zone 0.02–0.08 (middle 0.04): 1e-3 → step 40
+    run = fake_run(tmp_path, [20, 40, 60, 80], lambda step, kind: _world(), lr=lr, fit=(0.02, 0.08))
+    rec = review.recommend_checkpoint(run)
+    assert rec["step"] == expected_step
+    if lr == 1e-5:
+        assert "under" in rec["reason"]["en"]
+
+
+def test_dose_recommendation_stops_before_leakage_starts(tmp_path):
+    def picture(step: int, kind: str) -> Image.Image:
+        if kind == "no_trigger" and step >= 40:
+            return render_scene(character_scene("sand"), 64)
+        return _world()
+
+    run = fake_run(tmp_path, [20, 40, 60, 80], picture, lr=1e-3, fit=(0.02, 0.08))
+    rec = review.recommend_checkpoint(run)
+    assert rec["step"] == 20
+    assert "step 40" in rec["reason"]["en"]
+
+
+def test_a_folder_that_is_not_a_run_is_a_user_error(tmp_path):
+    with pytest.raises(UserError):
+        review.recommend_checkpoint(tmp_path)
+
+
+@pytest.mark.slow
+def test_strength_sweep_renders_every_strength_and_prompt_and_reuses_the_result(tmp_path):
+    from tests.helpers import tiny_config, write_toy_dataset
+    from trainer.events import MemorySink
+    from trainer.loop import run_training
+
+    data = write_toy_dataset(tmp_path / "data", n=4)
+    cfg = tiny_config(data, tmp_path / "runs", {"train.max_steps": 3, "optim.lr": 5e-2, "sample.steps": 2})
+    result = run_training(cfg, MemorySink())
+    assert result.status == "finished", result.message
+    calls: list[tuple[int, int]] = []
+    records = review.strength_sweep(result.run_dir, "final/lora.safetensors", (0.0, 1.2),
+                                    progress=lambda done, total: calls.append((done, total)))
+    assert [(r["strength"], r["kind"]) for r in records] == [(s, k) for s in (0.0, 1.2) for k in KINDS]
+    assert calls[0] == (0, 8) and calls[-1] == (8, 8)
+    first = records[0]["file"]
+    assert Path(first).parent == result.run_dir / "review" / "final_lora"
+    weak = np.asarray(Image.open(records[0]["file"]), dtype=np.float32)
+    strong = np.asarray(Image.open(records[4]["file"]), dtype=np.float32)
+    assert np.abs(weak - strong).max() > 0  # the strength changes the picture
+    again = review.strength_sweep(result.run_dir, "final/lora.safetensors", (0.0, 1.2))
+    assert again == records

@@ -1,0 +1,196 @@
+"""The whole wizard through gradio_client on the tiny model: scan → plan → preset → start → poll to the end →
+review grid → troubleshoot findings → a run with one change, recorded in the journal. A second client sees
+the running job and its Start is refused."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+gradio_client = pytest.importorskip("gradio_client")
+
+SHORT = {"max_steps": 4, "save_every": 2, "sample_every": 0, "sample_steps": 2, "batch_size": 2}
+
+
+class Api:
+    """Calls an endpoint by name and returns its outputs by component name."""
+
+    def __init__(self, app, client):
+        self.app, self.client = app, client
+
+    def __call__(self, name: str, **kwargs: Any) -> dict[str, Any]:
+        from ui.testing import call
+
+        return call(self.client, self.app.ctx, name, **kwargs)
+
+    def wait(self, timeout: float = 300.0) -> dict[str, Any]:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            status = self.client.predict(api_name="/status")
+            if not status["active"] and status["status"] not in ("idle", "starting"):
+                return status
+            time.sleep(0.5)
+        raise AssertionError(f"the run did not end in {timeout}s: {status}")
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    from ui.testing import running_app
+
+    with running_app(tmp_path_factory.mktemp("ws")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def api(app):
+    return Api(app, gradio_client.Client(app.url, verbose=False))
+
+
+PUBLIC = {"/scan", "/import_dataset", "/save_caption", "/plan", "/preset", "/save_preset", "/write_config", "/start",
+          "/stop", "/sample_now", "/save_now", "/poll", "/status", "/review", "/sweep", "/download", "/troubleshoot",
+          "/symptom", "/start_change"}
+
+
+def test_only_the_named_handlers_are_in_the_api(api):
+    info = api.client.view_api(return_format="dict", print_info=False)
+    assert set(info["named_endpoints"]) == PUBLIC
+    assert not info["unnamed_endpoints"]
+
+
+def test_the_demo_dataset_is_there_and_scans(app, api):
+    demo = app.ctx.workspace / "datasets" / "demo-zxc"
+    assert (demo / "demo_manifest.json").is_file()
+    out = api("scan")
+    assert "**20** usable pictures" in out["ds_summary"]
+    assert out["dataset_path"] == str(demo)
+    assert "error" not in out["ds_msg"].lower()
+    assert out["ds_size_hist"]["type"] == "plotly"
+
+
+def test_plan_fills_in_the_formula_and_the_dose(api):
+    out = api("plan", **SHORT)
+    assert "max_steps = 4" in out["plan_formula"]
+    assert "Bucket-aware total: **4**" in out["plan_formula"]
+    assert "dose" in out["dose_md"].lower()
+    assert out["dose_plot"]["type"] == "plotly"
+    assert "python -m trainer train" in out["cli_cmd"]
+    assert 'preset = "demo-character"' in out["config_toml"]
+
+
+def test_a_preset_sets_the_fields_but_keeps_the_dataset(app, api):
+    out = api("preset", preset="sd15-character")
+    assert out["lr"] == pytest.approx(1e-4) and out["resolution"] == 512
+    assert out["dataset_path"] == app.ctx.defaults["dataset_path"]
+    back = api("preset", preset="demo-character")
+    assert back["resolution"] == 64 and back["preset"] == "demo-character"
+
+
+def test_a_path_outside_the_workspace_is_fine_locally_but_a_missing_one_is_a_message(api, tmp_path):
+    out = api("scan", dataset_path=str(tmp_path / "nowhere"))
+    assert "ld-error" in out["ds_msg"] and "nowhere" in out["ds_msg"]
+
+
+def test_a_caption_edit_writes_its_txt_and_stays_inside_the_dataset(app, api):
+    api("scan")
+    txt = app.ctx.workspace / "datasets" / "demo-zxc" / "10_zxc" / "zxc_001.txt"
+    out = api("save_caption", cap_file="10_zxc/zxc_001.png", cap_text="zxc, wearing a red hat, on sky ")
+    assert txt.read_text(encoding="utf-8") == "zxc, wearing a red hat, on sky\n"
+    assert "Caption of 10_zxc/zxc_001.png saved" in out["ds_msg"]
+    bad = api("save_caption", cap_file="../../../../outside.png", cap_text="x")
+    assert "is not inside" in bad["ds_msg"]
+
+
+def test_an_uploaded_zip_becomes_a_dataset_in_the_workspace(app, api, tmp_path):
+    import zipfile
+
+    from gradio_client import handle_file
+    from PIL import Image
+
+    archive = tmp_path / "cats.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for i in range(4):
+            buf = tmp_path / f"{i}.png"
+            Image.new("RGB", (64, 64), (40 * i, 90, 200)).save(buf)
+            z.write(buf, f"5_cat/{i}.png")
+            z.writestr(f"5_cat/{i}.txt", f"cat, pose {i}")
+        z.writestr("../evil.png", b"x")
+    out = api("import_dataset", upload_files=[handle_file(str(archive))], upload_name="my cats", trigger="cat")
+    dest = app.ctx.workspace / "datasets" / "my cats"
+    assert out["dataset_path"] == str(dest)
+    assert "**4** usable pictures" in out["ds_summary"] and "20 pictures × repeats" not in out["ds_summary"]
+    assert "8 files copied" in out["ds_msg"] and "(1 skipped)" in out["ds_msg"]
+    assert not (app.ctx.workspace / "datasets" / "evil.png").exists()
+
+
+def test_user_presets_save_load_and_only_by_name(app, api):
+    saved = api("save_preset", user_preset_name="my style", lr=3e-4, rank=4)
+    path = app.ctx.presets_dir / "my style.toml"
+    assert path.is_file() and saved["preset"] == "my style"
+    assert "dataset" not in path.read_text() or "path" not in path.read_text()
+    loaded = api("preset", preset="my style")
+    assert loaded["lr"] == pytest.approx(3e-4) and loaded["rank"] == 4
+    with pytest.raises(gradio_client.exceptions.AppError, match="not in the list of choices"):
+        api("preset", preset=str(path))  # a file path is not a preset (ui.fields refuses it too)
+    builtin = api("save_preset", user_preset_name="demo-character")
+    assert "built-in preset" in builtin["preset_msg"]
+    written = api("write_config", run_name="cfgtest", lr=2e-4)
+    from trainer.config import load_config
+
+    assert load_config(app.ctx.configs_dir / "cfgtest.toml").optim.lr == pytest.approx(2e-4)
+    assert "cfgtest.toml" in written["preset_msg"]
+
+
+def test_train_review_troubleshoot_and_one_change(app, api):
+    started = api("start", **SHORT)
+    assert "started" in started["train_msg"].lower(), started
+    # a second client (another tab) sees the running job and cannot start another
+    other = Api(app, gradio_client.Client(app.url, verbose=False))
+    assert other.client.predict(api_name="/status")["active"]
+    refused = other("start", **SHORT)
+    assert "already active" in refused["train_msg"]
+    polled = other("poll")
+    assert "running" in polled["status_md"] or "starting" in polled["status_md"]
+
+    status = api.wait()
+    assert status["status"] == "finished", status
+    assert status["rows"] == 4 and status["checkpoints"] >= 2
+    run = status["run"]
+    assert (app.ctx.runs_dir / run / "final" / "lora.safetensors").is_file()
+
+    review = api("review", review_run=run)
+    grid = review["grid_html"]
+    assert grid.count("<tr") == 1 + 3  # header + steps 0, 2, 4
+    for kind in ("trigger only", "unseen pose", "other outfit", "no trigger"):
+        assert kind in grid
+    assert grid.count("<img") == 12
+    assert "Recommended" in review["rec_md"]
+    assert review["ckpt"].endswith("lora.safetensors")
+
+    sweep = api("sweep", review_run=run, ckpt=review["ckpt"])
+    assert len(sweep["sweep_gallery"]) == 16 and "16 pictures" in sweep["review_msg"]
+    assert (app.ctx.runs_dir / run / "review").is_dir()
+
+    download = api("download", review_run=run, ckpt=review["ckpt"])
+    assert Path(download["download_file"]).stat().st_size > 0
+
+    findings = api("troubleshoot", ts_run=run, symptom=None)
+    assert "Findings for this run" in findings["findings_md"]
+    assert "Observed" in findings["findings_md"]
+
+    changed = api("start_change", ts_run=run, rx="lower_lr")
+    assert "one change" in changed["ts_msg"] and "optim.lr" in changed["ts_msg"], changed
+    second = api.wait()
+    assert second["status"] == "finished" and second["run"] != run
+
+    journal = api("troubleshoot", ts_run=second["run"], symptom=None)["journal_df"]
+    rows = {r[0]: r for r in journal["data"]}
+    child = rows[second["run"]]
+    assert child[1] == run
+    assert child[2].startswith("optim.lr: 0.001 → 0.0005")
+    assert child[3] == "finished"
+    assert child[4].startswith("step ")

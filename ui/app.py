@@ -1,0 +1,124 @@
+"""``build_app(ctx)``: the wizard (Dataset → Steps → Preset → Train → Review → Troubleshoot), the language
+switch, the runner poll, and ``launch_app`` with the security settings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from .binding import UI
+from .context import AppContext
+from .fields import NAMES
+from .i18n import t
+from .paths import MAX_UPLOAD
+from .security import Security, app_kwargs
+from .steps import dataset, gates, plan, preset, review, train, troubleshoot
+from .widgets import relabel_fields
+
+CSS = """
+.ld-error {background:#fdecea;border:1px solid #f5c2c0;color:#8a1c1c;padding:8px 12px;border-radius:6px}
+.ld-ok {background:#edf7ed;border:1px solid #b7dfb9;color:#1e4620;padding:8px 12px;border-radius:6px}
+.ld-alert {background:#fdecea;border:2px solid #d62728;padding:12px 16px;border-radius:8px;color:#5f1010}
+.ld-alert h3 {margin:0 0 8px 0;color:#b71c1c}
+.ld-alert th {text-align:left;padding-right:12px;white-space:nowrap;vertical-align:top}
+.ld-rx {margin-top:10px;padding-top:8px;border-top:1px solid #f5c2c0}
+.ld-grid img {width:96px;height:96px;image-rendering:pixelated;border-radius:4px}
+.ld-grid th, .ld-grid td {padding:4px;text-align:center;font-size:12px}
+.ld-grid tr.ld-rec {background:#fff8e1}
+.ld-card-text {font-size:12px;min-height:48px}
+"""
+
+STEPS = (("dataset", "step_dataset", dataset), ("plan", "step_plan", plan), ("preset", "step_preset", preset),
+         ("train", "step_train", train), ("review", "step_review", review),
+         ("troubleshoot", "step_troubleshoot", troubleshoot))
+DELETE_CACHE = (3600, 6 * 3600)  # every hour, remove cached uploads and outputs older than six hours
+
+
+def build_app(ctx: AppContext) -> gr.Blocks:
+    ui = UI(ctx)
+    lang = ctx.lang
+    with gr.Blocks(title="LoRA Doctor", delete_cache=DELETE_CACHE) as demo:
+        with gr.Row():
+            ui.add("title", gr.Markdown(t("title", lang)), "title", "value")
+            ui.add("lang", gr.Radio(choices=[("한국어", "ko"), ("English", "en")], value=lang, show_label=False,
+                                    scale=0, min_width=220, elem_id="ld-lang"))
+        ui.add("report_state", gr.State(None))
+        ui.add("poll_state", gr.State(None))
+        with gr.Walkthrough(selected=0) as wizard:
+            ui.add("wizard", wizard)
+            for i, (key, name, module) in enumerate(STEPS):
+                with gr.Step(t(name, lang), id=i, interactive=i == 0, elem_id=f"ld-{key}") as step:
+                    ui.add(name, step, name)
+                    module.build(ui)
+        timer = gr.Timer(1.0)
+        dataset.wire(ui)
+        plan.wire(ui)
+        preset.wire(ui)
+        train.wire(ui, timer, demo)
+        review.wire(ui)
+        troubleshoot.wire(ui)
+        _wire_language(ui)
+        _wire_first_load(ui, demo)
+    return demo
+
+
+def _wire_language(ui: UI) -> None:
+    from trainer.presets import list_presets
+
+    def relabel(*, lang: str) -> dict[str, Any]:
+        out: dict[str, Any] = relabel_fields(ui, lang)
+        for name, key, attr in ui.texts:
+            out[name] = gr.update(**{attr: t(key, lang)})
+        for p in list_presets():
+            if p.id in ui.cards:
+                out[f"card_{p.id}"] = gr.update(value=p.label(lang))
+                out[f"card_{p.id}_md"] = gr.update(value=p.blurb(lang))
+        out["device_md"] = preset.device_text(ui, lang)
+        out["preset"] = gr.update(choices=preset.preset_choices(ui, lang), label=t("preset_label", lang))
+        return out
+
+    names = [n for n in NAMES if n in ui.c] + [name for name, _, _ in ui.texts]
+    names += [f"card_{pid}" for pid in ui.cards] + [f"card_{pid}_md" for pid in ui.cards] + ["device_md", "preset"]
+    ui.on(ui["lang"].change, relabel, ["lang"], list(dict.fromkeys(names)), show_progress="hidden")
+
+
+def _wire_first_load(ui: UI, demo: gr.Blocks) -> None:
+    """On opening the page: scan the preselected dataset (the demo) so every step that validates is open and
+    Start trains at once; a scan error just stays on the Dataset step."""
+
+    def first_scan(*, lang: str, report_state: Any, **values: Any) -> dict[str, Any]:
+        from .steps.dataset import render_report, scan_for
+
+        out: dict[str, Any] = dict(gates.unlocks_for_runs(ui))
+        if not values.get("dataset_path"):
+            return out
+        report, state = scan_for(ui, values, lang, report_state)
+        out.update(render_report(report, lang))
+        out["report_state"] = {**state, "lang": lang}
+        out.update(gates.unlocks_after_scan(ui, values, report, lang))
+        return out
+
+    loaded = ui.on(demo.load, first_scan, ["lang", "report_state", *NAMES],
+                   [o for o in dataset.REPORT_OUTPUTS if o != "dataset_path"], message="ds_msg", toast=False)
+    dataset.rerender_on(ui, loaded)  # the language may have been switched while the scan ran
+
+
+def launch_app(demo: gr.Blocks, security: Security, host: str = "127.0.0.1", port: int | None = None,
+               share: bool = False, prevent_thread_lock: bool = False, quiet: bool = False):
+    """Launch with the policy: login when restricted, no extra allowed paths, upload size limit, no API page
+    leaks before the login."""
+    return demo.queue(default_concurrency_limit=1).launch(
+        server_name=host,
+        server_port=port,
+        share=share,
+        auth=security.auth,
+        auth_message="LoRA Doctor" if security.auth else None,
+        max_file_size=MAX_UPLOAD,
+        prevent_thread_lock=prevent_thread_lock,
+        quiet=quiet,
+        show_error=False,
+        app_kwargs=app_kwargs(security),
+        css=CSS,
+        footer_links=["gradio", "settings"],
+    )

@@ -1,0 +1,165 @@
+"""What the Train step shows from a runner snapshot: the status line, the guard's alert box with its top
+prescription, the other warnings, the sample gallery. Pure functions of the snapshot (and the run folder)."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from .i18n import t
+
+MAX_GALLERY = 48
+MAX_FILES_SHOWN = 8
+
+
+def _clock(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    s = round(seconds)
+    h, rem = divmod(s, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def _mib(v: float | None) -> str:
+    if v is None:
+        return "—"
+    return f"{v / 1024:.1f} GiB" if v >= 1024 else f"{v:.0f} MiB"
+
+
+def status_line(snap: dict[str, Any], lang: str, run_label: str | None = None) -> str:
+    """One line: status, step / total, it/s, ETA, memory; then a progress line and the runner's message."""
+    status = snap.get("status", "idle")
+    parts = [f"**{t('status_' + status, lang)}**"]
+    if snap.get("total_steps"):
+        parts.append(t("status_step", lang, step=snap.get("step", 0), total=snap["total_steps"]))
+    if snap.get("it_per_sec"):
+        parts.append(f"{snap['it_per_sec']:.2f} it/s")
+    if snap.get("active") and snap.get("eta_seconds") is not None:
+        parts.append(t("status_eta", lang, eta=_clock(snap["eta_seconds"])))
+    mem = snap.get("memory") or {}
+    if mem.get("rss_mib") is not None:
+        parts.append(f"RAM {_mib(mem['rss_mib'])}")
+    if mem.get("vram_mib") is not None:
+        parts.append(f"VRAM {_mib(mem['vram_mib'])} ({t('peak', lang)} {_mib(mem.get('vram_peak_mib'))})")
+    if run_label:
+        parts.append(f"`{run_label}`")
+    lines = [" · ".join(parts)]
+    progress = snap.get("progress")
+    if snap.get("active") and progress and progress.get("done", 0) < progress.get("total", 0):
+        lines.append(t("progress_" + progress.get("task", "other"), lang, done=progress["done"], total=progress["total"]))
+    sampling = sampling_step(snap)
+    if sampling is not None:
+        lines.append(t("progress_sampling", lang, step=sampling))
+    if snap.get("message") and status in ("failed", "stopped", "guard_stopped"):
+        lines.append(f"> {snap['message']}")
+    return "\n\n".join(lines)
+
+
+def sampling_step(snap: dict[str, Any]) -> int | None:
+    """The step whose sample pictures are being drawn right now, judged from the plan in the start event."""
+    if not snap.get("active"):
+        return None
+    started = next((e for e in snap.get("events", []) if e.get("type") == "started"), None)
+    if started is None:
+        return None
+    step = snap.get("step", 0)
+    done = {e.get("step") for e in snap.get("samples", [])}
+    return step if step in started["plan"].get("sample_steps", []) and step not in done else None
+
+
+def guard_alert(snap: dict[str, Any]) -> dict[str, Any] | None:
+    """The first non-finite alert of the run (what broke first), if any."""
+    return next((a for a in snap.get("alerts", []) if str(a.get("kind", "")).startswith("nonfinite_")), None)
+
+
+def top_prescription(run_dir: str | Path | None, alert: dict[str, Any], lang: str) -> dict[str, str] | None:
+    """The first prescription for this alert: from the run's diagnosis when it is about this failure, else from
+    the knowledge base ranked for the alert's signal and the run's config."""
+    if run_dir:
+        diag = Path(run_dir) / "diagnosis.json"
+        if diag.is_file():
+            try:
+                data = json.loads(diag.read_text(encoding="utf-8"))
+                about_this = any(f.get("signal") == alert["kind"] for f in data.get("observed", []))
+                for p in data.get("prescriptions", []) if about_this else []:
+                    if p.get("applicable", True):
+                        change = (p.get("change") or {}).get("describe", {}).get(lang, "")
+                        return {"title": p["title"][lang], "detail": p["detail"][lang], "change": change}
+            except (OSError, ValueError, KeyError):
+                pass
+    from trainer.kb import describe_change, load_kb
+
+    kb = load_kb()
+    config = None
+    if run_dir and (Path(run_dir) / "config.toml").is_file():
+        from trainer.review import load_run_config
+
+        config = load_run_config(run_dir)
+    for rc in kb.rank_causes({alert["kind"]: 1.0}, config):
+        for p in kb.prescriptions_for(rc.cause.id):
+            change = describe_change(p.change, lang, config) if p.change is not None else ""
+            return {"title": p.text("title", lang), "detail": p.text("detail", lang), "change": change}
+    return None
+
+
+def alert_html(snap: dict[str, Any], lang: str, prescription: dict[str, str] | None) -> str:
+    """The prominent box: what broke first, where, at which step, the batch files, the top prescription."""
+    alert = guard_alert(snap)
+    if alert is None:
+        return ""
+    e = html.escape
+    first = alert.get("first") or alert["kind"].removeprefix("nonfinite_")
+    stopped = snap.get("status") == "guard_stopped" or alert.get("action") == "stop"
+    files = [str(f) for f in alert.get("files") or []]
+    shown = ", ".join(e(f) for f in files[:MAX_FILES_SHOWN]) + (f" … (+{len(files) - MAX_FILES_SHOWN})"
+                                                                if len(files) > MAX_FILES_SHOWN else "")
+    rows = [
+        (t("alert_first", lang), t("broke_" + first, lang) if first in ("loss", "grad", "param", "ema") else first),
+        (t("alert_where", lang), f"<code>{e(str(alert.get('module') or '—'))}</code>"),
+        (t("alert_step", lang), e(str(alert.get("broke_at_step", alert.get("step", "—"))))),
+        (t("alert_files", lang), shown or "—"),
+        (t("alert_numbers", lang), e(f"lr {alert.get('lr')} · {alert.get('precision')} · loss scale "
+                                     f"{alert.get('loss_scale') if alert.get('loss_scale') is not None else '—'}")),
+    ]
+    body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
+    rx = ""
+    if prescription:
+        change = f" <code>{e(prescription['change'])}</code>" if prescription.get("change") else ""
+        rx = (f"<p class='ld-rx'><b>{t('alert_try', lang)}</b> {e(prescription['title'])}{change}<br>"
+              f"{e(prescription['detail'])}</p>")
+    title = t("alert_stopped" if stopped else "alert_seen", lang, action=e(str(alert.get("action", ""))))
+    return f"<div class='ld-alert' id='ld-alert-box'><h3>🛑 {title}</h3><table>{body}</table>{rx}</div>"
+
+
+def warnings_markdown(snap: dict[str, Any], lang: str) -> str:
+    """Alerts other than the guard's: precision fallback, distilled base, a refused save."""
+    lines = []
+    for a in snap.get("alerts", []):
+        if str(a.get("kind", "")).startswith("nonfinite_"):
+            continue
+        lines.append(f"- ⚠️ **{a.get('kind')}**: {a.get('message', '')}")
+    return "\n".join(lines)
+
+
+def gallery_items(snap: dict[str, Any], lang: str) -> list[tuple[Image.Image, str]]:
+    """Sample pictures, newest first, as images (not paths: gradio serves only what it copied itself)."""
+    out = []
+    for ev in reversed(snap.get("samples", [])):
+        folder = Path(ev.get("path", ""))
+        for rec in ev.get("samples", []):
+            try:
+                with Image.open(folder / rec["file"]) as im:
+                    img = im.convert("RGB")
+            except OSError:
+                continue
+            weights = " (EMA)" if rec.get("weights") == "ema" else ""
+            out.append((img, f"{t('step', lang)} {rec.get('step', ev.get('step'))} · {t('kind_' + rec['kind'], lang)}"
+                             f"{weights}"))
+            if len(out) >= MAX_GALLERY:
+                return out
+    return out

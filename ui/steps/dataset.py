@@ -1,0 +1,225 @@
+"""Step 1, Dataset: a folder (or an upload into the workspace), the trigger word, the scan report, thumbnails
+and the caption editor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+from PIL import Image
+
+from trainer.dataset import DatasetReport, scan_dataset
+from trainer.errors import UserError
+from trainer.io import atomic_write_text
+
+from ..binding import UI, ok_box
+from ..fields import NAMES, config_from_values
+from ..i18n import t
+from ..paths import import_uploads, safe_name
+from ..plots import histogram_figure
+from ..widgets import field_widgets
+from . import gates
+
+MAX_THUMBS = 48
+THUMB_SIDE = 160
+
+
+def build(ui: UI) -> None:
+    lang = ui.ctx.lang
+    ui.add("ds_intro", gr.Markdown(t("ds_intro", lang)), "ds_intro", "value")
+    with gr.Row():
+        with gr.Column(scale=3):
+            field_widgets(ui, "dataset")
+            with gr.Row():
+                ui.add("scan_btn", gr.Button(t("scan", lang), variant="primary"), "scan", "value")
+                ui.add("ds_next", gr.Button(t("next_steps", lang)), "next_steps", "value")
+        with gr.Column(scale=2), gr.Accordion(t("upload_title", lang), open=False) as acc:
+            ui.add("upload_acc", acc, "upload_title")
+            ui.add("upload_files", gr.File(label=t("upload_files", lang), file_count="multiple",
+                                           file_types=[".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".txt", ".zip"]),
+                   "upload_files")
+            ui.add("upload_name", gr.Textbox(label=t("upload_name", lang), value="my-dataset"), "upload_name")
+            ui.add("import_btn", gr.Button(t("import", lang)), "import", "value")
+    ui.add("ds_msg", gr.HTML(""))
+    ui.add("ds_summary", gr.Markdown(""))
+    ui.add("ds_problems", gr.Dataframe(headers=_problem_headers(lang), interactive=False, wrap=True,
+                                       label=t("problems", lang)), "problems")
+    with gr.Row():
+        ui.add("ds_size_hist", gr.Plot(show_label=False))
+        ui.add("ds_aspect_hist", gr.Plot(show_label=False))
+    with gr.Row():
+        ui.add("ds_buckets", gr.Dataframe(interactive=False, label=t("buckets", lang)), "buckets")
+        ui.add("ds_tags", gr.Dataframe(interactive=False, label=t("tags", lang), max_height=300), "tags")
+    ui.add("ds_tag_warnings", gr.Markdown(""))
+    ui.add("ds_gallery", gr.Gallery(label=t("thumbnails", lang), columns=8, height=320, allow_preview=False,
+                                           elem_id="ld-thumbs"),
+           "thumbnails")
+    with gr.Row():
+        ui.add("cap_file", gr.Textbox(label=t("caption_file", lang), interactive=False, scale=1,
+                                           elem_id="ld-cap-file"), "caption_file")
+        ui.add("cap_text", gr.Textbox(label=t("caption_text", lang), scale=3, elem_id="ld-cap-text"), "caption_text")
+        ui.add("cap_save", gr.Button(t("caption_save", lang), scale=0), "caption_save", "value")
+
+
+REPORT_OUTPUTS = ["report_state", "ds_summary", "ds_problems", "ds_size_hist", "ds_aspect_hist", "ds_buckets",
+                  "ds_tags", "ds_tag_warnings", "ds_gallery", "ds_msg", "dataset_path", *gates.UNLOCKS]
+
+
+def wire(ui: UI) -> None:
+    ctx = ui.ctx
+
+    def scan(*, lang: str, report_state: Any, progress=gr.Progress(), **values: Any) -> dict[str, Any]:  # noqa: B008
+        progress(0, desc=t("scanning", lang))
+        report, state = scan_for(ui, values, lang, force=True)
+        out = render_report(report, lang)
+        out["report_state"] = {**state, "lang": lang}
+        out["ds_msg"] = ok_box(t("scan_done", lang, n=report.images))
+        out["dataset_path"] = report.root
+        out.update(gates.unlocks_after_scan(ui, values, report, lang))
+        return out
+
+    scan_inputs = ["lang", "report_state", *NAMES]
+    ui.on(ui["scan_btn"].click, scan, scan_inputs, REPORT_OUTPUTS, api_name="scan", message="ds_msg")
+    ui.on(ui["dataset_path"].submit, scan, scan_inputs, REPORT_OUTPUTS, message="ds_msg")
+
+    def import_files(*, lang: str, upload_files: list | None, upload_name: str, report_state: Any,
+                     progress=gr.Progress(), **values: Any) -> dict[str, Any]:  # noqa: B008
+        if not upload_files:
+            raise UserError(t("err_no_upload", lang))
+        progress(0, desc=t("importing", lang))
+        dest = ctx.datasets_dir / safe_name(upload_name)
+        counts = import_uploads([getattr(f, "name", f) for f in upload_files], dest, lang)
+        values = {**values, "dataset_path": str(dest)}
+        out = scan(lang=lang, report_state=report_state, progress=progress, **values)
+        out["ds_msg"] = ok_box(t("imported", lang, n=counts["files"], skipped=counts["skipped"], folder=dest))
+        out["upload_files"] = None
+        return out
+
+    ui.on(ui["import_btn"].click, import_files, ["lang", "upload_files", "upload_name", "report_state", *NAMES],
+          [*REPORT_OUTPUTS, "upload_files"], api_name="import_dataset", message="ds_msg")
+
+    def pick_caption(evt: gr.SelectData, *, report_state: Any, **values: Any) -> dict[str, Any]:
+        report: DatasetReport | None = (report_state or {}).get("report")
+        if report is None or evt.index is None or evt.index >= len(report.items):
+            return {}
+        item = report.items[evt.index]
+        cfg = config_from_values(values, ctx.runs_dir, [ctx.presets_dir])
+        image = ui.ctx.policy.inside(Path(report.root), item.rel, "caption")
+        return {"cap_file": item.rel, "cap_text": _read_caption(image.with_suffix(cfg.dataset.caption_ext))}
+
+    ui.on(ui["ds_gallery"].select, pick_caption, ["report_state", *NAMES], ["cap_file", "cap_text"])
+
+    def save_caption(*, lang: str, report_state: Any, cap_file: str, cap_text: str, **values: Any) -> dict[str, Any]:
+        report: DatasetReport | None = (report_state or {}).get("report")
+        if report is None or not cap_file:
+            raise UserError(t("err_pick_picture", lang))
+        cfg = config_from_values(values, ctx.runs_dir, [ctx.presets_dir])
+        image = ui.ctx.policy.inside(Path(report.root), cap_file, "caption", lang)
+        atomic_write_text(image.with_suffix(cfg.dataset.caption_ext), cap_text.strip() + "\n")
+        out = scan(lang=lang, report_state=report_state, progress=lambda *a, **k: None, **values)
+        out["ds_msg"] = ok_box(t("caption_saved", lang, file=cap_file))
+        return out
+
+    ui.on(ui["cap_save"].click, save_caption, ["lang", "report_state", "cap_file", "cap_text", *NAMES],
+          REPORT_OUTPUTS, api_name="save_caption", message="ds_msg")
+
+    rerender_on(ui, ui["lang"].change)
+
+    def next_step(*, lang: str, report_state: Any, **values: Any) -> dict[str, Any]:
+        report, _ = scan_for(ui, values, lang, report_state=report_state)
+        if not report.usable:
+            raise UserError(t("err_no_usable", lang))
+        return {"wizard": gr.Walkthrough(selected=1), **gates.unlocks_after_scan(ui, values, report, lang)}
+
+    ui.on(ui["ds_next"].click, next_step, ["lang", "report_state", *NAMES], ["wizard", *gates.UNLOCKS],
+          message="ds_msg")
+
+
+def rerender_on(ui: UI, trigger: Any) -> None:
+    """Show the session's scan report again (in the language chosen by then) when ``trigger`` fires."""
+
+    def rerender(*, lang: str, report_state: Any) -> dict[str, Any]:
+        state = report_state or {}
+        if state.get("report") is None or state.get("lang") == lang:
+            return {}
+        return {**render_report(state["report"], lang), "report_state": {**state, "lang": lang}}
+
+    ui.on(trigger, rerender, ["lang", "report_state"],
+          [o for o in REPORT_OUTPUTS if o.startswith("ds_") and o != "ds_msg"] + ["report_state"],
+          show_progress="hidden")
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+
+def scan_for(ui: UI, values: dict[str, Any], lang: str, report_state: Any = None,
+             force: bool = False) -> tuple[DatasetReport, dict[str, Any]]:
+    """The scan report for these settings and the session state holding it: the report already in the session
+    when the dataset settings match, else a new scan."""
+    cfg = config_from_values(values, ui.ctx.runs_dir, [ui.ctx.presets_dir])
+    cfg.dataset.path = str(ui.ctx.policy.resolve(cfg.dataset.path, "dataset.path", lang))
+    key = cfg.dataset.model_dump_json()
+    state = report_state or {}
+    if not force and state.get("key") == key and state.get("report") is not None:
+        return state["report"], state
+    report = scan_dataset(cfg.dataset)
+    return report, {"key": key, "report": report}
+
+
+def _problem_headers(lang: str) -> list[str]:
+    return [t("col_file", lang), t("col_severity", lang), t("col_what_to_do", lang)]
+
+
+def render_report(report: DatasetReport, lang: str) -> dict[str, Any]:
+    """Every view of a scan report, in ``lang``."""
+    ko = lang == "ko"
+    problems = [[p["file"], t(f"sev_{p['severity']}", lang), p["message_ko"] if ko else p["message"]]
+                for p in sorted(report.problems, key=lambda p: ("error", "warning", "info").index(p["severity"]))]
+    warnings = [f"- ⚠️ {w['message_ko'] if ko else w['message']}" for w in report.tag_warnings]
+    tags = [[tag, n, f"{100 * n / max(1, report.captions):.0f}%"] for tag, n in list(report.tags.items())[:60]]
+    buckets = [[f"{b['width']}×{b['height']}", b["images"], b["image_repeats"]] for b in report.buckets]
+    return {
+        "ds_summary": summary_markdown(report, lang),
+        "ds_problems": gr.Dataframe(value=problems or [["—", "—", t("no_problems", lang)]],
+                                    headers=_problem_headers(lang)),
+        "ds_size_hist": histogram_figure(report.size_histogram, t("size_hist", lang), lang),
+        "ds_aspect_hist": histogram_figure(report.aspect_histogram, t("aspect_hist", lang), lang),
+        "ds_buckets": gr.Dataframe(value=buckets, headers=[t("col_bucket", lang), t("col_images", lang),
+                                                             t("col_image_repeats", lang)]),
+        "ds_tags": gr.Dataframe(value=tags, headers=[t("col_tag", lang), t("col_captions", lang), t("col_share", lang)]),
+        "ds_tag_warnings": "\n".join(warnings),
+        "ds_gallery": thumbnails(report),
+    }
+
+
+def summary_markdown(report: DatasetReport, lang: str) -> str:
+    counts = {s: sum(1 for p in report.problems if p["severity"] == s) for s in ("error", "warning", "info")}
+    lines = [t("summary", lang, images=report.images, captions=report.captions, repeats=report.image_repeats,
+               errors=counts["error"], warnings=counts["warning"], infos=counts["info"])]
+    for f in report.folders:
+        lines.append(t("summary_folder", lang, name=f["name"], repeats=f["repeats"], images=f["images"]))
+    if report.trigger_share is not None:
+        lines.append(t("summary_trigger", lang, trigger=report.trigger, share=f"{100 * report.trigger_share:.0f}"))
+    return "\n".join(lines)
+
+
+def thumbnails(report: DatasetReport) -> list[tuple[Image.Image, str]]:
+    """Small pictures (not file paths: the dataset may sit outside what gradio serves), first MAX_THUMBS."""
+    out = []
+    for item in report.items[:MAX_THUMBS]:
+        try:
+            with Image.open(item.path) as im:
+                im = im.convert("RGB")
+                im.thumbnail((THUMB_SIDE, THUMB_SIDE))
+                out.append((im.copy(), item.rel))
+        except OSError:
+            continue
+    return out
+
+
+def _read_caption(path) -> str:
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return ""

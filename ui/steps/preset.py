@@ -1,0 +1,169 @@
+"""Step 3, Preset: one-click preset cards, rank/alpha/lr, the advanced settings, the base model, user presets,
+and the resolved config with the exact CLI command."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import gradio as gr
+
+from trainer.config import Config, flatten, save_config
+from trainer.errors import UserError
+from trainer.io import atomic_write_text
+from trainer.presets import PRESET_DIR, list_presets, load_preset, preset_config
+
+from ..binding import UI, ok_box
+from ..fields import BY_NAME, NAMES, config_from_values, fields_of, values_from_config
+from ..i18n import t
+from ..paths import safe_name
+from ..widgets import field_widget, field_widgets
+from . import gates
+
+# What a preset never changes: the user's pictures, trigger, base model, run name and sample prompts.
+KEPT_ON_PRESET = ("dataset_path", "trigger", "base", "run_name", "sample_prompts")
+# Left out of a saved user preset: they belong to one dataset, not to a recipe.
+NOT_IN_USER_PRESET = {"dataset.path", "dataset.trigger", "save.output_dir", "save.name", "sample.prompts",
+                      "model.base", "preset", "version"}
+
+
+def preset_choices(ui: UI, lang: str) -> list[tuple[str, str]]:
+    return [(p.label(lang), p.id) for p in list_presets([ui.ctx.presets_dir])]
+
+
+def build(ui: UI) -> None:
+    ctx, lang = ui.ctx, ui.ctx.lang
+    ui.add("preset_intro", gr.Markdown(t("preset_intro", lang)), "preset_intro", "value")
+    with gr.Row(equal_height=True):
+        for p in list_presets():
+            with gr.Column(variant="panel", min_width=150):
+                ui.add(f"card_{p.id}", gr.Button(p.label(lang), variant="secondary", elem_id=f"ld-card-{p.id}"))
+                ui.add(f"card_{p.id}_md", gr.Markdown(p.blurb(lang), elem_classes="ld-card-text"))
+                ui.cards.append(p.id)
+    with gr.Row():
+        field_widget(ui, BY_NAME["preset"], ctx.defaults["preset"], choices=preset_choices(ui, lang))
+        ui.add("preset_load", gr.Button(t("preset_load", lang), scale=0), "preset_load", "value")
+        ui.add("user_preset_name", gr.Textbox(label=t("user_preset_name", lang), scale=1), "user_preset_name")
+        ui.add("preset_save", gr.Button(t("preset_save", lang), scale=0), "preset_save", "value")
+    with gr.Row():
+        with gr.Column():
+            field_widgets(ui, "preset", skip=("preset",))
+        with gr.Column():
+            ui.add("base_md", gr.Markdown(""))
+            ui.add("preset_dose", gr.Markdown(""))
+    with gr.Accordion(t("advanced", lang), open=False) as acc:
+        ui.add("advanced_acc", acc, "advanced")
+        ui.add("device_md", gr.Markdown(device_text(ui, lang)))
+        with gr.Row():
+            for group in _chunks([f.name for f in fields_of("advanced")], 6):
+                with gr.Column(min_width=180):
+                    for name in group:
+                        field_widget(ui, BY_NAME[name], ctx.defaults.get(name))
+        with gr.Row():
+            field_widgets(ui, "sample")
+    with gr.Accordion(t("config_and_cli", lang), open=True) as acc2:
+        ui.add("config_acc", acc2, "config_and_cli")
+        with gr.Row():
+            ui.add("config_toml", gr.Code(language=None, label="config.toml", max_lines=30))
+            with gr.Column():
+                ui.add("cli_cmd", gr.Code(language="shell", label="CLI"))
+                ui.add("write_config", gr.Button(t("write_config", lang)), "write_config", "value")
+    ui.add("preset_msg", gr.HTML(""))
+    ui.add("preset_next", gr.Button(t("next_train", lang), variant="primary"), "next_train", "value")
+
+
+def device_text(ui: UI, lang: str) -> str:
+    return t("device_info", lang, device=ui.ctx.device, bf16=t("yes" if ui.ctx.bf16 else "no", lang))
+
+
+def _chunks(items: list[str], n: int) -> list[list[str]]:
+    return [items[i : i + n] for i in range(0, len(items), n)]
+
+
+def apply_preset(ui: UI, preset_id: str, values: dict[str, Any]) -> dict[str, Any]:
+    """Every field from the preset, except those a preset never changes."""
+    cfg = preset_config(preset_id, [ui.ctx.presets_dir])
+    out = values_from_config(cfg)
+    for name in KEPT_ON_PRESET:
+        if name in values:
+            out[name] = values[name]
+    out["preset"] = preset_id
+    return out
+
+
+def wire(ui: UI) -> None:
+    ctx = ui.ctx
+    field_outputs = [n for n in NAMES if n in ui.c]
+
+    def make_card_handler(preset_id: str):
+        def use_card(*, lang: str, **values: Any) -> dict[str, Any]:
+            return {**apply_preset(ui, preset_id, values), "preset_msg": ok_box(t("preset_applied", lang, name=preset_id))}
+
+        use_card.__name__ = f"use_card_{preset_id}"
+        return use_card
+
+    for pid in ui.cards:
+        ui.on(ui[f"card_{pid}"].click, make_card_handler(pid), ["lang", *NAMES], [*field_outputs, "preset_msg"],
+              message="preset_msg")
+
+    def load(*, lang: str, **values: Any) -> dict[str, Any]:
+        if not values.get("preset"):
+            raise UserError(t("err_pick_preset", lang))
+        return {**apply_preset(ui, values["preset"], values),
+                "preset_msg": ok_box(t("preset_applied", lang, name=values["preset"]))}
+
+    ui.on(ui["preset_load"].click, load, ["lang", *NAMES], [*field_outputs, "preset_msg"], api_name="preset",
+          message="preset_msg")
+
+    def save(*, lang: str, user_preset_name: str, **values: Any) -> dict[str, Any]:
+        path = save_user_preset(ui, user_preset_name, values, lang)
+        return {"preset": gr.Dropdown(choices=preset_choices(ui, lang), value=path.stem),
+                "preset_msg": ok_box(t("preset_saved", lang, path=path))}
+
+    ui.on(ui["preset_save"].click, save, ["lang", "user_preset_name", *NAMES], ["preset", "preset_msg"],
+          api_name="save_preset", message="preset_msg")
+
+    def write(*, lang: str, **values: Any) -> dict[str, Any]:
+        cfg = config_from_values(values, ctx.runs_dir, [ctx.presets_dir])
+        path = ctx.configs_dir / f"{safe_name(cfg.save.name, 'config')}.toml"
+        save_config(cfg, path)
+        return {"preset_msg": ok_box(t("config_written", lang, path=path))}
+
+    ui.on(ui["write_config"].click, write, ["lang", *NAMES], ["preset_msg"], api_name="write_config",
+          message="preset_msg")
+
+    def next_step(*, lang: str, **values: Any) -> dict[str, Any]:
+        cfg = config_from_values(values, ctx.runs_dir, [ctx.presets_dir])
+        ctx.policy.resolve(cfg.dataset.path, "dataset.path", lang)
+        ctx.policy.check_base(cfg.model.base, lang)
+        return {"wizard": gr.Walkthrough(selected=gates.STEP_IDS["train"]), "step_train": gates.open_step(),
+                "preset_msg": ""}
+
+    ui.on(ui["preset_next"].click, next_step, ["lang", *NAMES], ["wizard", "step_train", "preset_msg"],
+          message="preset_msg")
+
+
+def save_user_preset(ui: UI, name: str, values: dict[str, Any], lang: str):
+    """Write the settings that differ from the defaults as ``<workspace>/presets/<name>.toml``."""
+    pid = safe_name(name, "")
+    if not pid:
+        raise UserError(t("err_preset_name", lang))
+    if (PRESET_DIR / f"{pid}.toml").is_file():
+        raise UserError(t("err_preset_builtin", lang, name=pid))
+    cfg = config_from_values(values, ui.ctx.runs_dir, [ui.ctx.presets_dir])
+    defaults = flatten(Config().to_dict())
+    sparse: dict[str, Any] = {}
+    for key, value in flatten(cfg.to_dict()).items():
+        if key not in NOT_IN_USER_PRESET and defaults.get(key) != value:
+            section, leaf = key.split(".")
+            sparse.setdefault(section, {})[leaf] = value
+    stamp = time.strftime("%Y-%m-%d %H:%M")
+    meta = {"version": 1, "name_en": name.strip(), "name_ko": name.strip(),
+            "description_en": f"Saved from the app on {stamp}", "description_ko": f"{stamp}에 앱에서 저장함"}
+    from trainer.config import dumps_toml
+
+    path = ui.ctx.presets_dir / f"{pid}.toml"
+    atomic_write_text(path, dumps_toml({"preset": meta, **sparse}))
+    load_preset(str(path))  # it must read back; a UserError names what is wrong
+    preset_config(pid, [ui.ctx.presets_dir])
+    return path

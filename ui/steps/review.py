@@ -1,0 +1,170 @@
+"""Step 5, Review: the checkpoint × prompt grid, leakage per checkpoint, the recommended checkpoint with its
+reason, a strength sweep on demand, and the download of the chosen LoRA file."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+from PIL import Image
+
+from trainer import review
+from trainer.errors import UserError
+
+from ..binding import UI, ok_box
+from ..i18n import kind_label, t
+from . import gates
+
+GRID_THUMB = 160
+
+
+def build(ui: UI) -> None:
+    lang = ui.ctx.lang
+    choices = ui.ctx.run_choices()
+    with gr.Row():
+        ui.add("review_run", gr.Dropdown(choices=choices, value=choices[0][1] if choices else None,
+                                         label=t("run", lang), scale=3, allow_custom_value=True), "run")
+        ui.add("review_refresh", gr.Button(t("refresh", lang), scale=0), "refresh", "value")
+    ui.add("review_msg", gr.HTML(""))
+    ui.add("rec_md", gr.Markdown("", elem_id="ld-recommend"))
+    ui.add("grid_html", gr.HTML("", elem_id="ld-grid"))
+    ui.add("leak_df", gr.Dataframe(interactive=False, label=t("measures", lang)), "measures")
+    with gr.Row():
+        ui.add("ckpt", gr.Dropdown(choices=[], label=t("checkpoint", lang), scale=3, allow_custom_value=True), "checkpoint")
+        ui.add("sweep_btn", gr.Button(t("sweep", lang), scale=0), "sweep", "value")
+        ui.add("download_btn", gr.Button(t("download", lang), scale=0), "download", "value")
+    ui.add("sweep_gallery", gr.Gallery(label=t("sweep_title", lang), columns=4, height=360), "sweep_title")
+    ui.add("download_file", gr.File(label=t("download_file", lang), interactive=False), "download_file")
+    ui.add("review_next", gr.Button(t("next_troubleshoot", lang)), "next_troubleshoot", "value")
+
+
+def wire(ui: UI) -> None:
+    ctx = ui.ctx
+
+    def show(*, lang: str, review_run: str | None) -> dict[str, Any]:
+        return review_view(ui, review_run, lang)
+
+    outputs = VIEW_OUTPUTS
+    ui.on(ui["review_refresh"].click, show, ["lang", "review_run"], outputs, api_name="review", message="review_msg")
+    ui.on([ui["review_run"].input, ui["step_review"].select, ui["lang"].change], show, ["lang", "review_run"], outputs,
+          message="review_msg", toast=False)
+
+    def sweep(*, lang: str, review_run: str | None, ckpt: str | None,
+              progress=gr.Progress()) -> dict[str, Any]:  # noqa: B008 (gradio swaps in a tracker)
+        if ctx.runner.active:
+            raise UserError(t("err_sweep_while_training", lang))
+        if not ckpt:
+            raise UserError(t("err_pick_checkpoint", lang))
+        run = ctx.run_path(review_run or "", lang)
+        progress(0, desc=t("sweeping", lang))
+        records = review.strength_sweep(run, ckpt, progress=lambda done, total: progress(
+            (done, total), desc=t("sweeping", lang), unit="pictures"))
+        items = []
+        for r in records:
+            with Image.open(r["file"]) as im:
+                items.append((im.convert("RGB"), f"×{r['strength']:g} · {kind_label(r['kind'], lang)}"))
+        return {"sweep_gallery": items, "review_msg": ok_box(t("sweep_done", lang, n=len(items), ckpt=ckpt))}
+
+    ui.on(ui["sweep_btn"].click, sweep, ["lang", "review_run", "ckpt"], ["sweep_gallery", "review_msg"],
+          api_name="sweep", message="review_msg")
+
+    def download(*, lang: str, review_run: str | None, ckpt: str | None) -> dict[str, Any]:
+        if not ckpt:
+            raise UserError(t("err_pick_checkpoint", lang))
+        run = ctx.run_path(review_run or "", lang)
+        src = review.resolve_checkpoint(run, ckpt)
+        # a copy in the temp dir: the workspace may lie outside what gradio serves, and no path is added to it
+        name = f"{run.parent.name}-{run.name}-{src.parent.name}-{src.name}"
+        dest = Path(tempfile.mkdtemp(prefix="lora-doctor-")) / name
+        shutil.copyfile(src, dest)
+        return {"download_file": str(dest), "review_msg": ok_box(t("download_ready", lang, name=name))}
+
+    def next_step(*, review_run: str | None) -> dict[str, Any]:
+        out = {"wizard": gr.Walkthrough(selected=gates.STEP_IDS["troubleshoot"]), "step_troubleshoot": gates.open_step()}
+        if review_run:
+            out["ts_run"] = gr.Dropdown(choices=ctx.run_choices(), value=review_run)
+        return out
+
+    ui.on(ui["review_next"].click, next_step, ["review_run"], ["wizard", "step_troubleshoot", "ts_run"])
+
+    ui.on(ui["download_btn"].click, download, ["lang", "review_run", "ckpt"], ["download_file", "review_msg"],
+          api_name="download", message="review_msg")
+
+
+VIEW_OUTPUTS = ["grid_html", "leak_df", "rec_md", "ckpt", "review_msg"]
+
+
+def review_view(ui: UI, review_run: str | None, lang: str) -> dict[str, Any]:
+    """Grid, measures, recommendation and the checkpoint choices of one run."""
+    if not review_run:
+        return {"review_msg": "", "grid_html": t("no_runs", lang)}
+    run = ui.ctx.run_path(review_run, lang)
+    grid = review.review_grid(run)
+    rec = ui.ctx.recommend(run)
+    labels = [c["label"] for c in review.checkpoint_files(run)]
+    value = rec["label"] if rec else (labels[-1] if labels else None)
+    return {
+        "grid_html": grid_html(grid, rec["step"] if rec else None, lang),
+        "leak_df": measures_table(run, lang),
+        "rec_md": recommendation_markdown(rec, lang),
+        "ckpt": gr.Dropdown(choices=labels, value=value),
+        "review_msg": "",
+    }
+
+
+def _data_uri(path: str) -> str:
+    """A small inline picture: PNG for tiny samples (crisp), JPEG for big ones (light)."""
+    with Image.open(path) as im:
+        thumb = im.convert("RGB")
+    thumb.thumbnail((GRID_THUMB, GRID_THUMB))
+    fmt = "png" if max(thumb.size) <= 96 else "jpeg"
+    buf = io.BytesIO()
+    thumb.save(buf, format=fmt.upper(), quality=85)
+    return f"data:image/{fmt};base64,{base64.b64encode(buf.getvalue()).decode()}"
+
+
+def grid_html(grid: dict[str, Any], recommended: int | None, lang: str) -> str:
+    """Steps as rows, prompt kinds as columns; the pictures inline (small), the recommended row marked."""
+    if not grid["steps"]:
+        return f"<p>{t('no_samples', lang)}</p>"
+    e = html.escape
+    head = "".join(f"<th title='{e(grid['prompts'].get(k, ''))}'>{e(kind_label(k, lang))}<br>"
+                   f"<small>{e(grid['prompts'].get(k, ''))}</small></th>" for k in grid["kinds"])
+    rows = []
+    for step in grid["steps"]:
+        mark = " ⭐" if step == recommended else ""
+        cells = []
+        for k in grid["kinds"]:
+            path = grid["cells"].get((step, k))
+            cells.append(f"<td><img src='{_data_uri(path)}' alt='{e(k)} {step}'></td>" if path else "<td>—</td>")
+        cls = " class='ld-rec'" if step == recommended else ""
+        rows.append(f"<tr{cls}><th>{t('step', lang)} {step}{mark}</th>{''.join(cells)}</tr>")
+    return (f"<table class='ld-grid'><thead><tr><th></th>{head}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def measures_table(run: Path, lang: str) -> Any:
+    doses = review.dose_by_step(run)
+    rows = []
+    for r in review.measure_steps(run):
+        rows.append([r["step"], _num(doses.get(r["step"])), _num(r["leakage"]), _num(r["burn"]),
+                     _num(r["likeness"]), _num(r["adherence"])])
+    headers = [t("step", lang), t("col_dose", lang), t("col_leakage", lang), t("col_burn", lang),
+               t("col_likeness", lang), t("col_adherence", lang)]
+    return gr.Dataframe(value=rows, headers=headers)
+
+
+def _num(v: float | None) -> str:
+    return "—" if v is None else f"{v:.3g}"
+
+
+def recommendation_markdown(rec: dict[str, Any] | None, lang: str) -> str:
+    if rec is None:
+        return t("no_checkpoints", lang)
+    return f"### ⭐ {t('recommended', lang, label=rec['label'])}\n\n{rec['reason'][lang]}"

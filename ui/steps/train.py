@@ -1,0 +1,169 @@
+"""Step 4, Train: Start / Stop / Sample now / Save now, the live plots, the status line, the guard's alert box,
+and the samples as they are made.
+
+Every tab polls the one process-wide runner (``gr.Timer`` and page load) and gets ``gr.skip()`` while the
+runner's version has not moved; within a changed version only the parts that changed are sent (plots when
+rows arrived, the gallery when samples did). The poll runs with ``concurrency_limit=None`` so no tab waits
+behind another tab's click.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from trainer.config import save_config
+from trainer.errors import UserError
+from trainer.runner import TERMINAL
+
+from .. import live, plots
+from ..binding import UI, ok_box
+from ..fields import NAMES, config_from_values
+from ..i18n import t
+from ..paths import safe_name
+from . import gates, review
+
+POLL_OUTPUTS = ["poll_state", "status_md", "alert_html", "to_troubleshoot", "warnings_md", "loss_plot", "grad_plot",
+                "lr_plot", "scale_plot", "samples_gallery", "stop_btn", "sample_btn", "save_btn", "review_run",
+                "ts_run", "wizard", *gates.UNLOCKS]
+
+
+def build(ui: UI) -> None:
+    lang = ui.ctx.lang
+    with gr.Row():
+        ui.add("start_btn", gr.Button(t("start", lang), variant="primary", elem_id="ld-start"), "start", "value")
+        ui.add("stop_btn", gr.Button(t("stop", lang), variant="stop", interactive=False), "stop", "value")
+        ui.add("sample_btn", gr.Button(t("sample_now", lang), interactive=False), "sample_now", "value")
+        ui.add("save_btn", gr.Button(t("save_now", lang), interactive=False), "save_now", "value")
+    ui.add("train_msg", gr.HTML(""))
+    ui.add("status_md", gr.Markdown(t("status_idle", lang), elem_id="ld-status"))
+    ui.add("alert_html", gr.HTML("", elem_id="ld-alert"))
+    ui.add("to_troubleshoot", gr.Button(t("to_troubleshoot", lang), variant="stop", visible=False),
+           "to_troubleshoot", "value")
+    ui.add("warnings_md", gr.Markdown(""))
+    with gr.Row():
+        ui.add("loss_plot", gr.Plot(show_label=False, elem_id="ld-loss"))
+        ui.add("grad_plot", gr.Plot(show_label=False, elem_id="ld-grad"))
+    with gr.Row():
+        ui.add("lr_plot", gr.Plot(show_label=False, elem_id="ld-lr"))
+        ui.add("scale_plot", gr.Plot(show_label=False, elem_id="ld-scale"))
+    ui.add("samples_gallery", gr.Gallery(label=t("samples", lang), columns=8, height=300, allow_preview=True),
+           "samples")
+    ui.add("train_next", gr.Button(t("next_review", lang)), "next_review", "value")
+
+
+def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
+    ctx = ui.ctx
+    runner = ctx.runner
+
+    def start(*, lang: str, **values: Any) -> dict[str, Any]:
+        if runner.active:
+            raise UserError(t("err_run_active", lang))
+        cfg = config_from_values(values, ctx.runs_dir, [ctx.presets_dir])
+        cfg.dataset.path = str(ctx.policy.resolve(cfg.dataset.path, "dataset.path", lang))
+        cfg.model.base = ctx.policy.check_base(cfg.model.base, lang)
+        save_config(cfg, ctx.configs_dir / f"{safe_name(cfg.save.name, 'config')}.toml")
+        ok, _ = runner.start(cfg)
+        if not ok:
+            raise UserError(t("err_run_active", lang))
+        return {"train_msg": ok_box(t("started", lang)), "stop_btn": gr.Button(interactive=True),
+                "sample_btn": gr.Button(interactive=True), "save_btn": gr.Button(interactive=True)}
+
+    ui.on(ui["start_btn"].click, start, ["lang", *NAMES], ["train_msg", "stop_btn", "sample_btn", "save_btn"],
+          api_name="start", message="train_msg")
+
+    def command(name: str, method):
+        def run_command(*, lang: str) -> dict[str, Any]:
+            if not method():
+                raise UserError(t("err_no_run", lang))
+            return {"train_msg": ok_box(t(f"{name}_sent", lang))}
+
+        run_command.__name__ = name
+        return run_command
+
+    for name, method in (("stop", runner.stop), ("sample_now", runner.sample_now), ("save_now", runner.save_now)):
+        button = {"stop": "stop_btn", "sample_now": "sample_btn", "save_now": "save_btn"}[name]
+        ui.on(ui[button].click, command(name, method), ["lang"], ["train_msg"], api_name=name, message="train_msg")
+
+    def poll(*, lang: str, poll_state: dict | None) -> dict[str, Any]:
+        return poll_view(ui, poll_state or {}, lang)
+
+    ui.on([timer.tick, demo.load], poll, ["lang", "poll_state"], POLL_OUTPUTS, api_name="poll",
+          concurrency_limit=None, show_progress="hidden")
+
+    def status() -> dict:
+        """Compact run state for API clients: status, step, total, run (inside runs/), alerts, samples."""
+        snap = runner.snapshot()
+        return {"version": snap["version"], "active": snap["active"], "status": snap["status"],
+                "step": snap["step"], "total_steps": snap["total_steps"], "run": ctx.run_rel(snap["run_dir"]),
+                "message": snap["message"], "alerts": [a.get("kind") for a in snap["alerts"]],
+                "samples": len(snap["samples"]), "checkpoints": len(snap["checkpoints"]),
+                "rows": len(snap["metrics"])}
+
+    gr.api(status, api_name="status")
+
+    def jump(*, poll_state: dict | None) -> dict[str, Any]:
+        run = (poll_state or {}).get("run")
+        out = {"wizard": gr.Walkthrough(selected=gates.STEP_IDS["troubleshoot"]),
+               "step_troubleshoot": gates.open_step()}
+        if run:
+            out["ts_run"] = gr.Dropdown(choices=ctx.run_choices(), value=ctx.run_rel(run))
+        return out
+
+    ui.on(ui["to_troubleshoot"].click, jump, ["poll_state"], ["wizard", "step_troubleshoot", "ts_run"])
+
+    def next_step(*, lang: str) -> dict[str, Any]:
+        choices = ctx.run_choices()
+        if not choices:
+            raise UserError(t("no_runs", lang))
+        run = ctx.run_rel(runner.state.run_dir) or choices[0][1]
+        return {"wizard": gr.Walkthrough(selected=gates.STEP_IDS["review"]), "step_review": gates.open_step(),
+                "review_run": gr.Dropdown(choices=choices, value=run), **review.review_view(ui, run, lang)}
+
+    ui.on(ui["train_next"].click, next_step, ["lang"],
+          ["wizard", "step_review", "review_run", "train_msg", *review.VIEW_OUTPUTS], message="train_msg")
+
+
+def poll_view(ui: UI, state: dict[str, Any], lang: str) -> dict[str, Any]:
+    """What changed since this tab's last look: nothing at all when the runner's version is the same."""
+    ctx, runner = ui.ctx, ui.ctx.runner
+    if state.get("version") == runner.version and state.get("lang") == lang:
+        return {}
+    snap = runner.snapshot()
+    rows, samples, alerts = snap["metrics"], snap["samples"], snap["alerts"]
+    new = {"version": snap["version"], "lang": lang, "run": snap["run_dir"], "rows": len(rows),
+           "samples": len(samples), "alerts": len(alerts), "active": snap["active"], "status": snap["status"]}
+    fresh = state.get("lang") != lang or state.get("run") != snap["run_dir"]
+    run_label = ctx.run_rel(snap["run_dir"])
+    out: dict[str, Any] = {"poll_state": new, "status_md": live.status_line(snap, lang, run_label)}
+    if fresh or len(rows) != state.get("rows"):
+        rev = run_label or "idle"
+        cfg = getattr(runner.state, "config", None)
+        max_norm = cfg.optim.max_grad_norm if cfg is not None else 0.0
+        out["loss_plot"] = plots.loss_figure(rows, lang, rev)
+        out["grad_plot"] = plots.grad_figure(rows, max_norm, lang, rev)
+        out["lr_plot"] = plots.lr_figure(rows, lang, rev)
+        out["scale_plot"] = plots.scale_figure(rows, lang, rev)
+    if fresh or len(samples) != state.get("samples"):
+        out["samples_gallery"] = live.gallery_items(snap, lang)
+    if fresh or len(alerts) != state.get("alerts") or snap["status"] != state.get("status"):
+        alert = live.guard_alert(snap)
+        rx = live.top_prescription(snap["run_dir"], alert, lang) if alert else None
+        out["alert_html"] = live.alert_html(snap, lang, rx)
+        out["to_troubleshoot"] = gr.Button(visible=alert is not None)
+        out["warnings_md"] = live.warnings_markdown(snap, lang)
+    if fresh or snap["active"] != state.get("active"):
+        for name in ("stop_btn", "sample_btn", "save_btn"):
+            out[name] = gr.Button(interactive=snap["active"])
+    ended = snap["status"] in TERMINAL and snap["status"] != state.get("status")
+    if snap["run_dir"] and (fresh or ended):
+        choices = ctx.run_choices()
+        out["review_run"] = gr.Dropdown(choices=choices, value=run_label)
+        out["ts_run"] = gr.Dropdown(choices=choices, value=run_label)
+        out.update(gates.unlocks_for_runs(ui))
+    if not state and snap["active"]:  # a tab opened (or reopened) while a run trains: show it
+        out.update(gates.open_all())
+        out["wizard"] = gr.Walkthrough(selected=gates.STEP_IDS["train"])
+    return out
+

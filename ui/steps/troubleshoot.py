@@ -1,0 +1,216 @@
+"""Step 6, Troubleshoot: this run's automatic findings, every symptom of the knowledge base with its causes and
+prescriptions, "start a new run with this one change", and the journal of runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from trainer.config import diff_configs
+from trainer.errors import UserError
+from trainer.kb import GROUPS, apply_change, describe_change, load_kb
+from trainer.review import load_run_config
+from trainer.rundir import list_runs, read_status
+
+from ..binding import UI, ok_box
+from ..i18n import t
+
+LEVEL_ICON = {"error": "🔴", "warning": "🟠", "info": "🔵"}
+
+
+def symptom_choices(lang: str) -> list[tuple[str, str]]:
+    kb = load_kb()
+    ordered = sorted(kb.symptoms.values(), key=lambda s: GROUPS.index(s.group))
+    return [(f"{t('group_' + s.group, lang)} · {s.text('title', lang)}", s.id) for s in ordered]
+
+
+def build(ui: UI) -> None:
+    lang = ui.ctx.lang
+    choices = ui.ctx.run_choices()
+    with gr.Row():
+        ui.add("ts_run", gr.Dropdown(choices=choices, value=choices[0][1] if choices else None,
+                                     label=t("run", lang), scale=3, allow_custom_value=True), "run")
+        ui.add("ts_refresh", gr.Button(t("refresh", lang), scale=0), "refresh", "value")
+    ui.add("ts_msg", gr.HTML(""))
+    ui.add("findings_md", gr.Markdown("", elem_id="ld-findings"))
+    ui.add("symptom", gr.Dropdown(choices=symptom_choices(lang), value=None, label=t("symptom", lang)), "symptom")
+    ui.add("symptom_md", gr.Markdown(""))
+    with gr.Row():
+        ui.add("rx", gr.Dropdown(choices=[], value=None, label=t("one_change", lang), scale=3, allow_custom_value=True), "one_change")
+        ui.add("start_change", gr.Button(t("start_change", lang), variant="primary", scale=1), "start_change",
+               "value")
+    ui.add("rx_md", gr.Markdown(""))
+    ui.add("journal_df", gr.Dataframe(interactive=False, label=t("journal", lang), wrap=True), "journal")
+
+
+def wire(ui: UI) -> None:
+    ctx = ui.ctx
+
+    def findings(*, lang: str, ts_run: str | None, symptom: str | None) -> dict[str, Any]:
+        out: dict[str, Any] = {"journal_df": journal_table(ui, lang), "ts_msg": "",
+                               "symptom": gr.Dropdown(choices=symptom_choices(lang), value=symptom)}
+        if not ts_run:
+            return {**out, "findings_md": t("no_runs", lang)}
+        run = ctx.run_path(ts_run, lang)
+        diag = run_diagnosis(run)
+        out["findings_md"] = findings_markdown(diag, lang)
+        out["rx"] = gr.Dropdown(choices=rx_choices(run, diag, symptom, lang), value=None)
+        return out
+
+    outputs = ["findings_md", "rx", "journal_df", "symptom", "ts_msg"]
+    ui.on(ui["ts_refresh"].click, findings, ["lang", "ts_run", "symptom"], outputs, api_name="troubleshoot",
+          message="ts_msg")
+    ui.on([ui["ts_run"].change, ui["step_troubleshoot"].select, ui["lang"].change], findings, ["lang", "ts_run", "symptom"], outputs,
+          message="ts_msg", toast=False)
+
+    def show_symptom(*, lang: str, symptom: str | None, ts_run: str | None) -> dict[str, Any]:
+        if not symptom:
+            return {"symptom_md": ""}
+        run = ctx.run_path(ts_run, lang) if ts_run else None
+        diag = run_diagnosis(run) if run else None
+        return {"symptom_md": symptom_markdown(symptom, run, lang),
+                "rx": gr.Dropdown(choices=rx_choices(run, diag, symptom, lang), value=None)}
+
+    ui.on(ui["symptom"].change, show_symptom, ["lang", "symptom", "ts_run"], ["symptom_md", "rx"],
+          api_name="symptom", message="ts_msg")
+
+    def preview(*, lang: str, rx: str | None, ts_run: str | None) -> dict[str, Any]:
+        if not rx:
+            return {"rx_md": ""}
+        p = load_kb().prescription(rx)
+        cfg = load_run_config(ctx.run_path(ts_run, lang)) if ts_run else None
+        change = describe_change(p.change, lang, cfg) if p.change else ""
+        return {"rx_md": f"**{p.text('title', lang)}** `{change}`\n\n{p.text('detail', lang)}"}
+
+    ui.on(ui["rx"].change, preview, ["lang", "rx", "ts_run"], ["rx_md"], message="ts_msg")
+
+    def start_change(*, lang: str, ts_run: str | None, rx: str | None) -> dict[str, Any]:
+        if ctx.runner.active:
+            raise UserError(t("err_run_active", lang))
+        if not rx:
+            raise UserError(t("err_pick_rx", lang))
+        run = ctx.run_path(ts_run or "", lang)
+        new_cfg, line = one_change_config(ui, run, rx, lang)
+        ok, _ = ctx.runner.start(new_cfg, parent=str(run))
+        if not ok:
+            raise UserError(t("err_run_active", lang))
+        return {"ts_msg": ok_box(t("change_started", lang, change=line)), "journal_df": journal_table(ui, lang)}
+
+    ui.on(ui["start_change"].click, start_change, ["lang", "ts_run", "rx"], ["ts_msg", "journal_df"],
+          api_name="start_change", message="ts_msg")
+
+
+def run_diagnosis(run: Path) -> dict[str, Any] | None:
+    """``trainer.diagnose.diagnose`` on the run (written to diagnosis.json); None where it is unavailable."""
+    try:
+        from trainer.diagnose import diagnose
+    except ImportError:
+        return None
+    try:
+        return diagnose(run, write=False)  # the page only reads; the loop writes the run's own diagnosis
+    except TypeError:
+        return diagnose(run)
+
+
+def one_change_config(ui: UI, run: Path, rx: str, lang: str):
+    """The parent's config with exactly the prescription's change; refused when it changes nothing or needs
+    what this machine lacks."""
+    ctx = ui.ctx
+    p = load_kb().prescription(rx)
+    if p.change is None:
+        raise UserError(t("err_rx_no_change", lang))
+    if "bf16_supported" in p.change.requires and not ctx.bf16:
+        raise UserError(t("err_needs_bf16", lang))
+    cfg = load_run_config(run)
+    new = apply_change(cfg, p.change)
+    diff = diff_configs(cfg, new)
+    if not diff:
+        raise UserError(t("err_rx_noop", lang))
+    ctx.policy.resolve(new.dataset.path, "dataset.path", lang)
+    ctx.policy.check_base(new.model.base, lang)
+    new.save.output_dir = str(ctx.runs_dir)
+    line = "; ".join(f"{k}: {a} → {b}" for k, (a, b) in diff.items())
+    return new, line
+
+
+def findings_markdown(diag: dict[str, Any] | None, lang: str) -> str:
+    if diag is None:
+        return t("no_diagnose", lang)
+    lines = [f"### {t('findings_title', lang, status=diag.get('status') or '?')}"]
+    observed = diag.get("observed") or []
+    lines.append(f"**{t('observed', lang)}**")
+    lines += [f"- {LEVEL_ICON.get(f['level'], '•')} {f['message'][lang]}" for f in observed] or [f"- {t('nothing_unusual', lang)}"]
+    if diag.get("causes"):
+        lines.append(f"\n**{t('likely_causes', lang)}**")
+        for i, c in enumerate(diag["causes"][:5], 1):
+            lines.append(f"{i}. {c['title'][lang]} ({c['score']:.2f})")
+    rxs = [p for p in diag.get("prescriptions") or [] if p.get("applicable", True)]
+    if rxs:
+        lines.append(f"\n**{t('prescriptions', lang)}**")
+        for i, p in enumerate(rxs[:6], 1):
+            change = (p.get("change") or {}).get("describe", {}).get(lang, "")
+            lines.append(f"{i}. **{p['title'][lang]}**" + (f" `{change}`" if change else "") + f" — {p['detail'][lang]}")
+    parent = diag.get("parent")
+    if parent:
+        changes = "; ".join(f"{k}: {a} → {b}" for k, (a, b) in parent["changes"].items()) or "—"
+        lines.append("\n" + t("parent_compare", lang, changes=changes, resolved=", ".join(parent["resolved"]) or "—",
+                              new=", ".join(parent["new"]) or "—", still=", ".join(parent["still"]) or "—"))
+    return "\n".join(lines)
+
+
+def symptom_markdown(symptom_id: str, run: Path | None, lang: str) -> str:
+    kb = load_kb()
+    s = kb.symptom(symptom_id)
+    cfg = load_run_config(run) if run else None
+    lines = [f"### {s.text('title', lang)}", s.text("description", lang), f"\n**{t('causes', lang)}**"]
+    for i, c in enumerate(kb.causes_for(symptom_id, cfg), 1):
+        lines.append(f"{i}. **{c.text('title', lang)}** — {c.text('explanation', lang)}")
+        for p in kb.prescriptions_for(c.id):
+            change = f" `{describe_change(p.change, lang, cfg)}`" if p.change else ""
+            lines.append(f"    - {p.text('title', lang)}{change}")
+    return "\n".join(lines)
+
+
+def rx_choices(run: Path | None, diag: dict[str, Any] | None, symptom: str | None, lang: str) -> list[tuple[str, str]]:
+    """Prescriptions that are one config change: the run's findings first, then the chosen symptom's."""
+    kb = load_kb()
+    cfg = load_run_config(run) if run else None
+    ids: list[str] = [p["id"] for p in (diag or {}).get("prescriptions", []) if p.get("change") and p.get("applicable", True)]
+    if symptom:
+        for c in kb.causes_for(symptom, cfg):
+            ids += [p.id for p in kb.prescriptions_for(c.id) if p.change]
+    out = []
+    for pid in dict.fromkeys(ids):
+        p = kb.prescription(pid)
+        try:
+            change = describe_change(p.change, lang, cfg)
+        except (UserError, ValueError):
+            continue  # out of range for this config: not a change that can be made
+        out.append((f"{p.text('title', lang)} — {change}", pid))
+    return out
+
+
+def journal_table(ui: UI, lang: str) -> Any:
+    """Every run: its parent, the one change between them, the outcome and the best checkpoint."""
+    ctx = ui.ctx
+    rows = []
+    for run in reversed(list_runs(ctx.runs_dir)):
+        entry = {}
+        journal = run / "journal.json"
+        if journal.is_file():
+            try:
+                entry = json.loads(journal.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                entry = {}
+        parent = ctx.run_rel(entry.get("parent")) or (entry.get("parent") or "—")
+        changes = "; ".join(f"{k}: {a} → {b}" for k, (a, b) in (entry.get("changes") or {}).items()
+                            if k != "save.output_dir") or "—"
+        rec = ctx.recommend(run)
+        rows.append([ctx.run_rel(run), parent, changes, read_status(run).get("status", "?"),
+                     f"{t('step', lang)} {rec['step']}" if rec else "—"])
+    headers = [t("run", lang), t("col_parent", lang), t("col_change", lang), t("col_status", lang),
+               t("col_best", lang)]
+    return gr.Dataframe(value=rows, headers=headers)

@@ -1,0 +1,49 @@
+"""Widgets for the fields of :mod:`ui.fields`, registered under the field's name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from .binding import UI
+from .fields import BY_NAME, Field, fields_of
+
+
+def base_choices() -> list[str]:
+    """The built-in bases offered in the base-model box (any folder, file or hub id can be typed too)."""
+    from trainer.models import DEMO_BASE_DIR, TINY_BASES
+
+    return (["demo"] if (DEMO_BASE_DIR / "model_index.json").is_file() else []) + list(TINY_BASES)
+
+
+def field_widget(ui: UI, f: Field, value: Any, choices: list | None = None) -> Any:
+    lang = ui.ctx.lang
+    common: dict[str, Any] = {"label": f.label(lang), "info": f.help(lang), "elem_id": f"ld-f-{f.name}"}
+    if f.kind == "text":
+        w = gr.Textbox(value=value, **common)
+    elif f.kind == "lines":
+        w = gr.Textbox(value=value, lines=4, **common)
+    elif f.kind == "int":
+        w = gr.Number(value=value, precision=0, **common)
+    elif f.kind == "float":
+        w = gr.Number(value=value, **common)
+    elif f.kind == "check":
+        w = gr.Checkbox(value=value, **common)
+    elif f.kind == "base":
+        w = gr.Dropdown(choices=base_choices(), value=value, allow_custom_value=True, **common)
+    elif f.kind == "choice":
+        w = gr.Dropdown(choices=choices if choices is not None else list(f.choices), value=value, **common)
+    else:  # pragma: no cover - the table only holds the kinds above
+        raise ValueError(f"unknown field kind {f.kind!r}")
+    return ui.add(f.name, w)
+
+
+def field_widgets(ui: UI, step: str, skip: tuple[str, ...] = ()) -> list[Any]:
+    """Every field of one wizard step, with the app's starting values."""
+    return [field_widget(ui, f, ui.ctx.defaults.get(f.name)) for f in fields_of(step) if f.name not in skip]
+
+
+def relabel_fields(ui: UI, lang: str) -> dict[str, Any]:
+    return {name: gr.update(label=BY_NAME[name].label(lang), info=BY_NAME[name].help(lang))
+            for name in BY_NAME if name in ui.c}
