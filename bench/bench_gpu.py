@@ -155,9 +155,11 @@ def main() -> None:
         return
     print(f"device: {name}; SD1.5 UNet {'tiny' if args.smoke else 'real-size'} at {res} px, {dtype}, SDPA")
     print(f"{'batch':>5} {'ckpt':>5} {'ref it/s':>9} {'ours it/s':>10} {'speed-up':>9} {'ref VRAM':>9} {'ours VRAM':>10}")
+    def fmt(v: float | None) -> str:
+        return f"{v:.2f}G" if v is not None else "-"
+
     for r in results:
         (ri, rp), (oi, op) = r["reference"], r["ours"]
-        fmt = (lambda v: f"{v:.2f}G" if v is not None else "-")
         print(f"{r['batch']:>5} {r['grad_ckpt']!s:>5} {ri:>9.2f} {oi:>10.2f} {oi / ri:>8.2f}x {fmt(rp):>9} {fmt(op):>10}")
 
 
