@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import math
 import re
 import zipfile
@@ -105,7 +106,9 @@ def test_smoothing_passes_over_non_finite_values():
 
 def test_loss_figure_marks_non_finite_steps_with_their_own_trace_and_keeps_zoom():
     rows = _rows(5000, bad={4321: "grad"})
-    fig = plots.loss_figure(rows, "en", uirevision="run-1")
+    raw = plots.loss_figure(rows, "en", uirevision="run-1")
+    json.dumps(raw, allow_nan=False)  # what goes to the browser as it is: plain JSON, NaN as null
+    fig = plots.as_figure(raw)
     names = [tr.name for tr in fig.data]
     assert names == ["loss", "smoothed (EMA)", "non-finite"]
     assert all(len(tr.x) <= plots.MAX_POINTS for tr in fig.data)
@@ -118,7 +121,7 @@ def test_loss_figure_marks_non_finite_steps_with_their_own_trace_and_keeps_zoom(
 
 
 def test_grad_figure_has_before_after_and_the_max_norm_line():
-    fig = plots.grad_figure(_rows(50), max_norm=1.0, lang="ko")
+    fig = plots.as_figure(plots.grad_figure(_rows(50), max_norm=1.0, lang="ko"))
     assert [tr.name for tr in fig.data] == ["클리핑 전", "클리핑 후"]
     assert any(s.y0 == 1.0 for s in fig.layout.shapes)
     assert fig.layout.yaxis.type == "log"
@@ -126,21 +129,23 @@ def test_grad_figure_has_before_after_and_the_max_norm_line():
 
 def test_scale_figure_marks_skipped_steps_and_says_when_there_is_no_scaler():
     rows = _rows(300, bad={150: "grad"}, scale=True)
-    fig = plots.scale_figure(rows, "en")
+    fig = plots.as_figure(plots.scale_figure(rows, "en"))
     skipped = [tr for tr in fig.data if tr.name == "skipped step"]
     assert skipped and list(skipped[0].x) == [150]
-    plain = plots.scale_figure(_rows(10), "en")
+    plain = plots.as_figure(plots.scale_figure(_rows(10), "en"))
     assert not plain.data and "only with fp16" in plain.layout.annotations[0].text
 
 
 def test_figures_of_no_rows_say_so():
-    for fig in (plots.loss_figure([], "en"), plots.lr_figure([], "en"), plots.grad_figure([], 1.0, "en")):
+    for raw in (plots.loss_figure([], "en"), plots.lr_figure([], "en"), plots.grad_figure([], 1.0, "en")):
+        fig = plots.as_figure(raw)
         assert not fig.data and fig.layout.annotations[0].text == "no steps yet"
 
 
 def test_metric_values_from_json_files_are_read():
     assert math.isnan(plots.value("nan")) and plots.value("inf") == math.inf and plots.value(None) != 0
-    fig = plots.loss_figure([{"step": 1, "loss": "nan", "nonfinite": "loss"}, {"step": 2, "loss": 0.5}], "en")
+    fig = plots.as_figure(plots.loss_figure([{"step": 1, "loss": "nan", "nonfinite": "loss"},
+                                             {"step": 2, "loss": 0.5}], "en"))
     assert fig.data[0].y == (None, 0.5)
 
 

@@ -20,6 +20,7 @@ SMOOTHING = 0.9
 RED, BLUE, GREY, ORANGE, GREEN = "#d62728", "#1f77b4", "#9e9e9e", "#ff7f0e", "#2ca02c"
 # "plotly_white" by hand: resolving a named template costs ~13 ms per figure, four figures per poll
 _TEMPLATE = "none"
+Fig = dict[str, Any]  # a figure as plotly JSON: {"data": [...], "layout": {...}}
 _AXIS = {"gridcolor": "#ebf0f8", "linecolor": "#ebf0f8", "zerolinecolor": "#ebf0f8", "showgrid": True,
          "automargin": True}
 
@@ -105,8 +106,9 @@ def _bad_rows(rows: Sequence[dict]) -> list[int]:
 
 
 class _Chart:
-    """Traces, shapes and annotations collected as plain dicts; the Figure is built once at the end (plotly's
-    ``update_layout``/``add_trace`` validate on every call: ~15 ms a figure, four figures per poll)."""
+    """Traces, shapes and annotations collected as plain dicts and returned as figure JSON: plotly's objects
+    validate every assignment (~15 ms a figure with ``update_layout``/``add_trace``, four figures a poll);
+    :func:`as_figure` validates the same dict once, for tests."""
 
     def __init__(self, title: str, ytitle: str, uirevision: str, lang: str, log_y: bool = False):
         self.traces: list[dict] = []
@@ -114,7 +116,7 @@ class _Chart:
         self.annotations: list[dict] = []
         self.layout = {
             "title": {"text": title, "font": {"size": 14}, "x": 0.02, "xanchor": "left"}, "height": 280,
-            "margin": {"l": 50, "r": 10, "t": 40, "b": 40}, "uirevision": uirevision, "template": _TEMPLATE,
+            "margin": {"l": 50, "r": 10, "t": 40, "b": 40}, "uirevision": uirevision,
             "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"},
             "hovermode": "x unified", "paper_bgcolor": "white",
             "plot_bgcolor": "white", "font": {"color": "#2a3f5f"},
@@ -146,9 +148,8 @@ class _Chart:
         self.annotations.append({"text": text, "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5,
                                  "y": 0.5, "font": {"color": GREY, "size": 13}})
 
-    def figure(self) -> go.Figure:
-        layout = {**self.layout, "shapes": self.shapes, "annotations": self.annotations}
-        return go.Figure(data=self.traces, layout=layout)
+    def figure(self) -> Fig:
+        return {"data": self.traces, "layout": {**self.layout, "shapes": self.shapes, "annotations": self.annotations}}
 
 
 def _alert_markers(chart: _Chart, rows: Sequence[dict], bad: list[int], ys: Sequence[float], lang: str) -> None:
@@ -173,7 +174,7 @@ def _alert_markers(chart: _Chart, rows: Sequence[dict], bad: list[int], ys: Sequ
         chart.vline(x, RED)
 
 
-def loss_figure(rows: Sequence[dict], lang: str = "en", uirevision: str = "run") -> go.Figure:
+def loss_figure(rows: Sequence[dict], lang: str = "en", uirevision: str = "run") -> Fig:
     """Loss per optimizer step, its EMA, and markers where it (or anything) was not finite."""
     chart = _Chart(tr("loss", lang), tr("loss", lang), uirevision, lang)
     if not rows:
@@ -188,7 +189,7 @@ def loss_figure(rows: Sequence[dict], lang: str = "en", uirevision: str = "run")
     return chart.figure()
 
 
-def grad_figure(rows: Sequence[dict], max_norm: float = 0.0, lang: str = "en", uirevision: str = "run") -> go.Figure:
+def grad_figure(rows: Sequence[dict], max_norm: float = 0.0, lang: str = "en", uirevision: str = "run") -> Fig:
     """Total gradient norm before and after clipping (log scale) with the clipping threshold."""
     chart = _Chart(tr("grad", lang), tr("grad", lang), uirevision, lang, log_y=True)
     chart.layout["yaxis"]["exponentformat"] = "power"
@@ -207,7 +208,7 @@ def grad_figure(rows: Sequence[dict], max_norm: float = 0.0, lang: str = "en", u
     return chart.figure()
 
 
-def lr_figure(rows: Sequence[dict], lang: str = "en", uirevision: str = "run") -> go.Figure:
+def lr_figure(rows: Sequence[dict], lang: str = "en", uirevision: str = "run") -> Fig:
     chart = _Chart(tr("lr", lang), "lr", uirevision, lang)
     chart.layout["yaxis"]["exponentformat"] = "e"
     if not rows:
@@ -217,7 +218,7 @@ def lr_figure(rows: Sequence[dict], lang: str = "en", uirevision: str = "run") -
     return chart.figure()
 
 
-def scale_figure(rows: Sequence[dict], lang: str = "en", uirevision: str = "run") -> go.Figure:
+def scale_figure(rows: Sequence[dict], lang: str = "en", uirevision: str = "run") -> Fig:
     """The fp16 loss scale (log 2) with every skipped step marked; a note when there is no scaler."""
     chart = _Chart(tr("scale", lang), tr("scale", lang), uirevision, lang, log_y=True)
     chart.layout["yaxis"].update(dtick=math.log10(2) * 4, exponentformat="power")
@@ -233,6 +234,11 @@ def scale_figure(rows: Sequence[dict], lang: str = "en", uirevision: str = "run"
         chart.markers([xs[i] for i in pick], [scales[i] for i in pick], tr("skipped", lang),
                       {"color": ORANGE, "symbol": "triangle-down", "size": 9})
     return chart.figure()
+
+
+def as_figure(fig: Fig) -> go.Figure:
+    """The figure JSON as a validated plotly Figure (raises on a key plotly does not know)."""
+    return go.Figure(fig)
 
 
 def dose_gauge(dose: float, low: float, high: float, lang: str = "en") -> go.Figure:

@@ -130,7 +130,7 @@ def wire(ui: UI) -> None:
         report, _ = scan_for(ui, values, lang, report_state=report_state)
         if not report.usable:
             raise UserError(t("err_no_usable", lang))
-        return {"wizard": gr.Walkthrough(selected=1), **gates.unlocks_after_scan(ui, values, report, lang)}
+        return {"wizard": gr.Walkthrough(selected=gates.STEP_IDS["plan"]), **gates.unlocks_after_scan(ui, values, report, lang)}
 
     ui.on(ui["ds_next"].click, next_step, ["lang", "report_state", *NAMES], ["wizard", *gates.UNLOCKS],
           message="ds_msg")

@@ -9,9 +9,11 @@ behind another tab's click.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import gradio as gr
+from gradio.components.plot import PlotData
 
 from trainer.config import save_config
 from trainer.errors import UserError
@@ -125,6 +127,11 @@ def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
           ["wizard", "step_review", "review_run", "train_msg", *review.VIEW_OUTPUTS], message="train_msg")
 
 
+def plot_json(fig: plots.Fig) -> PlotData:
+    """Figure JSON straight to the Plot component (no plotly objects on the one-second path)."""
+    return PlotData(type="plotly", plot=json.dumps(fig, allow_nan=False))
+
+
 def poll_view(ui: UI, state: dict[str, Any], lang: str) -> dict[str, Any]:
     """What changed since this tab's last look: nothing at all when the runner's version is the same."""
     ctx, runner = ui.ctx, ui.ctx.runner
@@ -141,10 +148,10 @@ def poll_view(ui: UI, state: dict[str, Any], lang: str) -> dict[str, Any]:
         rev = run_label or "idle"
         cfg = getattr(runner.state, "config", None)
         max_norm = cfg.optim.max_grad_norm if cfg is not None else 0.0
-        out["loss_plot"] = plots.loss_figure(rows, lang, rev)
-        out["grad_plot"] = plots.grad_figure(rows, max_norm, lang, rev)
-        out["lr_plot"] = plots.lr_figure(rows, lang, rev)
-        out["scale_plot"] = plots.scale_figure(rows, lang, rev)
+        out["loss_plot"] = plot_json(plots.loss_figure(rows, lang, rev))
+        out["grad_plot"] = plot_json(plots.grad_figure(rows, max_norm, lang, rev))
+        out["lr_plot"] = plot_json(plots.lr_figure(rows, lang, rev))
+        out["scale_plot"] = plot_json(plots.scale_figure(rows, lang, rev))
     if fresh or len(samples) != state.get("samples"):
         out["samples_gallery"] = live.gallery_items(snap, lang)
     if fresh or len(alerts) != state.get("alerts") or snap["status"] != state.get("status"):
