@@ -4,7 +4,11 @@ Variants run in one process, alternating A, B, A, B in blocks of steps, on the s
 data, batch, resolution and precision; medians and spread are printed, never asserted. Peak memory (RSS) is
 measured per variant in a fresh subprocess.
 
-    python bench/bench_step.py [--rounds 5] [--steps 8] [--no-memory]
+    python bench/bench_step.py [--rounds 5] [--steps 8] [--threads 2] [--model tiny-sd15|sd15-quarter] [--no-memory]
+
+``--model tiny-sd15`` is the test suite's tiny model (64 px); ``sd15-quarter`` is SD1.5's own architecture at a
+quarter of its widths (8x VAE with mid attention, 12-layer text encoder) at 128 px, whose VAE is a larger
+share of a step, as in the real model (see README, Performance).
 
 The reference is the training step of diffusers' ``train_text_to_image_lora.py`` re-implemented from its
 documented behaviour: images loaded and transformed every step, VAE encode (a latent sample) and text encode
@@ -34,13 +38,31 @@ import torch.nn.functional as F  # noqa: E402
 from tests.helpers import tiny_config, write_toy_dataset  # noqa: E402
 
 BATCH, STEPS_WARMUP = 2, 3
+MODELS = {"tiny-sd15": 64, "sd15-quarter": 128}  # model -> training resolution
+MODEL = {"base": "tiny-sd15", "resolution": 64}  # set by main() before anything is built
 
 
 def _config(data: Path, out: Path, cache: bool, guard: bool):
+    res = MODEL["resolution"]
     return tiny_config(data, out, {
         "train.max_steps": 100000, "train.batch_size": BATCH, "dataset.cache_latents": cache,
         "guard.enabled": guard, "guard.detectors": guard, "optim.lr": 1e-4,
-    })
+        "dataset.resolution": res, "dataset.max_bucket_side": 2 * res, "dataset.min_bucket_side": res // 2,
+    }, base=MODEL["base"])
+
+
+def select_model(name: str, tmp: Path) -> None:
+    """Point every variant at ``name``: the scaled SD1.5 is built once and saved, and all variants load it."""
+    MODEL["resolution"] = MODELS[name]
+    if name == "tiny-sd15":
+        MODEL["base"] = name
+        return
+    from trainer.models import build_scaled_sd15, save_pipeline
+
+    folder = tmp / name
+    if not (folder / "model_index.json").is_file():
+        save_pipeline(build_scaled_sd15(4), folder)
+    MODEL["base"] = str(folder)
 
 
 def make_ours(data: Path, out: Path, cache: bool, guard: bool):
@@ -76,14 +98,15 @@ def make_reference(data: Path):
     from diffusers import DDPMScheduler
     from peft import LoraConfig, inject_adapter_in_model
 
+    from trainer.config import ModelConfig
     from trainer.data import image_tensor
     from trainer.dataset import scan_dataset
-    from trainer.models import build_tiny_pipeline
+    from trainer.models import load_pipeline
 
     cfg = _config(data, Path(tempfile.mkdtemp()), False, False)
     report = scan_dataset(cfg.dataset)
     items = [(it.path, it.caption, tuple(it.bucket)) for it in report.items for _ in range(it.repeats)]
-    pipe = build_tiny_pipeline("sd15")
+    pipe, _ = load_pipeline(ModelConfig(base=MODEL["base"]))
     unet, vae, te, tok = pipe.unet, pipe.vae, pipe.text_encoder, pipe.tokenizer
     for m in (unet, vae, te):
         m.requires_grad_(False)
@@ -134,8 +157,9 @@ def time_block(step, n: int) -> float:
     return (time.perf_counter() - t0) / n
 
 
-def peak_rss_mib(name: str, data: Path, steps: int) -> float:
-    out = subprocess.run([sys.executable, __file__, "--single", name, "--data", str(data), "--steps", str(steps)],
+def peak_rss_mib(name: str, data: Path, steps: int, args) -> float:
+    out = subprocess.run([sys.executable, __file__, "--single", name, "--data", str(data), "--steps", str(steps),
+                          "--model", args.model, "--threads", str(args.threads), "--tmp", str(data.parent)],
                          capture_output=True, text=True, cwd=REPO, timeout=900)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])
@@ -146,12 +170,18 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=8, help="steps per block")
+    ap.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1), help="torch threads (fixed, so "
+                    "runs compare)")
+    ap.add_argument("--model", choices=sorted(MODELS), default="tiny-sd15")
     ap.add_argument("--no-memory", action="store_true")
-    ap.add_argument("--single")
-    ap.add_argument("--data")
+    ap.add_argument("--single", help=argparse.SUPPRESS)
+    ap.add_argument("--data", help=argparse.SUPPRESS)
+    ap.add_argument("--tmp", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    torch.set_num_threads(args.threads)
 
     if args.single:  # a subprocess measuring one variant's peak memory
+        select_model(args.model, Path(args.tmp))
         step = build(args.single, Path(args.data), Path(tempfile.mkdtemp()))
         for _ in range(args.steps):
             step()
@@ -159,7 +189,8 @@ def main() -> None:
         return
 
     tmp = Path(tempfile.mkdtemp())
-    data = write_toy_dataset(tmp / "data", n=16)
+    select_model(args.model, tmp)
+    data = write_toy_dataset(tmp / "data", n=16, size=MODEL["resolution"])
     names = ["reference", "ours_uncached", "ours_cached", "ours_cached_noguard"]
     steppers = {n: build(n, data, tmp) for n in names}
     for n in names:  # warm-up: first calls pay for allocator growth and lazy init
@@ -171,7 +202,7 @@ def main() -> None:
             times[n].append(time_block(steppers[n], args.steps))
 
     med = {n: statistics.median(v) for n, v in times.items()}
-    print(f"tiny SD1.5-shaped model, batch {BATCH}, 64 px, fp32, {torch.get_num_threads()} threads; "
+    print(f"{args.model}, batch {BATCH}, {MODEL['resolution']} px, fp32, {torch.get_num_threads()} threads; "
           f"{args.rounds} rounds × {args.steps} steps, alternating")
     print(f"{'variant':<22}{'median s/step':>14}{'min':>10}{'max':>10}")
     for n in names:
@@ -187,7 +218,7 @@ def main() -> None:
     if not args.no_memory:
         print("peak RSS (MiB, fresh process, 10 steps):")
         for n in names:
-            print(f"  {n:<22}{peak_rss_mib(n, data, 10):>10.0f}")
+            print(f"  {n:<22}{peak_rss_mib(n, data, 10, args):>10.0f}")
 
 
 if __name__ == "__main__":

@@ -23,3 +23,32 @@ def test_gpu_benchmark_smoke_runs_on_cpu():
     assert {(r["batch"], r["grad_ckpt"]) for r in out["results"]} == {(1, False), (1, True)}
     for r in out["results"]:
         assert r["ours"][0] > 0 and r["reference"][0] > 0
+
+
+def test_scaled_sd15_is_sd15_narrowed():
+    """The benchmark's ``sd15-quarter`` model: SD1.5's blocks and depths, widths divided, an 8x VAE."""
+    import torch
+
+    from trainer.models import MODEL_CONFIG_DIR, build_scaled_sd15
+
+    pipe = build_scaled_sd15(16)
+    real = json.loads((MODEL_CONFIG_DIR / "sd15" / "unet" / "config.json").read_text())
+    assert list(pipe.unet.config.block_out_channels) == [c // 16 for c in real["block_out_channels"]]
+    assert list(pipe.unet.config.down_block_types) == real["down_block_types"]
+    assert pipe.unet.config.cross_attention_dim == pipe.text_encoder.config.hidden_size == 768 // 16
+    assert pipe.text_encoder.config.num_hidden_layers == 12
+    with torch.no_grad():
+        latents = pipe.vae.encode(torch.zeros(1, 3, 64, 64)).latent_dist.mean
+        hidden = pipe.text_encoder(torch.zeros(1, 77, dtype=torch.long))[0]
+        out = pipe.unet(latents, torch.tensor([10]), hidden).sample
+    assert latents.shape == (1, 4, 8, 8) and out.shape == latents.shape
+
+
+def test_real_sd15_flop_shares():
+    """The VAE encode's share of a reference SD1.5 step at 512 px, counted without weights."""
+    sys.path.insert(0, str(REPO / "bench"))
+    from run_all import real_sd15_shares
+
+    shares = real_sd15_shares()
+    assert 0.3 < shares["vae"] < 0.5 and shares["te"] < 0.02
+    assert abs(shares["vae"] + shares["te"] + shares["unet"] - 1) < 1e-9

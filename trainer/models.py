@@ -161,6 +161,42 @@ def build_tiny_pipeline(family: str = "sd15", seed: int = 0, prediction_type: st
     raise UserError(f"model.family: unknown family {family!r}; use sd15 or sdxl")
 
 
+def build_scaled_sd15(divisor: int = 8, seed: int = 0):
+    """SD1.5 itself, every width divided by ``divisor``, random weights (for benchmarks).
+
+    Read from the shipped SD1.5 configs: the same blocks, depths, head counts, 8x VAE with its mid attention,
+    12-layer text encoder, scheduler and tokenizer; only channel widths shrink (norm groups follow so each
+    group keeps SD1.5's channels per group where possible). Unlike ``tiny-sd15``, whose VAE is ~5% of a
+    training step on a CPU, its VAE encode costs a share of the step close to the real model's.
+    """
+    from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    from .tokenizer import clip_tokenizer
+
+    folder = MODEL_CONFIG_DIR / "sd15"
+
+    def narrow(cfg: dict[str, Any]) -> dict[str, Any]:
+        widths = [c // divisor for c in cfg["block_out_channels"]]
+        groups = max(g for g in (32, 16, 8, 4, 2, 1) if all(w % g == 0 for w in widths))
+        return {**cfg, "block_out_channels": widths, "norm_num_groups": groups}
+
+    torch.manual_seed(seed)
+    unet_cfg = narrow(UNet2DConditionModel.load_config(str(folder / "unet")))
+    unet_cfg["cross_attention_dim"] //= divisor
+    unet = UNet2DConditionModel.from_config(unet_cfg)
+    vae = AutoencoderKL.from_config(narrow(AutoencoderKL.load_config(str(folder / "vae"))))
+    te_cfg = CLIPTextConfig.from_pretrained(str(folder / "text_encoder"))
+    te_cfg.hidden_size //= divisor
+    te_cfg.intermediate_size //= divisor
+    te_cfg.projection_dim //= divisor
+    te_cfg.num_attention_heads = max(1, te_cfg.num_attention_heads * te_cfg.hidden_size // 768)
+    scheduler = DDIMScheduler.from_config(DDIMScheduler.load_config(str(folder / "scheduler")))
+    return StableDiffusionPipeline(vae=vae, text_encoder=CLIPTextModel(te_cfg), tokenizer=clip_tokenizer(),
+                                   unet=unet, scheduler=scheduler, safety_checker=None, feature_extractor=None,
+                                   requires_safety_checker=False)
+
+
 def save_pipeline(pipe, out_dir: str | Path, single_file: bool = False) -> Path:
     """Save as a diffusers folder, or as ``model.safetensors`` plus a ``config/`` folder of the configs."""
     out = Path(out_dir)

