@@ -14,6 +14,7 @@ from tests.helpers import tiny_config, write_toy_dataset
 from trainer.events import MemorySink
 from trainer.io import read_jsonl
 from trainer.loop import Hooks, run_training
+from trainer.presets import preset_config
 
 pytestmark = pytest.mark.slow
 
@@ -149,7 +150,7 @@ def test_healthy_run_on_the_default_preset_raises_nothing(dataset, tmp_path):
 
 def test_lr_100x_is_called_overtraining_from_dose_and_weight_growth(dataset, tmp_path):
     cfg = tiny_config(dataset, tmp_path, {"preset": "demo-character", "train.max_steps": 30})
-    cfg.optim.lr *= 100
+    cfg.optim.lr = preset_config("demo-character").optim.lr * 100  # dose 6, past the preset's fit zone
     sink = MemorySink()
     result = run_training(cfg, sink)
     assert result.status == "finished"

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from trainer.presets import preset_config
+
 pytestmark = pytest.mark.slow
 
 gradio_client = pytest.importorskip("gradio_client")
@@ -191,6 +193,7 @@ def test_train_review_troubleshoot_and_one_change(app, api):
     rows = {r[0]: r for r in journal["data"]}
     child = rows[second["run"]]
     assert child[1] == run
-    assert child[2].startswith("optim.lr: 0.001 → 0.0005")
+    lr = preset_config("demo-character").optim.lr
+    assert child[2].startswith(f"optim.lr: {lr:g} → {lr / 2:g}")  # lower_lr halves the preset's lr
     assert child[3] == "finished"
     assert child[4].startswith("step ")

@@ -1,0 +1,172 @@
+#!/usr/bin/env python
+"""Does the demo teach what it should? The default demo LoRA run, measured; then the same run at 10x lr.
+
+    python scripts/demo_lora_check.py                 # both runs, 2 threads, 6 seeds per prompt
+    python scripts/demo_lora_check.py --skip-overfit  # only the default run (about 3 minutes)
+
+The default run is what a newcomer's first click does: the demo character's dataset
+(``write_character_dataset`` defaults) trained with the ``demo-character`` preset on the demo base model.
+Its wall time (dataset, model loading, training and the preset's checkpoint samples) should be at most
+3 minutes on 2 CPU cores. Every checkpoint is then loaded onto the base model and drawn with several seeds:
+
+- likeness on the three trigger prompts of ``demo_prompt_specs`` (target: at least 0.8 at the last step);
+- leakage on no-trigger world prompts against the base model's pictures, same prompts and seeds (limit
+  below); ``drift`` 1.0 means a mean Lab distance of 40, the difference between two unrelated scenes;
+- adherence to the unseen background ("zxc, on snow, right": snow and right were never in the data);
+- burn of the trigger pictures against step 0's (same prompt and seed).
+
+At 10x the preset's lr the LoRA should overfit: adherence to the unseen background falls below the default
+run's, burn rises above it. Exit status 0 when every check passes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np
+import torch
+
+from trainer.config import from_dict
+from trainer.demo import base_training as bt
+from trainer.demo.measures import adherence_scores, burn, leakage_scores, likeness
+from trainer.demo.world import caption, demo_prompt_specs, sample_scene, write_character_dataset
+from trainer.loop import run_training
+from trainer.models import load_pipeline
+
+PRESET = "demo-character"
+LIKENESS_TARGET = 0.8
+# Mean leakage over no-trigger pictures: 0.25 is a mean Lab shift of 10 (a slightly different shade or a
+# shape moved a few pixels); above it the base model's own pictures are visibly changing.
+LEAKAGE_LIMIT = 0.25
+TIME_LIMIT_S = 180.0
+
+
+def demo_config(dataset: Path, out: Path, lr_factor: float = 1.0):
+    cfg = from_dict({"preset": PRESET, "dataset": {"path": str(dataset), "trigger": "zxc"},
+                     "save": {"output_dir": str(out)}})
+    cfg.optim.lr = cfg.optim.lr * lr_factor
+    return cfg
+
+
+def train(dataset: Path, out: Path, lr_factor: float) -> tuple[Path, float]:
+    cfg = demo_config(dataset, out, lr_factor)
+    t0 = time.perf_counter()
+    result = run_training(cfg)
+    seconds = time.perf_counter() - t0
+    if result.status != "finished":
+        raise SystemExit(f"the {lr_factor:g}x run ended {result.status}: {result.message}")
+    return result.run_dir, seconds
+
+
+def prompt_sets(n_world: int = 3) -> tuple[list, list[str]]:
+    specs = demo_prompt_specs()
+    trigger = [p for p in specs if p.expected.get("character")]
+    rng = np.random.default_rng(7)
+    world = [p.prompt for p in specs if not p.expected.get("character")]
+    world += [caption(sample_scene(rng)) for _ in range(n_world)]
+    return trigger, world
+
+
+def measure(run_dir: Path, seeds: list[int]) -> list[dict]:
+    """Every checkpoint of a run drawn on the base model, against step 0 (the base model alone)."""
+    cfg = from_dict({"preset": PRESET})
+    steps, guidance = cfg.sample.steps, cfg.sample.guidance
+    pipe, _ = load_pipeline(cfg.model)
+    pipe.set_progress_bar_config(disable=True)
+    trigger, world = prompt_sets()
+    t_prompts = [p.prompt for p in trigger for _ in seeds]
+    w_prompts = [p for p in world for _ in seeds]
+    all_seeds_t = [s for _ in trigger for s in seeds]
+    all_seeds_w = [s for _ in world for s in seeds]
+    unseen = next(p for p in trigger if p.kind == "unseen_pose_background")
+
+    def draw_all():
+        return (bt.draw(pipe, t_prompts, all_seeds_t, steps, guidance),
+                bt.draw(pipe, w_prompts, all_seeds_w, steps, guidance))
+
+    base_t, base_w = draw_all()
+    checkpoints = sorted((run_dir / "checkpoints").glob("step-*"))
+    rows = [_row(0, base_t, base_w, base_t, base_w, t_prompts, unseen)]
+    for i, ck in enumerate(checkpoints):
+        name = f"c{i}"
+        pipe.load_lora_weights(str(ck), weight_name="lora.safetensors", adapter_name=name)
+        pipe.set_adapters([name])
+        imgs_t, imgs_w = draw_all()
+        pipe.delete_adapters([name])
+        rows.append(_row(int(ck.name.split("-")[1]), imgs_t, imgs_w, base_t, base_w, t_prompts, unseen))
+    return rows
+
+
+def _row(step, imgs_t, imgs_w, base_t, base_w, t_prompts, unseen) -> dict:
+    unseen_imgs = [im for im, p in zip(imgs_t, t_prompts) if p == unseen.prompt]
+    unseen_scores = [adherence_scores(im, unseen.expected) for im in unseen_imgs]
+    return {
+        "step": step,
+        "likeness": float(np.mean([likeness(i) for i in imgs_t])),
+        "leakage": float(np.mean([leakage_scores(i, b)["leakage"] for i, b in zip(imgs_w, base_w)])),
+        "unseen_background": float(np.mean([s["background"] for s in unseen_scores])),
+        "unseen_position": float(np.mean([s["position"] for s in unseen_scores])),
+        "burn": float(np.mean([burn(i, b)["burn_score"] for i, b in zip(imgs_t, base_t)])),
+    }
+
+
+def print_table(title: str, rows: list[dict]) -> None:
+    print(f"\n{title}")
+    print(f"  {'step':>5} {'likeness':>9} {'leakage':>8} {'unseen bg':>10} {'unseen pos':>11} {'burn':>6}")
+    for r in rows:
+        print(f"  {r['step']:>5} {r['likeness']:>9.3f} {r['leakage']:>8.3f} {r['unseen_background']:>10.3f}"
+              f" {r['unseen_position']:>11.3f} {r['burn']:>6.3f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--threads", type=int, default=2, help="CPU threads (the 3-minute target is for 2 cores)")
+    ap.add_argument("--seeds", type=int, default=6, help="seeds per prompt when measuring checkpoints")
+    ap.add_argument("--work", help="folder for the dataset and runs (default: a new temp folder)")
+    ap.add_argument("--skip-overfit", action="store_true", help="do not run the 10x lr run")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="demo-lora-check-"))
+    seeds = list(range(args.seeds))
+
+    t0 = time.perf_counter()
+    dataset = work / "dataset"
+    write_character_dataset(dataset)
+    run_dir, train_s = train(dataset, work / "runs", 1.0)
+    wall = time.perf_counter() - t0
+    cfg = demo_config(dataset, work / "runs")
+    print(f"default demo run: {wall:.0f} s wall ({train_s:.0f} s in run_training) on {args.threads} thread(s); "
+          f"lr {cfg.optim.lr:g}, rank {cfg.lora.rank}, {cfg.train.epochs} epochs, batch {cfg.train.batch_size}; "
+          f"{run_dir}")
+    rows = measure(run_dir, seeds)
+    print_table(f"default run (lr {cfg.optim.lr:g}), {args.seeds} seeds per prompt", rows)
+    last = rows[-1]
+    checks = {
+        f"wall time {wall:.0f} s <= {TIME_LIMIT_S:.0f} s": wall <= TIME_LIMIT_S,
+        f"likeness on trigger prompts {last['likeness']:.2f} >= {LIKENESS_TARGET}": last["likeness"] >= LIKENESS_TARGET,
+        f"leakage on no-trigger prompts {last['leakage']:.2f} <= {LEAKAGE_LIMIT}": last["leakage"] <= LEAKAGE_LIMIT,
+    }
+    if not args.skip_overfit:
+        hot_dir, hot_s = train(dataset, work / "runs", 10.0)
+        hot = measure(hot_dir, seeds)
+        print_table(f"10x lr ({10 * cfg.optim.lr:g}), {hot_s:.0f} s in run_training", hot)
+        h = hot[-1]
+        checks[f"10x lr: unseen-background adherence {h['unseen_background']:.2f} < default's "
+               f"{last['unseen_background']:.2f}"] = h["unseen_background"] < last["unseen_background"]
+        checks[f"10x lr: burn {h['burn']:.2f} > default's {last['burn']:.2f}"] = h["burn"] > last["burn"]
+    print()
+    for text, ok in checks.items():
+        print(f"  {'PASS' if ok else 'FAIL'}  {text}")
+    return 0 if all(checks.values()) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
