@@ -29,13 +29,9 @@ sys.path.insert(0, str(REPO))
 def real_sd15_shares(resolution: int = 512, batch: int = 1) -> dict[str, float]:
     """FLOPs of the reference step's parts for SD1.5 itself, counted on the meta device (no weights, ~10 s)."""
     import torch
-    from diffusers import AutoencoderKL, UNet2DConditionModel
     from torch.utils.flop_counter import FlopCounterMode
-    from transformers import CLIPTextConfig, CLIPTextModel
 
-    from trainer.models import MODEL_CONFIG_DIR
-
-    folder = MODEL_CONFIG_DIR / "sd15"
+    from trainer.models import build_scaled_sd15
 
     def flops(fn) -> int:
         with FlopCounterMode(display=False) as counter:
@@ -43,9 +39,8 @@ def real_sd15_shares(resolution: int = 512, batch: int = 1) -> dict[str, float]:
         return counter.get_total_flops()
 
     with torch.device("meta"):
-        unet = UNet2DConditionModel.from_config(UNet2DConditionModel.load_config(str(folder / "unet")))
-        vae = AutoencoderKL.from_config(AutoencoderKL.load_config(str(folder / "vae")))
-        te = CLIPTextModel(CLIPTextConfig.from_pretrained(str(folder / "text_encoder")))
+        pipe = build_scaled_sd15(1)  # SD1.5 itself, shapes only
+        unet, vae, te = pipe.unet, pipe.vae, pipe.text_encoder
         unet.requires_grad_(False)
         pixels = torch.randn(batch, 3, resolution, resolution)
         ids = torch.zeros(batch, 77, dtype=torch.long)

@@ -26,7 +26,7 @@ import torch
 from PIL import Image
 
 from trainer.config import ModelConfig
-from trainer.demo import base_training as bt
+from trainer.demo import evaluation as ev
 from trainer.models import load_pipeline
 
 TARGET = 0.8
@@ -37,8 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--base", default="demo", help='"demo" (demo/base) or a diffusers folder')
     ap.add_argument("--seeds", type=int, default=64, help="how many prompts, one seed each (at least 32)")
     ap.add_argument("--seed", type=int, default=0, help="which set of prompts and seeds")
-    ap.add_argument("--steps", type=int, default=bt.EVAL_STEPS, help="DDIM steps")
-    ap.add_argument("--guidance", type=float, default=bt.EVAL_GUIDANCE)
+    ap.add_argument("--steps", type=int, default=ev.EVAL_STEPS, help="DDIM steps")
+    ap.add_argument("--guidance", type=float, default=ev.EVAL_GUIDANCE)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rows", action="store_true", help="print every prompt and what was read back")
     ap.add_argument("--grid", help="also save the pictures as one PNG grid here")
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     pipe, _ = load_pipeline(ModelConfig(base=args.base))
     pipe.set_progress_bar_config(disable=True)
-    f = bt.adherence_figures(pipe, n_seeds=args.seeds, seed=args.seed, steps=args.steps, guidance=args.guidance)
+    f = ev.adherence_figures(pipe, n_seeds=args.seeds, seed=args.seed, steps=args.steps, guidance=args.guidance)
     print(f"demo base {args.base!r}: {args.seeds} random world prompts, one seed each, "
           f"{args.steps} DDIM steps, guidance {args.guidance:g} ({time.perf_counter() - t0:.0f} s)")
     for key in ("colour", "shape", "background", "position", "size"):

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from trainer.config import from_dict
-from trainer.demo import base_training as bt
+from trainer.demo import evaluation as ev
 from trainer.demo.measures import adherence_scores, burn, leakage_scores, likeness
 from trainer.demo.world import caption, demo_prompt_specs, sample_scene, write_character_dataset
 from trainer.loop import run_training
@@ -89,8 +89,8 @@ def measure(run_dir: Path, seeds: list[int]) -> list[dict]:
     unseen = next(p for p in trigger if p.kind == "unseen_pose_background")
 
     def draw_all():
-        return (bt.draw(pipe, t_prompts, all_seeds_t, steps, guidance),
-                bt.draw(pipe, w_prompts, all_seeds_w, steps, guidance))
+        return (ev.draw(pipe, t_prompts, all_seeds_t, steps, guidance),
+                ev.draw(pipe, w_prompts, all_seeds_w, steps, guidance))
 
     base_t, base_w = draw_all()
     checkpoints = sorted((run_dir / "checkpoints").glob("step-*"))

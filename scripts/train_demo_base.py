@@ -29,6 +29,7 @@ import torch
 
 from trainer.config import ModelConfig
 from trainer.demo import base_training as bt
+from trainer.demo import evaluation as ev
 from trainer.io import atomic_write_json
 from trainer.models import DEMO_BASE_DIR, load_pipeline
 
@@ -130,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     log(f"saved {out} ({n_bytes / 1e6:.1f} MB)")
     t0 = time.perf_counter()
     loaded, _ = load_pipeline(ModelConfig(base=str(out)))
-    figures = bt.adherence_figures(loaded, n_seeds=args.eval_seeds)
+    figures = ev.adherence_figures(loaded, n_seeds=args.eval_seeds)
     add_time("evaluation", time.perf_counter() - t0)
     training_seconds = sum(v for k, v in timings.items() if k != "evaluation")
     report = {
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     atomic_write_json(out / "training_report.json", report)
     log(f"training took {training_seconds / 60:.1f} min on {s.threads} thread(s)")
-    log(bt.format_figures(figures))
+    log(ev.format_figures(figures))
     return 0
 
 

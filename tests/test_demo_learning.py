@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from trainer.config import ModelConfig, from_dict
-from trainer.demo import base_training as bt
+from trainer.demo import evaluation as ev
 from trainer.demo.measures import likeness
 from trainer.demo.world import TRIGGER, write_character_dataset
 from trainer.loop import run_training
@@ -29,7 +29,7 @@ SEEDS = [0, 1, 2, 3]
 def _likeness(pipe) -> float:
     prompts = [p for p in PROMPTS for _ in SEEDS]
     seeds = [s for _ in PROMPTS for s in SEEDS]
-    return float(np.mean([likeness(i) for i in bt.draw(pipe, prompts, seeds, steps=15, guidance=5.0)]))
+    return float(np.mean([likeness(i) for i in ev.draw(pipe, prompts, seeds, steps=15, guidance=5.0)]))
 
 
 def test_demo_base_loads_as_the_app_loads_it():

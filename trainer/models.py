@@ -18,6 +18,7 @@ import torch
 from .errors import UserError
 
 TINY_BASES = ("tiny-sd15", "tiny-sdxl")
+BUILTIN_BASES = (*TINY_BASES, "demo")  # names, never paths (the repository holds a demo/ folder)
 SINGLE_FILE_SUFFIXES = (".safetensors", ".ckpt", ".pt", ".bin")
 MODEL_CONFIG_DIR = Path(__file__).resolve().parent / "model_configs"
 DEMO_BASE_DIR = Path(__file__).resolve().parent.parent / "demo" / "base"
@@ -190,7 +191,7 @@ def build_scaled_sd15(divisor: int = 8, seed: int = 0):
     te_cfg.hidden_size //= divisor
     te_cfg.intermediate_size //= divisor
     te_cfg.projection_dim //= divisor
-    te_cfg.num_attention_heads = max(1, te_cfg.num_attention_heads * te_cfg.hidden_size // 768)
+    te_cfg.num_attention_heads = max(1, te_cfg.num_attention_heads // divisor)  # SD1.5's head width kept
     scheduler = DDIMScheduler.from_config(DDIMScheduler.load_config(str(folder / "scheduler")))
     return StableDiffusionPipeline(vae=vae, text_encoder=CLIPTextModel(te_cfg), tokenizer=clip_tokenizer(),
                                    unet=unet, scheduler=scheduler, safety_checker=None, feature_extractor=None,
@@ -233,7 +234,7 @@ def classify_base(base: str) -> str:
     if re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", base):
         return "hub"
     raise UserError(
-        f"model.base: {base!r} is not a built-in model ({', '.join((*TINY_BASES, 'demo'))}), "
+        f"model.base: {base!r} is not a built-in model ({', '.join(BUILTIN_BASES)}), "
         "an existing folder or file, or a hub id like 'owner/name'"
     )
 

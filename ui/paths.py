@@ -69,11 +69,11 @@ class PathPolicy:
 
     def check_base(self, base: str, lang: str = "en") -> str:
         """model.base: built-in names and hub ids pass; a local folder or file goes through :meth:`resolve`."""
-        from trainer.models import TINY_BASES, classify_base
+        from trainer.models import BUILTIN_BASES, classify_base
 
         text = (base or "").strip()
-        if text in (*TINY_BASES, "demo"):
-            return text  # a built-in name, even where a folder of that name exists (the repo's demo/)
+        if text in BUILTIN_BASES:
+            return text
         looks_local = text.startswith((".", "/", "~", "\\")) or ":" in text or Path(text).suffix.lower() in (
             ".safetensors", ".ckpt", ".pt", ".bin")
         if looks_local or Path(text).expanduser().exists():

@@ -8,6 +8,7 @@ import gradio as gr
 
 from .binding import UI
 from .fields import BY_NAME, Field, fields_of
+from .i18n import t
 
 
 def base_choices() -> list[str]:
@@ -15,6 +16,16 @@ def base_choices() -> list[str]:
     from trainer.models import DEMO_BASE_DIR, TINY_BASES
 
     return (["demo"] if (DEMO_BASE_DIR / "model_index.json").is_file() else []) + list(TINY_BASES)
+
+
+def run_picker(ui: UI, name: str, refresh: str) -> None:
+    """One row: the workspace's runs (newest selected) and the button that reloads the chosen one."""
+    lang = ui.ctx.lang
+    choices = ui.ctx.run_choices()
+    with gr.Row():
+        ui.add(name, gr.Dropdown(choices=choices, value=choices[0][1] if choices else None, label=t("run", lang),
+                                 scale=3, allow_custom_value=True), "run")
+        ui.add(refresh, gr.Button(t("refresh", lang), scale=0), "refresh", "value")
 
 
 def field_widget(ui: UI, f: Field, value: Any, choices: list | None = None) -> Any:

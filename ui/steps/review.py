@@ -19,6 +19,7 @@ from trainer.errors import UserError
 
 from ..binding import UI, ok_box
 from ..i18n import kind_label, t
+from ..widgets import run_picker
 from . import gates
 
 GRID_THUMB = 160
@@ -26,11 +27,7 @@ GRID_THUMB = 160
 
 def build(ui: UI) -> None:
     lang = ui.ctx.lang
-    choices = ui.ctx.run_choices()
-    with gr.Row():
-        ui.add("review_run", gr.Dropdown(choices=choices, value=choices[0][1] if choices else None,
-                                         label=t("run", lang), scale=3, allow_custom_value=True), "run")
-        ui.add("review_refresh", gr.Button(t("refresh", lang), scale=0), "refresh", "value")
+    run_picker(ui, "review_run", "review_refresh")
     ui.add("review_msg", gr.HTML(""))
     ui.add("rec_md", gr.Markdown("", elem_id="ld-recommend"))
     ui.add("grid_html", gr.HTML("", elem_id="ld-grid"))

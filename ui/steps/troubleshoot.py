@@ -17,6 +17,7 @@ from trainer.rundir import list_runs, read_status
 
 from ..binding import UI, ok_box
 from ..i18n import t
+from ..widgets import run_picker
 
 LEVEL_ICON = {"error": "🔴", "warning": "🟠", "info": "🔵"}
 
@@ -29,11 +30,7 @@ def symptom_choices(lang: str) -> list[tuple[str, str]]:
 
 def build(ui: UI) -> None:
     lang = ui.ctx.lang
-    choices = ui.ctx.run_choices()
-    with gr.Row():
-        ui.add("ts_run", gr.Dropdown(choices=choices, value=choices[0][1] if choices else None,
-                                     label=t("run", lang), scale=3, allow_custom_value=True), "run")
-        ui.add("ts_refresh", gr.Button(t("refresh", lang), scale=0), "refresh", "value")
+    run_picker(ui, "ts_run", "ts_refresh")
     ui.add("ts_msg", gr.HTML(""))
     ui.add("findings_md", gr.Markdown("", elem_id="ld-findings"))
     ui.add("symptom", gr.Dropdown(choices=symptom_choices(lang), value=None, label=t("symptom", lang)), "symptom")
