@@ -11,7 +11,9 @@ Its wall time (dataset, model loading, training and the preset's checkpoint samp
 
 - likeness on the three trigger prompts of ``demo_prompt_specs`` (target: at least 0.8 at the last step);
 - leakage on no-trigger world prompts against the base model's pictures, same prompts and seeds (limit
-  below); ``drift`` 1.0 means a mean Lab distance of 40, the difference between two unrelated scenes;
+  below): the share of object colour, shape and background that now reads as something else, or the
+  character showing up (``world_leakage_scores``); the pixel ``drift`` is printed beside it (1.0 = a mean Lab
+  distance of 40, two unrelated scenes): a tiny model's samples move a few pixels whenever any weight changes;
 - adherence to the unseen background ("zxc, on snow, right": snow and right were never in the data);
 - burn of the trigger pictures against step 0's (same prompt and seed).
 
@@ -36,16 +38,16 @@ import torch
 
 from trainer.config import from_dict
 from trainer.demo import evaluation as ev
-from trainer.demo.measures import adherence_scores, burn, leakage_scores, likeness
+from trainer.demo.measures import adherence_scores, burn, likeness, world_leakage_scores
 from trainer.demo.world import caption, demo_prompt_specs, sample_scene, write_character_dataset
 from trainer.loop import run_training
 from trainer.models import load_pipeline
 
 PRESET = "demo-character"
 LIKENESS_TARGET = 0.8
-# Mean leakage over no-trigger pictures: 0.25 is a mean Lab shift of 10 (a slightly different shade or a
-# shape moved a few pixels); above it the base model's own pictures are visibly changing.
-LEAKAGE_LIMIT = 0.25
+# Mean leakage over no-trigger pictures: at 0.2 one attribute in five (object colour, shape, background) reads
+# differently from the base model's picture of the same prompt and seed, or the character starts to show.
+LEAKAGE_LIMIT = 0.2
 TIME_LIMIT_S = 180.0
 
 
@@ -108,10 +110,12 @@ def measure(run_dir: Path, seeds: list[int]) -> list[dict]:
 def _row(step, imgs_t, imgs_w, base_t, base_w, t_prompts, unseen) -> dict:
     unseen_imgs = [im for im, p in zip(imgs_t, t_prompts) if p == unseen.prompt]
     unseen_scores = [adherence_scores(im, unseen.expected) for im in unseen_imgs]
+    leaks = [world_leakage_scores(i, b) for i, b in zip(imgs_w, base_w)]
     return {
         "step": step,
         "likeness": float(np.mean([likeness(i) for i in imgs_t])),
-        "leakage": float(np.mean([leakage_scores(i, b)["leakage"] for i, b in zip(imgs_w, base_w)])),
+        "leakage": float(np.mean([x["leakage"] for x in leaks])),
+        "drift": float(np.mean([x["drift"] for x in leaks])),
         "unseen_background": float(np.mean([s["background"] for s in unseen_scores])),
         "unseen_position": float(np.mean([s["position"] for s in unseen_scores])),
         "burn": float(np.mean([burn(i, b)["burn_score"] for i, b in zip(imgs_t, base_t)])),
@@ -120,9 +124,9 @@ def _row(step, imgs_t, imgs_w, base_t, base_w, t_prompts, unseen) -> dict:
 
 def print_table(title: str, rows: list[dict]) -> None:
     print(f"\n{title}")
-    print(f"  {'step':>5} {'likeness':>9} {'leakage':>8} {'unseen bg':>10} {'unseen pos':>11} {'burn':>6}")
+    print(f"  {'step':>5} {'likeness':>9} {'leakage':>8} {'drift':>6} {'unseen bg':>10} {'unseen pos':>11} {'burn':>6}")
     for r in rows:
-        print(f"  {r['step']:>5} {r['likeness']:>9.3f} {r['leakage']:>8.3f} {r['unseen_background']:>10.3f}"
+        print(f"  {r['step']:>5} {r['likeness']:>9.3f} {r['leakage']:>8.3f} {r['drift']:>6.3f} {r['unseen_background']:>10.3f}"
               f" {r['unseen_position']:>11.3f} {r['burn']:>6.3f}")
 
 

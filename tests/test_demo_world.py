@@ -19,6 +19,7 @@ from trainer.demo.measures import (
     detect_shape,
     leakage,
     likeness,
+    world_leakage_scores,
 )
 from trainer.demo.world import (
     BACKGROUNDS,
@@ -270,6 +271,20 @@ def test_leakage_is_zero_for_the_same_picture_and_large_when_the_character_shows
     assert leakage(_degrade(world_img, rng, sigma=5, blur=0.3), world_img) <= 0.2
     other = render_scene(Scene("square", "blue", "snow", "right", "large"))
     assert leakage(other, world_img) >= 0.5
+
+
+def test_world_leakage_counts_what_changed_not_pixels_that_moved():
+    base = render_scene(Scene("circle", "red", "grass", "left", "small"))
+    moved = render_scene(Scene("circle", "red", "grass", "center", "small"))  # same content, other place
+    assert world_leakage_scores(base, base)["leakage"] == 0.0
+    scores = world_leakage_scores(moved, base)
+    assert scores["content"] == 0.0 and scores["leakage"] == 0.0 and scores["drift"] > 0.05
+    recoloured = world_leakage_scores(render_scene(Scene("circle", "blue", "grass", "left", "small")), base)
+    assert recoloured["content"] == pytest.approx(1 / 3)
+    other = world_leakage_scores(render_scene(Scene("star", "blue", "snow", "right", "large")), base)
+    assert other["content"] == 1.0
+    character = world_leakage_scores(render_scene(character_scene("grass", "left", "small")), base)
+    assert character["character"] >= 0.8 and character["leakage"] >= 0.8
 
 
 def test_measures_take_arrays_as_well_as_images():

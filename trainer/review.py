@@ -139,10 +139,11 @@ def _demo_expectations(config: Config) -> dict[str, dict[str, Any]] | None:
 
 
 def measure_steps(run_dir: str | Path) -> list[dict[str, Any]]:
-    """Per sampled step after 0: ``leakage`` (no-trigger sample vs step 0's, the base model's picture),
+    """Per sampled step after 0: ``leakage`` (no-trigger sample vs step 0's, the base model's picture; for the
+    demo character, what the picture shows rather than its pixels),
     ``burn`` (mean over trigger samples vs step 0), and for the demo character ``likeness`` and ``adherence``
     (means over trigger samples). Values are None where the pictures needed are missing."""
-    from .demo.measures import adherence, burn, leakage_scores, likeness
+    from .demo.measures import adherence, burn, leakage_scores, likeness, world_leakage_scores
 
     manifests = sample_manifests(run_dir)
     base = next((m for m in manifests if m["step"] == 0), None)
@@ -175,7 +176,8 @@ def measure_steps(run_dir: str | Path) -> list[dict[str, Any]]:
                 continue
             img, ref_img = _picture(path), _picture(ref[s["index"]])
             if s["kind"] == "no_trigger":
-                scores = leakage_scores(img, ref_img)
+                # the demo world's pictures can be read: count what changed rather than pixels that moved
+                scores = (world_leakage_scores if expected is not None else leakage_scores)(img, ref_img)
                 row["leakage"], row["drift"] = scores["leakage"], scores["drift"]
             else:
                 burns.append(burn(img, ref_img)["burn_score"])

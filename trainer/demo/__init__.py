@@ -15,6 +15,7 @@ from .measures import (
     leakage,
     leakage_scores,
     likeness,
+    world_leakage_scores,
 )
 from .world import (
     TRIGGER,
@@ -52,6 +53,7 @@ __all__ = [
     "render_scene",
     "sample_scene",
     "world_dataset",
+    "world_leakage_scores",
     "write_character_dataset",
     "write_world_dataset",
 ]

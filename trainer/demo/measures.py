@@ -361,6 +361,27 @@ def leakage_scores(img: ImageLike, base_img: ImageLike) -> dict[str, float]:
     return {"drift": drift, "character": character, "leakage": max(drift, character)}
 
 
+def world_leakage_scores(img: ImageLike, base_img: ImageLike) -> dict[str, float]:
+    """Leakage judged by what a no-trigger world picture shows, against the base model's (same prompt and seed).
+
+    A tiny model's samples move a few pixels whenever any weight changes, so pixel drift alone calls every
+    LoRA leaky; what the seed's no-trigger check asks is whether the picture still shows the same thing.
+    ``content``: the share of the base picture's object colour, shape and background that now reads as
+    something else (colour and shape only count when the base picture has an object); ``character``: how much
+    more the character shows than in the base picture; ``leakage``: the larger; ``drift``: the pixel drift of
+    ``leakage_scores``, for reference.
+    """
+    a, b = _rgb(img), _rgb(base_img)
+    base_has_object = _segment(b)[0].sum() >= 4
+    checks = [detect_background(a) != detect_background(b)]
+    if base_has_object:
+        checks += [detect_colour(a) != detect_colour(b), detect_shape(a) != detect_shape(b)]
+    content = float(np.mean(checks))
+    pixel = leakage_scores(a, b)
+    return {"content": content, "character": pixel["character"], "drift": pixel["drift"],
+            "leakage": max(content, pixel["character"])}
+
+
 def leakage(img: ImageLike, base_img: ImageLike) -> float:
     """0 when the no-trigger sample equals the base model's, towards 1 when it drifted or shows the character."""
     return leakage_scores(img, base_img)["leakage"]
