@@ -5,7 +5,8 @@
     python scripts/demo_lora_check.py --skip-overfit  # only the default run (about 3 minutes)
 
 The default run is what a newcomer's first click does: the demo character's dataset
-(``write_character_dataset`` defaults) trained with the ``demo-character`` preset on the demo base model.
+(``write_character_dataset`` defaults) and the demo's prior images (``write_prior_dataset``: world scenes as
+``dataset.reg_path``) trained with the ``demo-character`` preset on the demo base model.
 Its wall time (dataset, model loading, training and the preset's checkpoint samples) should be at most
 3 minutes on 2 CPU cores. Every checkpoint is then loaded onto the base model and drawn with several seeds:
 
@@ -39,7 +40,15 @@ import torch
 from trainer.config import from_dict
 from trainer.demo import evaluation as ev
 from trainer.demo.measures import adherence_scores, burn, likeness, world_leakage_scores
-from trainer.demo.world import caption, demo_prompt_specs, sample_scene, write_character_dataset
+from trainer.demo.world import (
+    TRIGGER,
+    caption,
+    demo_prompt_specs,
+    sample_scene,
+    write_character_dataset,
+    write_prior_dataset,
+)
+from trainer.embedding import embedding_beside, load_embedding, unload_embedding
 from trainer.loop import run_training
 from trainer.models import load_pipeline
 
@@ -51,15 +60,15 @@ LEAKAGE_LIMIT = 0.2
 TIME_LIMIT_S = 180.0
 
 
-def demo_config(dataset: Path, out: Path, lr_factor: float = 1.0):
-    cfg = from_dict({"preset": PRESET, "dataset": {"path": str(dataset), "trigger": "zxc"},
+def demo_config(dataset: Path, prior: Path, out: Path, lr_factor: float = 1.0):
+    cfg = from_dict({"preset": PRESET, "dataset": {"path": str(dataset), "trigger": TRIGGER, "reg_path": str(prior)},
                      "save": {"output_dir": str(out)}})
     cfg.optim.lr = cfg.optim.lr * lr_factor
     return cfg
 
 
-def train(dataset: Path, out: Path, lr_factor: float) -> tuple[Path, float]:
-    cfg = demo_config(dataset, out, lr_factor)
+def train(dataset: Path, prior: Path, out: Path, lr_factor: float) -> tuple[Path, float]:
+    cfg = demo_config(dataset, prior, out, lr_factor)
     t0 = time.perf_counter()
     result = run_training(cfg)
     seconds = time.perf_counter() - t0
@@ -101,8 +110,13 @@ def measure(run_dir: Path, seeds: list[int]) -> list[dict]:
         name = f"c{i}"
         pipe.load_lora_weights(str(ck), weight_name="lora.safetensors", adapter_name=name)
         pipe.set_adapters([name])
+        embedding = embedding_beside(ck / "lora.safetensors")
+        if embedding is not None:
+            load_embedding(pipe, embedding, TRIGGER)
         imgs_t, imgs_w = draw_all()
         pipe.delete_adapters([name])
+        if embedding is not None:
+            unload_embedding(pipe, TRIGGER)
         rows.append(_row(int(ck.name.split("-")[1]), imgs_t, imgs_w, base_t, base_w, t_prompts, unseen))
     return rows
 
@@ -142,11 +156,12 @@ def main(argv: list[str] | None = None) -> int:
     seeds = list(range(args.seeds))
 
     t0 = time.perf_counter()
-    dataset = work / "dataset"
+    dataset, prior = work / "dataset", work / "prior"
     write_character_dataset(dataset)
-    run_dir, train_s = train(dataset, work / "runs", 1.0)
+    write_prior_dataset(prior)
+    run_dir, train_s = train(dataset, prior, work / "runs", 1.0)
     wall = time.perf_counter() - t0
-    cfg = demo_config(dataset, work / "runs")
+    cfg = demo_config(dataset, prior, work / "runs")
     print(f"default demo run: {wall:.0f} s wall ({train_s:.0f} s in run_training) on {args.threads} thread(s); "
           f"lr {cfg.optim.lr:g}, rank {cfg.lora.rank}, {cfg.train.epochs} epochs, batch {cfg.train.batch_size}; "
           f"{run_dir}")
@@ -159,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         f"leakage on no-trigger prompts {last['leakage']:.2f} <= {LEAKAGE_LIMIT}": last["leakage"] <= LEAKAGE_LIMIT,
     }
     if not args.skip_overfit:
-        hot_dir, hot_s = train(dataset, work / "runs", 10.0)
+        hot_dir, hot_s = train(dataset, prior, work / "runs", 10.0)
         hot = measure(hot_dir, seeds)
         print_table(f"10x lr ({10 * cfg.optim.lr:g}), {hot_s:.0f} s in run_training", hot)
         h = hot[-1]

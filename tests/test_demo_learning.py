@@ -1,8 +1,8 @@
 """The demo really learns: a short LoRA run on the committed demo base draws the character, the base does not.
 
-A real check of the whole path a newcomer's first run takes (demo dataset → ``run_training`` on
-``model.base = "demo"`` → kohya LoRA file → loaded onto the base → pictures measured), cut to the preset's
-first 400 steps (about 40 s on a CPU).
+A real check of the whole path a newcomer's first run takes (demo dataset and prior images → ``run_training`` on
+``model.base = "demo"`` → kohya LoRA file and trigger embedding → loaded onto the base → pictures measured), cut
+to the preset's first 400 steps (about a minute on a CPU).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import torch
 from trainer.config import ModelConfig, from_dict
 from trainer.demo import evaluation as ev
 from trainer.demo.measures import likeness
-from trainer.demo.world import TRIGGER, write_character_dataset
+from trainer.demo.world import TRIGGER, write_character_dataset, write_prior_dataset
+from trainer.embedding import embedding_beside, load_embedding
 from trainer.loop import run_training
 from trainer.models import DEMO_BASE_DIR, load_pipeline
 
@@ -43,9 +44,10 @@ def test_demo_base_loads_as_the_app_loads_it():
 
 def test_short_lora_run_draws_the_character(tmp_path: Path):
     write_character_dataset(tmp_path / "data")
+    write_prior_dataset(tmp_path / "prior")
     cfg = from_dict({
         "preset": "demo-character",
-        "dataset": {"path": str(tmp_path / "data"), "trigger": TRIGGER},
+        "dataset": {"path": str(tmp_path / "data"), "trigger": TRIGGER, "reg_path": str(tmp_path / "prior")},
         "train": {"max_steps": 400, "device": "cpu"},
         "save": {"output_dir": str(tmp_path / "runs"), "every_steps": 0},
         "sample": {"enabled": False},
@@ -57,6 +59,10 @@ def test_short_lora_run_draws_the_character(tmp_path: Path):
     pipe.set_progress_bar_config(disable=True)
     before = _likeness(pipe)
     pipe.load_lora_weights(str(result.final_lora.parent), weight_name=result.final_lora.name)
+    embedding = embedding_beside(result.final_lora)
+    if cfg.lora.trigger_embedding:
+        assert embedding is not None, "the preset trains the trigger embedding but none was saved"
+        load_embedding(pipe, embedding, TRIGGER)
     after = _likeness(pipe)
     assert before < 0.05, f"the base model already draws the character (likeness {before:.2f})"
     assert after > before + 0.25, f"likeness {before:.2f} → {after:.2f} after 400 LoRA steps"

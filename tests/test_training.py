@@ -223,3 +223,22 @@ def test_torchrun_two_processes_write_one_run_folder(dataset, tmp_path):
     rows = read_jsonl(runs[0] / "metrics.jsonl")
     assert [r["step"] for r in rows] == [1, 2, 3]
     assert (runs[0] / "final" / "lora.safetensors").is_file()
+
+
+def test_tag_dropout_keeps_the_trigger_and_drops_the_other_tags_at_its_rate():
+    import random
+
+    from trainer.config import DatasetConfig
+    from trainer.data import captions_are_augmented, process_caption
+
+    cfg = DatasetConfig(tag_dropout=0.5, keep_tokens=1)
+    rng = random.Random(0)
+    caption = "zxc, wearing a red hat, on grass, left, small"
+    outs = [process_caption(caption, cfg, rng) for _ in range(2000)]
+    assert all(o.split(", ")[0] == "zxc" for o in outs)
+    kept = sum(len(o.split(", ")) - 1 for o in outs) / (4 * len(outs))
+    assert 0.45 < kept < 0.55
+    tags = caption.split(", ")
+    assert all(o.split(", ") == [t for t in tags if t in o.split(", ")] for o in outs)  # in order, none added
+    assert captions_are_augmented(cfg) and not captions_are_augmented(DatasetConfig())
+    assert process_caption(caption, DatasetConfig(), rng) == caption

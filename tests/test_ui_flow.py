@@ -69,6 +69,8 @@ def test_the_demo_dataset_is_there_and_scans(app, api):
     assert (demo / "demo_manifest.json").is_file()
     out = api("scan")
     assert "**20** usable pictures" in out["ds_summary"]
+    assert "**60** prior images" in out["ds_summary"]  # the demo's world scenes (dataset.reg_path)
+    assert out["reg_path"] == str(app.ctx.workspace / "datasets" / "demo-world")
     assert out["dataset_path"] == str(demo)
     assert "error" not in out["ds_msg"].lower()
     assert out["ds_size_hist"]["type"] == "plotly"
@@ -125,6 +127,9 @@ def test_an_uploaded_zip_becomes_a_dataset_in_the_workspace(app, api, tmp_path):
     dest = app.ctx.workspace / "datasets" / "my cats"
     assert out["dataset_path"] == str(dest)
     assert "**4** usable pictures" in out["ds_summary"] and "20 pictures × repeats" not in out["ds_summary"]
+    # the demo's prior images belong to the demo character: they do not follow the user to their own dataset
+    assert out["reg_path"] == "" and "prior images" not in out["ds_summary"]
+    assert "taken out of 'Prior images folder'" in out["ds_msg"]
     assert "8 files copied" in out["ds_msg"] and "(1 skipped)" in out["ds_msg"]
     assert not (app.ctx.workspace / "datasets" / "evil.png").exists()
 

@@ -50,6 +50,9 @@ class DatasetConfig(_Section):
     shuffle_tags: bool = False
     keep_tokens: int = Field(1, ge=0, le=255)
     caption_dropout: float = Field(0.0, ge=0.0, le=1.0)
+    tag_dropout: float = Field(0.0, ge=0.0, le=1.0)
+    """Chance that each tag after the first ``keep_tokens`` is left out of a step's caption (sd-scripts'
+    ``caption_tag_dropout_rate``): the trigger learns to carry the subject without the other tags."""
     buckets: bool = True
     bucket_step: int = Field(64, ge=8, le=512, multiple_of=8)
     min_bucket_side: int = Field(256, ge=8, le=4096)
@@ -57,6 +60,13 @@ class DatasetConfig(_Section):
     cache_latents: bool = True
     cache_to_disk: bool = False
     flip: bool = False
+    reg_path: str = ""
+    """Prior (regularisation) images: pictures of what the base model should go on drawing, captioned without
+    the trigger, in ``N_name`` folders like the dataset's (kohya's reg folder). They are trained beside the
+    dataset, so no-trigger prompts stay where they were. Unlike sd-scripts they are not balanced to the
+    dataset's count: their folders' repeats say how often they come."""
+    prior_loss_weight: float = Field(1.0, ge=0.0, le=10.0)
+    """Loss weight of prior images (sd-scripts' ``prior_loss_weight``)."""
 
     @field_validator("caption_ext")
     @classmethod
@@ -73,6 +83,9 @@ class LoraConfig(_Section):
     """attn: attention projections; attn_ff adds the feed-forward and proj_in/proj_out (sd-scripts' default set)."""
     dropout: float = Field(0.0, ge=0.0, lt=1.0)
     train_text_encoder: bool = False
+    trigger_embedding: bool = False
+    """Also train the trigger word's own token embeddings (pivotal tuning; needs dataset.trigger); they are saved
+    as embedding.safetensors beside each LoRA file, a textual inversion named after the trigger."""
 
 
 class OptimConfig(_Section):
@@ -80,6 +93,8 @@ class OptimConfig(_Section):
     lr: float = Field(1e-4, gt=0.0, le=10.0)
     te_lr: float = Field(0.0, ge=0.0, le=10.0)
     """Text-encoder lr; 0 means the same as ``lr``."""
+    embedding_lr: float = Field(0.0, ge=0.0, le=10.0)
+    """lr of the trigger embedding (lora.trigger_embedding); 0 means the same as ``lr``."""
     scheduler: Literal["constant", "constant_with_warmup", "cosine", "linear", "cosine_with_restarts"] = (
         "constant_with_warmup"
     )
@@ -201,6 +216,10 @@ class Config(_Section):
     def effective_te_lr(self) -> float:
         return self.optim.te_lr or self.optim.lr
 
+    @property
+    def effective_embedding_lr(self) -> float:
+        return self.optim.embedding_lr or self.optim.lr
+
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 
@@ -225,6 +244,9 @@ def _format_validation_error(err: ValidationError, origin: str) -> str:
             section = ".".join(str(p) for p in e["loc"][:-1])
             allowed = sorted(_section_fields(section))
             lines.append(f"unknown key '{key}'; allowed here: {', '.join(allowed)}")
+        elif isinstance(e.get("input"), dict):  # a rule across keys: its message names them
+            msg = e["msg"].removeprefix("Value error, ")
+            lines.append(f"{key}: {msg}" if key else msg)
         else:
             value = e.get("input")
             lines.append(f"'{key}' = {value!r}: {e['msg'].lower()}")

@@ -30,6 +30,7 @@ class Sample:
     bucket: tuple[int, int]  # (width, height)
     caption: str
     repeats: int
+    prior: bool = False  # a prior (regularisation) image: loss weighted by dataset.prior_loss_weight
 
 
 def samples_from_report(report, trigger: str = "") -> list[Sample]:
@@ -40,8 +41,8 @@ def samples_from_report(report, trigger: str = "") -> list[Sample]:
             # sd-scripts' convention: a kohya folder "N_trigger class" names the caption of uncaptioned images.
             folder = Path(item.folder).name if item.folder else ""
             head, _, rest = folder.partition("_")
-            caption = rest.strip() if head.isdigit() and rest.strip() else trigger
-        out.append(Sample(i, item.path, item.rel, tuple(item.bucket), caption, int(item.repeats)))
+            caption = rest.strip() if head.isdigit() and rest.strip() else ("" if item.prior else trigger)
+        out.append(Sample(i, item.path, item.rel, tuple(item.bucket), caption, int(item.repeats), item.prior))
     return out
 
 
@@ -64,19 +65,24 @@ def epoch_batches(samples: list[Sample], batch_size: int, seed: int, epoch: int)
 
 
 def process_caption(caption: str, cfg, rng: random.Random) -> str:
-    """Tag shuffling that keeps the first ``keep_tokens`` tags (the trigger) in place, then caption dropout."""
+    """Caption dropout, then tag dropout and shuffling of the tags after the first ``keep_tokens`` (the trigger
+    stays first and always there)."""
     if cfg.caption_dropout > 0 and rng.random() < cfg.caption_dropout:
         return ""
-    if cfg.shuffle_tags:
+    if cfg.shuffle_tags or cfg.tag_dropout > 0:
         tags = [t.strip() for t in caption.split(",") if t.strip()]
         fixed, rest = tags[: cfg.keep_tokens], tags[cfg.keep_tokens :]
-        rng.shuffle(rest)
+        if cfg.tag_dropout > 0:
+            rest = [t for t in rest if rng.random() >= cfg.tag_dropout]
+        if cfg.shuffle_tags:
+            rng.shuffle(rest)
         caption = ", ".join(fixed + rest)
     return caption
 
 
 def captions_are_augmented(cfg) -> bool:
-    return bool(cfg.shuffle_tags)  # dropout maps to the cached empty caption, so it does not stop caching
+    # caption dropout maps to the cached empty caption, so it does not stop caching
+    return bool(cfg.shuffle_tags or cfg.tag_dropout > 0)
 
 
 def image_tensor(path: str, bucket: tuple[int, int], flip: bool = False) -> torch.Tensor:

@@ -51,6 +51,8 @@ class ImageItem:
     bucket: Bucket
     caption_source: str = "file"
     """"file", or what stood in for a missing/empty/unreadable one: "folder" (kohya class words), "trigger", "none"."""
+    prior: bool = False
+    """A prior (regularisation) image from ``dataset.reg_path``; its ``rel`` starts with ``reg/``."""
 
 
 @dataclass
@@ -74,6 +76,8 @@ class DatasetReport:
     problem_counts: dict[str, int] = field(default_factory=dict)
     resolution: int = 512
     trigger: str = ""
+    prior_images: int = 0
+    """How many of ``images`` are prior images (``dataset.reg_path``)."""
 
     def to_json(self, include_items: bool = True) -> dict[str, Any]:
         d = asdict(self)
@@ -97,6 +101,13 @@ def scan_dataset(cfg: DatasetConfig | None = None, /, **overrides: Any) -> Datas
     root = _check_root(cfg.path)
     folders, unsupported = _discover(root, cfg)
     n_images = sum(len(f.files) for f in folders)
+    if cfg.reg_path:
+        reg_root = _check_root(cfg.reg_path, "dataset.reg_path")
+        reg_folders, reg_unsupported = _discover(reg_root, cfg)
+        for f in reg_folders:
+            f.name, f.prior, f.root = ("reg" if f.name == "." else f"reg/{f.name}"), True, reg_root
+        folders += reg_folders
+        unsupported += [f"reg/{rel}" for rel in reg_unsupported]
     if n_images == 0:
         extra = f" ({len(unsupported)} files in formats it cannot read; convert them)" if unsupported else ""
         if any(f.repeats == 0 for f in folders):
@@ -116,10 +127,12 @@ def scan_dataset(cfg: DatasetConfig | None = None, /, **overrides: Any) -> Datas
     for f in folders:
         problems.extend(f.problems)
         count = 0
+        # prior images are captioned without the trigger on purpose
+        folder_cfg = cfg.model_copy(update={"trigger": ""}) if f.prior else cfg
         for path in f.files:
-            rel = path.relative_to(root).as_posix()
+            rel = ("reg/" + path.relative_to(f.root).as_posix()) if f.prior and f.root else path.relative_to(root).as_posix()
             try:
-                item, notes, text = _scan_image(path, rel, f, cfg, buckets, seen)
+                item, notes, text = _scan_image(path, rel, f, folder_cfg, buckets, seen)
             except _Excluded as ex:
                 problems.append(ex.problem)
                 continue
@@ -129,7 +142,7 @@ def scan_dataset(cfg: DatasetConfig | None = None, /, **overrides: Any) -> Datas
             problems.extend(notes)
             items.append(item)
             count += 1
-            if text:
+            if text and not f.prior:  # tag counts and the trigger share describe the dataset itself
                 captions[rel] = text
         folder_rows.append({"name": f.name, "repeats": f.repeats, "images": count})
     return _summarise(root, cfg, items, captions, problems, folder_rows)
@@ -184,20 +197,19 @@ def _resolve_cfg(cfg: DatasetConfig | None, overrides: dict[str, Any]) -> Datase
         raise UserError(f"'dataset.{key}' = {err.get('input')!r}: {err['msg'].lower()}") from None
 
 
-def _check_root(path: str) -> Path:
+def _check_root(path: str, key: str = "dataset.path") -> Path:
+    what = "prior-image folder" if key == "dataset.reg_path" else "dataset folder"
     if not path:
-        raise UserError("no dataset folder set; set dataset.path to the folder with your pictures")
+        raise UserError(f"no {what} set; set {key} to the folder with your pictures")
     root = Path(path).expanduser()
     if not root.exists():
-        raise UserError(f"dataset folder not found: {root} (check the path, or create it and add pictures)")
+        raise UserError(f"{what} not found: {root} ({key}; check the path, or create it and add pictures)")
     if not root.is_dir():
-        raise UserError(
-            f"dataset path is a file, not a folder: {root} (give the folder that holds the pictures)"
-        )
+        raise UserError(f"{key} is a file, not a folder: {root} (give the folder that holds the pictures)")
     try:
         next(root.iterdir(), None)
     except OSError as e:
-        raise UserError(f"cannot read dataset folder {root}: {e.strerror or e}") from None
+        raise UserError(f"cannot read {what} {root}: {e.strerror or e}") from None
     return root.resolve()
 
 
@@ -214,6 +226,9 @@ class _Folder:
     """kohya's words after ``N_`` ("zxc girl"): the caption of a picture that has none."""
     files: list[Path]
     problems: list[dict[str, Any]]
+    prior: bool = False
+    root: Path | None = None
+    """Where ``files`` are relative to (set for prior folders, which live under ``dataset.reg_path``)."""
 
 
 def _discover(root: Path, cfg: DatasetConfig) -> tuple[list[_Folder], list[str]]:
@@ -381,7 +396,7 @@ def _scan_image(
         notes.append(_problem(status, rel, {"fallback": shown_ko}, fallback=shown_en, caption=cap_name))
     elif cfg.trigger and not contains_trigger(caption, cfg.trigger):
         notes.append(_problem("no_trigger", rel, trigger=cfg.trigger))
-    item = ImageItem(str(path), rel, folder.name, folder.repeats, caption, w, h, bucket, source)
+    item = ImageItem(str(path), rel, folder.name, folder.repeats, caption, w, h, bucket, source, folder.prior)
     return item, notes, text
 
 
@@ -485,6 +500,7 @@ def _summarise(
         problem_counts=dict(Counter(p["kind"] for p in problems)),
         resolution=cfg.resolution,
         trigger=cfg.trigger,
+        prior_images=sum(it.prior for it in items),
     )
 
 

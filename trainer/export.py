@@ -121,8 +121,13 @@ def kohya_metadata(ctx: dict[str, Any]) -> dict[str, str]:
     res = cfg.dataset.resolution
     folders = {}
     tag_freq: dict[str, dict[str, int]] = {}
+    reg_dirs: dict[str, dict[str, int]] = {}
     for item in report.items:
         folder = Path(item.folder).name if item.folder else "."
+        if item.prior:  # sd-scripts lists regularisation folders on their own, without tags
+            reg = reg_dirs.setdefault(folder, {"n_repeats": int(item.repeats), "img_count": 0})
+            reg["img_count"] += 1
+            continue
         entry = folders.setdefault(folder, {"n_repeats": int(item.repeats), "img_count": 0})
         entry["img_count"] += 1
         tags = tag_freq.setdefault(folder, {})
@@ -140,8 +145,8 @@ def kohya_metadata(ctx: dict[str, Any]) -> dict[str, str]:
         "ss_v2": "False",
         "ss_sd_model_name": Path(cfg.model.base).name,
         "ss_resolution": f"({res}, {res})",
-        "ss_num_train_images": str(plan.image_repeats),
-        "ss_num_reg_images": "0",
+        "ss_num_train_images": str(plan.image_repeats - sum(d["n_repeats"] * d["img_count"] for d in reg_dirs.values())),
+        "ss_num_reg_images": str(sum(d["n_repeats"] * d["img_count"] for d in reg_dirs.values())),
         "ss_num_batches_per_epoch": str(plan.batches_per_epoch),
         "ss_num_epochs": str(plan.epochs),
         "ss_epoch": str(ctx["epoch"]),
@@ -167,6 +172,7 @@ def kohya_metadata(ctx: dict[str, Any]) -> dict[str, str]:
         "ss_enable_bucket": str(cfg.dataset.buckets),
         "ss_bucket_info": json.dumps({"buckets": report.to_json().get("buckets", [])}),
         "ss_dataset_dirs": json.dumps(folders, ensure_ascii=False),
+        "ss_reg_dataset_dirs": json.dumps(reg_dirs, ensure_ascii=False),
         "ss_tag_frequency": json.dumps(tag_freq, ensure_ascii=False),
         "ss_training_started_at": str(ctx["started_at"]),
         "ss_training_finished_at": str(now),

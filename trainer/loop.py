@@ -285,6 +285,9 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
         if cfg.train.min_snr_gamma > 0:
             loss = loss * _min_snr_weights(self.noise_scheduler, timesteps, cfg.train.min_snr_gamma,
                                            self.base_info.prediction_type)
+        if cfg.dataset.prior_loss_weight != 1.0 and any(s.prior for s in batch):
+            loss = loss * torch.tensor([cfg.dataset.prior_loss_weight if s.prior else 1.0 for s in batch],
+                                       device=loss.device)
         return loss.mean()
 
     def _encoder(self) -> LatentCache:

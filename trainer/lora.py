@@ -13,6 +13,10 @@ import torch
 from peft import LoraConfig, inject_adapter_in_model
 from peft.utils import get_peft_model_state_dict, set_peft_model_state_dict
 
+from .embedding import TriggerEmbedding
+
+EMBEDDING_ROLE = "emb"
+
 UNET_TARGETS = {
     "attn": ["to_q", "to_k", "to_v", "to_out.0"],
     "attn_ff": ["to_q", "to_k", "to_v", "to_out.0", "ff.net.0.proj", "ff.net.2", "proj_in", "proj_out"],
@@ -42,15 +46,32 @@ class LoraModules:
             out.extend((f"{role}.{n}", p) for n, p in m.named_parameters() if p.requires_grad)
         return out
 
+    @property
+    def embedding(self) -> TriggerEmbedding | None:
+        """The trigger embedding being trained (role ``emb``), if any."""
+        m = self.models.get(EMBEDDING_ROLE)
+        return m if isinstance(m, TriggerEmbedding) else None
+
     def state_dicts(self) -> dict[str, dict[str, torch.Tensor]]:
-        """peft state dicts per role (keys without the adapter name), detached fp32 copies on the CPU."""
+        """peft state dicts per role (keys without the adapter name; the trigger embedding's own state dict),
+        detached fp32 copies on the CPU."""
+        def state(role: str, m: torch.nn.Module) -> dict[str, torch.Tensor]:
+            return m.state_dict() if role == EMBEDDING_ROLE else get_peft_model_state_dict(m)
+
         return {
-            role: {k: v.detach().float().cpu().clone() for k, v in get_peft_model_state_dict(m).items()}
+            role: {k: v.detach().float().cpu().clone() for k, v in state(role, m).items()}
             for role, m in self.models.items()
         }
 
+    def adapter_state_dicts(self) -> dict[str, dict[str, torch.Tensor]]:
+        """``state_dicts`` without the trigger embedding: what the LoRA files hold."""
+        return {role: sd for role, sd in self.state_dicts().items() if role != EMBEDDING_ROLE}
+
     def load_state_dicts(self, states: dict[str, dict[str, torch.Tensor]]) -> None:
         for role, sd in states.items():
+            if role == EMBEDDING_ROLE:
+                self.models[role].load_state_dict(sd)
+                continue
             result = set_peft_model_state_dict(self.models[role], sd)
             unexpected = getattr(result, "unexpected_keys", None) or []
             if unexpected:
@@ -67,8 +88,9 @@ def _lora_config(rank: int, alpha: float, targets: list[str], dropout: float) ->
     )
 
 
-def attach_lora(pipe, lora_cfg, family: str, seed: int) -> LoraModules:
-    """Freeze the pipeline, inject adapters (UNet, plus text encoders when asked) and upcast them to fp32."""
+def attach_lora(pipe, lora_cfg, family: str, seed: int, trigger: str = "") -> LoraModules:
+    """Freeze the pipeline, inject adapters (UNet, plus text encoders when asked) and upcast them to fp32; with
+    ``lora.trigger_embedding``, also the trigger's embedding deltas (role ``emb``), hooked into the encoders."""
     for part in ("unet", "vae", "text_encoder", "text_encoder_2"):
         m = getattr(pipe, part, None)
         if m is not None:
@@ -86,6 +108,11 @@ def attach_lora(pipe, lora_cfg, family: str, seed: int) -> LoraModules:
         cfg = _lora_config(lora_cfg.rank, lora_cfg.alpha, targets, lora_cfg.dropout)
         inject_adapter_in_model(cfg, m, adapter_name="default")
         configs[role] = {"r": lora_cfg.rank, "lora_alpha": float(lora_cfg.alpha), "target_modules": targets}
+    if lora_cfg.trigger_embedding:
+        encoders = [pipe.text_encoder] + ([pipe.text_encoder_2] if family == "sdxl" else [])
+        tokenizers = [pipe.tokenizer] + ([pipe.tokenizer_2] if family == "sdxl" else [])
+        emb = TriggerEmbedding(encoders, tokenizers, trigger)
+        models[EMBEDDING_ROLE] = emb.to(encoders[0].device).install()
     mods = LoraModules(models, lora_cfg.rank, float(lora_cfg.alpha), lora_cfg.targets, configs)
     for _, p in mods.named_trainable():
         p.data = p.data.float()

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from . import checkpoint as ckpt
+from .embedding import EMBEDDING_FILE, write_embedding
 from .export import NonFiniteTensorError, rotate_checkpoints, write_diffusers, write_kohya
 from .sampling import sampling_pipeline, write_samples
 
@@ -25,14 +26,20 @@ class OutputsMixin:
         }
 
     def write_lora_files(self, folder: Path, step: int) -> list[Path]:
-        states = self.lora.state_dicts()
+        states = self.lora.adapter_state_dicts()
         written = [
             write_kohya(folder / "lora.safetensors", states, self._export_ctx(step, "live")),
             write_diffusers(folder / "lora_diffusers.safetensors", states, self.lora.config_by_role, self.family),
         ]
+        emb = self.lora.embedding
+        if emb is not None:
+            written.append(write_embedding(folder / EMBEDDING_FILE, emb, self.family, {"step": str(step)}))
         if self.ema is not None:
             with self.ema.swapped_in():
-                ema_states = self.lora.state_dicts()
+                ema_states = self.lora.adapter_state_dicts()
+                if emb is not None:
+                    written.append(write_embedding(folder / EMBEDDING_FILE.replace(".safetensors", "_ema.safetensors"),
+                                                   emb, self.family, {"step": str(step), "weights": "ema"}))
             written.append(write_kohya(folder / "lora_ema.safetensors", ema_states, self._export_ctx(step, "ema")))
         return written
 

@@ -21,7 +21,7 @@ from .errors import UserError
 from .events import MultiSink, RunFolderSink
 from .guard import Guard
 from .io import atomic_write_json, atomic_write_text, read_jsonl
-from .lora import attach_lora
+from .lora import EMBEDDING_ROLE, attach_lora
 from .models import load_pipeline
 from .optim import build_optimizer, build_scheduler
 from .plan import make_plan
@@ -88,7 +88,7 @@ class PreparationMixin:
         self.pipe = pipe
         self.unet = pipe.unet
         self.noise_scheduler = _training_scheduler(pipe, self.base_info.prediction_type)
-        self.lora = attach_lora(pipe, cfg.lora, self.family, cfg.train.seed)
+        self.lora = attach_lora(pipe, cfg.lora, self.family, cfg.train.seed, cfg.dataset.trigger)
         if cfg.train.channels_last and self.device.type == "cuda":
             # tensor cores want NHWC; on a CPU it measured 4-7 % slower per step (bench/bench_step.py models)
             self.unet.to(memory_format=torch.channels_last)
@@ -110,7 +110,8 @@ class PreparationMixin:
     def prepare_data(self) -> None:
         cfg = self.config
         self.samples = samples_from_report(self.report, cfg.dataset.trigger)
-        te_frozen = not cfg.lora.train_text_encoder
+        # a trained trigger embedding changes the text encoder's output every step, like a text-encoder LoRA
+        te_frozen = not (cfg.lora.train_text_encoder or cfg.lora.trigger_embedding)
         self.text = TextConditioner(self.pipe, self.family, self.device,
                                     cache=te_frozen and not captions_are_augmented(cfg.dataset))
         self.latents: LatentCache | None = None
@@ -133,7 +134,10 @@ class PreparationMixin:
         cfg = self.config
         groups = [{"params": self.lora.trainable("unet"), "lr": cfg.optim.lr, "name": "unet"}]
         for role in self.lora.models:
-            if role != "unet":
+            if role == EMBEDDING_ROLE:  # an embedding's deltas: no weight decay pulling them back to the base
+                groups.append({"params": self.lora.trainable(role), "lr": cfg.effective_embedding_lr, "name": role,
+                               "weight_decay": 0.0})
+            elif role != "unet":
                 groups.append({"params": self.lora.trainable(role), "lr": cfg.effective_te_lr, "name": role})
         self.optimizer = build_optimizer(groups, cfg, self.device)
         self.total_steps = self.plan.total_steps

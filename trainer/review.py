@@ -345,6 +345,7 @@ def strength_sweep(
     """
     import torch
 
+    from .embedding import embedding_beside, load_embedding
     from .models import load_pipeline
     from .precision import decide_precision, resolve_device
     from .sampling import expand_prompts, png_bytes, render, sampling_pipeline
@@ -368,6 +369,9 @@ def strength_sweep(
     pipe.to(device)
     try:
         pipe.load_lora_weights(str(lora.parent), weight_name=lora.name, adapter_name="review")
+        embedding = embedding_beside(lora)
+        if embedding is not None:  # trained with lora.trigger_embedding: the trigger's vectors come with it
+            load_embedding(pipe, embedding, config.dataset.trigger)
     except (ValueError, KeyError, RuntimeError) as e:
         raise UserError(f"{lora.name}: could not load it onto the base model ({str(e).splitlines()[0][:200]})") from None
     sampler = sampling_pipeline(pipe, info.prediction_type)

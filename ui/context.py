@@ -16,6 +16,7 @@ from trainer.runner import Runner, get_runner
 from .paths import PathPolicy
 
 DEMO_DATASET = "demo-zxc"
+DEMO_PRIOR = "demo-world"  # the demo's prior images (dataset.reg_path): world scenes that hold no-trigger prompts
 DEFAULT_PRESET = "demo-character"
 
 
@@ -98,7 +99,7 @@ class AppContext:
 def make_context(workspace: str | Path, restricted: bool = False, lang: str = "en",
                  runner: Runner | None = None) -> AppContext:
     """Create the workspace folders, the demo dataset on first run, and the starting values (demo + preset)."""
-    from trainer.demo import TRIGGER, demo_sample_prompts, write_character_dataset
+    from trainer.demo import TRIGGER, demo_sample_prompts, write_character_dataset, write_prior_dataset
     from trainer.models import DEMO_BASE_DIR
     from trainer.precision import bf16_supported, resolve_device
     from trainer.presets import preset_config
@@ -111,8 +112,12 @@ def make_context(workspace: str | Path, restricted: bool = False, lang: str = "e
     demo = ws / "datasets" / DEMO_DATASET
     if not (demo / "demo_manifest.json").is_file():
         write_character_dataset(demo)
+    prior = ws / "datasets" / DEMO_PRIOR
+    if not any(prior.glob("*_world/*.png")):
+        write_prior_dataset(prior)
     cfg = preset_config(DEFAULT_PRESET)
     cfg.dataset.path = str(demo)
+    cfg.dataset.reg_path = str(prior)
     cfg.dataset.trigger = TRIGGER
     cfg.model.base = "demo" if (DEMO_BASE_DIR / "model_index.json").is_file() else "tiny-sd15"
     cfg.sample.prompts = demo_sample_prompts()

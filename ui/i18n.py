@@ -41,6 +41,9 @@ TEXTS: dict[str, tuple[str, str]] = {
     "scan": ("Scan", "검사"),
     "scanning": ("Scanning the pictures…", "그림을 검사하는 중…"),
     "scan_done": ("Scanned: {n} usable pictures.", "검사 완료: 쓸 수 있는 그림 {n}장."),
+    "demo_prior_dropped": (" The demo's prior images (its world scenes) were taken out of 'Prior images folder': they "
+                           "belong to the demo character.",
+                           " 데모의 사전 보존 그림(데모 세계 장면)은 데모 캐릭터용이라 '사전 보존 그림 폴더'에서 뺐다."),
     "next_steps": ("Next: steps →", "다음: 스텝 →"),
     "upload_title": ("Upload pictures or a zip", "그림이나 zip 업로드"),
     "upload_files": ("Pictures, captions (.txt) or a .zip", "그림, 캡션(.txt) 또는 .zip"),
@@ -80,6 +83,9 @@ TEXTS: dict[str, tuple[str, str]] = {
                 "문제: 오류 {errors}, 경고 {warnings}, 참고 {infos}."),
     "summary_folder": ("- `{name}`: {images} pictures × {repeats} repeats", "- `{name}`: 그림 {images}장 × 반복 {repeats}"),
     "summary_trigger": ('- trigger "{trigger}" in {share}% of captions', '- 트리거 "{trigger}"가 캡션의 {share}%에 있음'),
+    "summary_prior": ("- **{n}** prior images (`reg/` folders) train beside them, captioned without the trigger; "
+                      "pictures × repeats counts them too",
+                      "- 사전 보존 그림 **{n}**장(`reg/` 폴더)이 함께 학습된다. 트리거 없이 캡션. 그림 × 반복에 포함"),
     # 2 steps
     "plan_intro": ("How long to train. The count below is the real one: a batch never mixes bucket sizes.",
                    "얼마나 학습할지 정합니다. 아래 값이 실제 스텝 수입니다. 한 배치에는 같은 버킷의 그림만 들어갑니다."),
@@ -185,6 +191,10 @@ TEXTS: dict[str, tuple[str, str]] = {
     "download": ("Download this LoRA", "이 LoRA 내려받기"),
     "download_file": ("LoRA file", "LoRA 파일"),
     "download_ready": ("{name} is ready below.", "{name}을(를) 아래에서 받으세요."),
+    "download_ready_embedding": ("{name} is ready below: the LoRA and its trigger embedding {trigger}.safetensors. "
+                                 "Put the embedding in your UI's embeddings folder and write {trigger} in prompts.",
+                                 "{name}을(를) 아래에서 받으세요: LoRA와 트리거 임베딩 {trigger}.safetensors. 임베딩은 "
+                                 "쓰는 UI의 embeddings 폴더에 넣고 프롬프트에 {trigger}를 씁니다."),
     "no_runs": ("No runs yet: train one first.", "아직 실행이 없습니다. 먼저 학습하세요."),
     "no_samples": ("This run has no sample pictures.", "이 실행에는 샘플 그림이 없습니다."),
     "no_checkpoints": ("This run saved no checkpoint.", "이 실행은 체크포인트를 저장하지 않았습니다."),

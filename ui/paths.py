@@ -59,6 +59,12 @@ class PathPolicy:
             raise UserError(t("err_outside_workspace", lang, what=what, path=text, workspace=self.root))
         return p
 
+    def resolve_dataset(self, dataset, lang: str = "en") -> None:
+        """``dataset.path`` and, when set, ``dataset.reg_path`` of a config section, resolved in place."""
+        dataset.path = str(self.resolve(dataset.path, "dataset.path", lang))
+        if (dataset.reg_path or "").strip():
+            dataset.reg_path = str(self.resolve(dataset.reg_path, "dataset.reg_path", lang))
+
     def inside(self, base: Path, raw: str, what: str, lang: str = "en") -> Path:
         """A path that must lie inside ``base`` whatever the mode (run folders, files of a dataset)."""
         p = Path((raw or "").strip())

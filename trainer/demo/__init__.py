@@ -29,6 +29,7 @@ from .world import (
     sample_scene,
     world_dataset,
     write_character_dataset,
+    write_prior_dataset,
     write_world_dataset,
 )
 
@@ -55,5 +56,6 @@ __all__ = [
     "world_dataset",
     "world_leakage_scores",
     "write_character_dataset",
+    "write_prior_dataset",
     "write_world_dataset",
 ]

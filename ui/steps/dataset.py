@@ -14,6 +14,7 @@ from trainer.errors import UserError
 from trainer.io import atomic_write_text
 
 from ..binding import UI, ok_box
+from ..context import DEMO_DATASET, DEMO_PRIOR
 from ..fields import NAMES, config_from_values
 from ..i18n import t
 from ..paths import import_uploads, safe_name
@@ -63,7 +64,19 @@ def build(ui: UI) -> None:
 
 
 REPORT_OUTPUTS = ["report_state", "ds_summary", "ds_problems", "ds_size_hist", "ds_aspect_hist", "ds_buckets",
-                  "ds_tags", "ds_tag_warnings", "ds_gallery", "ds_msg", "dataset_path", *gates.UNLOCKS]
+                  "ds_tags", "ds_tag_warnings", "ds_gallery", "ds_msg", "dataset_path", "reg_path", *gates.UNLOCKS]
+
+
+def demo_prior_left_behind(ctx, values: dict[str, Any], lang: str) -> bool:
+    """True when the prior-images field still holds the demo's world scenes while the dataset is no longer the
+    demo's: they belong to the demo character and would be trained into the user's LoRA."""
+    reg = (values.get("reg_path") or "").strip()
+    if not reg or not values.get("dataset_path"):
+        return False
+    demo_prior = (ctx.datasets_dir / DEMO_PRIOR).resolve()
+    if ctx.policy.resolve(reg, "dataset.reg_path", lang) != demo_prior:
+        return False
+    return ctx.policy.resolve(values["dataset_path"], "dataset.path", lang) != (ctx.datasets_dir / DEMO_DATASET).resolve()
 
 
 def wire(ui: UI) -> None:
@@ -71,11 +84,15 @@ def wire(ui: UI) -> None:
 
     def scan(*, lang: str, report_state: Any, progress=gr.Progress(), **values: Any) -> dict[str, Any]:  # noqa: B008
         progress(0, desc=t("scanning", lang))
+        dropped = demo_prior_left_behind(ctx, values, lang)
+        if dropped:
+            values = {**values, "reg_path": ""}
         report, state = scan_for(ui, values, lang, force=True)
         out = render_report(report, lang)
         out["report_state"] = {**state, "lang": lang}
-        out["ds_msg"] = ok_box(t("scan_done", lang, n=report.images))
+        out["ds_msg"] = ok_box(t("scan_done", lang, n=report.images - report.prior_images) + (t("demo_prior_dropped", lang) if dropped else ""))
         out["dataset_path"] = report.root
+        out["reg_path"] = values.get("reg_path") or ""
         out.update(gates.unlocks_after_scan(ui, values, report, lang))
         return out
 
@@ -92,7 +109,9 @@ def wire(ui: UI) -> None:
         counts = import_uploads([getattr(f, "name", f) for f in upload_files], dest, lang)
         values = {**values, "dataset_path": str(dest)}
         out = scan(lang=lang, report_state=report_state, progress=progress, **values)
-        out["ds_msg"] = ok_box(t("imported", lang, n=counts["files"], skipped=counts["skipped"], folder=dest))
+        dropped = bool(values.get("reg_path")) and not out["reg_path"]
+        out["ds_msg"] = ok_box(t("imported", lang, n=counts["files"], skipped=counts["skipped"], folder=dest)
+                               + (t("demo_prior_dropped", lang) if dropped else ""))
         out["upload_files"] = None
         return out
 
@@ -158,7 +177,7 @@ def scan_for(ui: UI, values: dict[str, Any], lang: str, report_state: Any = None
     """The scan report for these settings and the session state holding it: the report already in the session
     when the dataset settings match, else a new scan."""
     cfg = config_from_values(values, ui.ctx.runs_dir, [ui.ctx.presets_dir])
-    cfg.dataset.path = str(ui.ctx.policy.resolve(cfg.dataset.path, "dataset.path", lang))
+    ui.ctx.policy.resolve_dataset(cfg.dataset, lang)
     key = cfg.dataset.model_dump_json()
     state = report_state or {}
     if not force and state.get("key") == key and state.get("report") is not None:
@@ -195,10 +214,12 @@ def render_report(report: DatasetReport, lang: str) -> dict[str, Any]:
 
 def summary_markdown(report: DatasetReport, lang: str) -> str:
     counts = {s: sum(1 for p in report.problems if p["severity"] == s) for s in ("error", "warning", "info")}
-    lines = [t("summary", lang, images=report.images, captions=report.captions, repeats=report.image_repeats,
-               errors=counts["error"], warnings=counts["warning"], infos=counts["info"])]
+    lines = [t("summary", lang, images=report.images - report.prior_images, captions=report.captions,
+               repeats=report.image_repeats, errors=counts["error"], warnings=counts["warning"], infos=counts["info"])]
     for f in report.folders:
         lines.append(t("summary_folder", lang, name=f["name"], repeats=f["repeats"], images=f["images"]))
+    if report.prior_images:
+        lines.append(t("summary_prior", lang, n=report.prior_images))
     if report.trigger_share is not None:
         lines.append(t("summary_trigger", lang, trigger=report.trigger, share=f"{100 * report.trigger_share:.0f}"))
     return "\n".join(lines)

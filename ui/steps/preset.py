@@ -21,9 +21,9 @@ from ..widgets import field_widget, field_widgets
 from . import gates
 
 # What a preset never changes: the user's pictures, trigger, base model, run name and sample prompts.
-KEPT_ON_PRESET = ("dataset_path", "trigger", "base", "run_name", "sample_prompts")
+KEPT_ON_PRESET = ("dataset_path", "reg_path", "trigger", "base", "run_name", "sample_prompts")
 # Left out of a saved user preset: they belong to one dataset, not to a recipe.
-NOT_IN_USER_PRESET = {"dataset.path", "dataset.trigger", "save.output_dir", "save.name", "sample.prompts",
+NOT_IN_USER_PRESET = {"dataset.path", "dataset.reg_path", "dataset.trigger", "save.output_dir", "save.name", "sample.prompts",
                       "model.base", "preset", "version"}
 
 
@@ -134,7 +134,7 @@ def wire(ui: UI) -> None:
 
     def next_step(*, lang: str, **values: Any) -> dict[str, Any]:
         cfg = config_from_values(values, ctx.runs_dir, [ctx.presets_dir])
-        ctx.policy.resolve(cfg.dataset.path, "dataset.path", lang)
+        ctx.policy.resolve_dataset(cfg.dataset, lang)
         ctx.policy.check_base(cfg.model.base, lang)
         return {"wizard": gr.Walkthrough(selected=gates.STEP_IDS["train"]), "step_train": gates.open_step(),
                 "preset_msg": ""}

@@ -8,6 +8,7 @@ import html
 import io
 import shutil
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import gradio as gr
 from PIL import Image
 
 from trainer import review
+from trainer.embedding import embedding_beside
 from trainer.errors import UserError
 
 from ..binding import UI, ok_box
@@ -78,9 +80,20 @@ def wire(ui: UI) -> None:
         src = review.resolve_checkpoint(run, ckpt)
         # a copy in the temp dir: the workspace may lie outside what gradio serves, and no path is added to it
         name = f"{run.parent.name}-{run.name}-{src.parent.name}-{src.name}"
-        dest = Path(tempfile.mkdtemp(prefix="lora-doctor-")) / name
-        shutil.copyfile(src, dest)
-        return {"download_file": str(dest), "review_msg": ok_box(t("download_ready", lang, name=name))}
+        folder = Path(tempfile.mkdtemp(prefix="lora-doctor-"))
+        embedding = embedding_beside(src)
+        if embedding is None:
+            dest = folder / name
+            shutil.copyfile(src, dest)
+            return {"download_file": str(dest), "review_msg": ok_box(t("download_ready", lang, name=name))}
+        # a trained trigger embedding belongs with the LoRA; named after the trigger, as UIs name embeddings
+        trigger = review.load_run_config(run).dataset.trigger
+        dest = folder / (Path(name).stem + ".zip")
+        with zipfile.ZipFile(dest, "w", zipfile.ZIP_STORED) as z:
+            z.write(src, name)
+            z.write(embedding, f"{trigger}.safetensors")
+        return {"download_file": str(dest),
+                "review_msg": ok_box(t("download_ready_embedding", lang, name=dest.name, trigger=trigger))}
 
     def next_step(*, review_run: str | None) -> dict[str, Any]:
         out = {"wizard": gr.Walkthrough(selected=gates.STEP_IDS["troubleshoot"]), "step_troubleshoot": gates.open_step()}

@@ -63,7 +63,7 @@ def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
         if runner.active:
             raise UserError(t("err_run_active", lang))
         cfg = config_from_values(values, ctx.runs_dir, [ctx.presets_dir])
-        cfg.dataset.path = str(ctx.policy.resolve(cfg.dataset.path, "dataset.path", lang))
+        ctx.policy.resolve_dataset(cfg.dataset, lang)
         cfg.model.base = ctx.policy.check_base(cfg.model.base, lang)
         save_config(cfg, ctx.configs_dir / f"{safe_name(cfg.save.name, 'config')}.toml")
         ok, _ = runner.start(cfg)

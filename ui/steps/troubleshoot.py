@@ -126,7 +126,7 @@ def one_change_config(ui: UI, run: Path, rx: str, lang: str):
     diff = diff_configs(cfg, new)
     if not diff:
         raise UserError(t("err_rx_noop", lang))
-    ctx.policy.resolve(new.dataset.path, "dataset.path", lang)
+    ctx.policy.resolve_dataset(new.dataset, lang)
     ctx.policy.check_base(new.model.base, lang)
     new.save.output_dir = str(ctx.runs_dir)
     line = "; ".join(f"{k}: {a} → {b}" for k, (a, b) in diff.items())
