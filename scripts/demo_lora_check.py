@@ -163,7 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     wall = time.perf_counter() - t0
     cfg = demo_config(dataset, prior, work / "runs")
     print(f"default demo run: {wall:.0f} s wall ({train_s:.0f} s in run_training) on {args.threads} thread(s); "
-          f"lr {cfg.optim.lr:g}, rank {cfg.lora.rank}, {cfg.train.epochs} epochs, batch {cfg.train.batch_size}; "
+          f"lr {cfg.optim.lr:g}, rank {cfg.lora.rank}, {cfg.train.epochs} epochs, batch {cfg.train.batch_size}, "
+          f"trigger embedding {'on' if cfg.lora.trigger_embedding else 'off'}, tag dropout {cfg.dataset.tag_dropout:g}, "
+          "prior images in reg_path; "
           f"{run_dir}")
     rows = measure(run_dir, seeds)
     print_table(f"default run (lr {cfg.optim.lr:g}), {args.seeds} seeds per prompt", rows)

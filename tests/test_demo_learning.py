@@ -2,7 +2,7 @@
 
 A real check of the whole path a newcomer's first run takes (demo dataset and prior images → ``run_training`` on
 ``model.base = "demo"`` → kohya LoRA file and trigger embedding → loaded onto the base → pictures measured), cut
-to the preset's first 400 steps (about a minute on a CPU).
+to the preset's first 600 steps (about a minute and a half on a CPU).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def test_short_lora_run_draws_the_character(tmp_path: Path):
     cfg = from_dict({
         "preset": "demo-character",
         "dataset": {"path": str(tmp_path / "data"), "trigger": TRIGGER, "reg_path": str(tmp_path / "prior")},
-        "train": {"max_steps": 400, "device": "cpu"},
+        "train": {"max_steps": 600, "device": "cpu"},
         "save": {"output_dir": str(tmp_path / "runs"), "every_steps": 0},
         "sample": {"enabled": False},
     })
@@ -65,4 +65,4 @@ def test_short_lora_run_draws_the_character(tmp_path: Path):
         load_embedding(pipe, embedding, TRIGGER)
     after = _likeness(pipe)
     assert before < 0.05, f"the base model already draws the character (likeness {before:.2f})"
-    assert after > before + 0.25, f"likeness {before:.2f} → {after:.2f} after 400 LoRA steps"
+    assert after > before + 0.25, f"likeness {before:.2f} → {after:.2f} after 600 LoRA steps"

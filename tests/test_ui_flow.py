@@ -69,7 +69,7 @@ def test_the_demo_dataset_is_there_and_scans(app, api):
     assert (demo / "demo_manifest.json").is_file()
     out = api("scan")
     assert "**20** usable pictures" in out["ds_summary"]
-    assert "**60** prior images" in out["ds_summary"]  # the demo's world scenes (dataset.reg_path)
+    assert "**30** prior images" in out["ds_summary"]  # the demo's world scenes (dataset.reg_path)
     assert out["reg_path"] == str(app.ctx.workspace / "datasets" / "demo-world")
     assert out["dataset_path"] == str(demo)
     assert "error" not in out["ds_msg"].lower()
@@ -184,6 +184,13 @@ def test_train_review_troubleshoot_and_one_change(app, api):
 
     download = api("download", review_run=run, ckpt=review["ckpt"])
     assert Path(download["download_file"]).stat().st_size > 0
+    # the demo preset trains the trigger embedding: it comes with the LoRA, named as UIs name embeddings
+    import zipfile
+
+    with zipfile.ZipFile(download["download_file"]) as z:
+        names = z.namelist()
+    assert "zxc.safetensors" in names and any(n.endswith("lora.safetensors") for n in names)
+    assert "zxc.safetensors" in download["review_msg"]
 
     findings = api("troubleshoot", ts_run=run, symptom=None)
     assert "Findings for this run" in findings["findings_md"]

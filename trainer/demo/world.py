@@ -277,7 +277,7 @@ def write_world_dataset(out_dir: str | Path, n: int, seed: int, size: int = 64) 
     return {"folder": str(out), "n": n, "seed": seed, "size": size, "counts": {k: dict(c) for k, c in counts.items()}}
 
 
-def write_prior_dataset(out_dir: str | Path, n: int = 60, seed: int = 1, repeats: int = 1, size: int = 64) -> Path:
+def write_prior_dataset(out_dir: str | Path, n: int = 30, seed: int = 1, repeats: int = 1, size: int = 64) -> Path:
     """Prior images for the character's LoRA (``dataset.reg_path``): world scenes with their own captions, in a
     kohya ``<repeats>_world`` folder. Trained beside the character, they hold the world's prompts where the
     base model drew them, so the character stays behind its trigger. Returns ``out_dir``."""
