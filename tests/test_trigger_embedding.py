@@ -16,7 +16,7 @@ from trainer.models import build_tiny_pipeline
 def test_deltas_land_only_on_whole_occurrences_of_the_trigger():
     delta = torch.tensor([[1.0, 0.0], [0.0, 2.0]])
     ids = torch.tensor([[49406, 7, 8, 3, 7, 9, 7, 8]])  # 7 8 is the trigger; a lone 7 is another word's piece
-    placed = _placed(ids, [7, 8], delta)[0]
+    placed = _placed(ids, torch.tensor([7, 8]), delta)[0]
     assert placed[1].tolist() == [1.0, 0.0] and placed[2].tolist() == [0.0, 2.0]
     assert placed[6].tolist() == [1.0, 0.0] and placed[7].tolist() == [0.0, 2.0]
     assert placed[[0, 3, 4, 5]].abs().sum() == 0

@@ -36,6 +36,7 @@ EXTREME_ASPECT = 4.0
 SOFT_UPSCALE = 2.0
 TAG_WELD_SHARE = 0.9
 KOHYA_FOLDER = re.compile(r"^(\d+)_(.*)$")
+PRIOR_PREFIX = "reg/"  # prior images' folders and files are named reg/<folder>/... in a report
 
 @dataclass
 class ImageItem:
@@ -52,7 +53,7 @@ class ImageItem:
     caption_source: str = "file"
     """"file", or what stood in for a missing/empty/unreadable one: "folder" (kohya class words), "trigger", "none"."""
     prior: bool = False
-    """A prior (regularisation) image from ``dataset.reg_path``; its ``rel`` starts with ``reg/``."""
+    """A prior (regularisation) image from ``dataset.reg_path``; its ``rel`` starts with ``PRIOR_PREFIX``."""
 
 
 @dataclass
@@ -102,12 +103,9 @@ def scan_dataset(cfg: DatasetConfig | None = None, /, **overrides: Any) -> Datas
     folders, unsupported = _discover(root, cfg)
     n_images = sum(len(f.files) for f in folders)
     if cfg.reg_path:
-        reg_root = _check_root(cfg.reg_path, "dataset.reg_path")
-        reg_folders, reg_unsupported = _discover(reg_root, cfg)
-        for f in reg_folders:
-            f.name, f.prior, f.root = ("reg" if f.name == "." else f"reg/{f.name}"), True, reg_root
+        reg_folders, reg_unsupported = _discover(_check_root(cfg.reg_path, "dataset.reg_path"), cfg, PRIOR_PREFIX)
         folders += reg_folders
-        unsupported += [f"reg/{rel}" for rel in reg_unsupported]
+        unsupported += reg_unsupported
     if n_images == 0:
         extra = f" ({len(unsupported)} files in formats it cannot read; convert them)" if unsupported else ""
         if any(f.repeats == 0 for f in folders):
@@ -130,7 +128,7 @@ def scan_dataset(cfg: DatasetConfig | None = None, /, **overrides: Any) -> Datas
         # prior images are captioned without the trigger on purpose
         folder_cfg = cfg.model_copy(update={"trigger": ""}) if f.prior else cfg
         for path in f.files:
-            rel = ("reg/" + path.relative_to(f.root).as_posix()) if f.prior and f.root else path.relative_to(root).as_posix()
+            rel = f.prefix + path.relative_to(f.root).as_posix()
             try:
                 item, notes, text = _scan_image(path, rel, f, folder_cfg, buckets, seen)
             except _Excluded as ex:
@@ -226,13 +224,19 @@ class _Folder:
     """kohya's words after ``N_`` ("zxc girl"): the caption of a picture that has none."""
     files: list[Path]
     problems: list[dict[str, Any]]
-    prior: bool = False
-    root: Path | None = None
-    """Where ``files`` are relative to (set for prior folders, which live under ``dataset.reg_path``)."""
+    root: Path
+    """Where ``files`` are relative to: ``dataset.path``, or ``dataset.reg_path`` for prior folders."""
+    prefix: str = ""
+    """Put before names and relative paths: ``reg/`` for prior folders, empty for the dataset's."""
+
+    @property
+    def prior(self) -> bool:
+        return bool(self.prefix)
 
 
-def _discover(root: Path, cfg: DatasetConfig) -> tuple[list[_Folder], list[str]]:
-    """Folders to read (root first), each with repeats, image files and folder-level problems."""
+def _discover(root: Path, cfg: DatasetConfig, prefix: str = "") -> tuple[list[_Folder], list[str]]:
+    """Folders to read (root first), each with repeats, image files and folder-level problems; names and paths
+    carry ``prefix`` (prior folders)."""
     folders: list[_Folder] = []
     unsupported: list[str] = []
 
@@ -243,29 +247,29 @@ def _discover(root: Path, cfg: DatasetConfig) -> tuple[list[_Folder], list[str]]
             if s in IMAGE_SUFFIXES:
                 out.append(p)
             elif s in UNSUPPORTED_SUFFIXES:
-                unsupported.append(p.relative_to(root).as_posix())
+                unsupported.append(prefix + p.relative_to(root).as_posix())
         return out
 
     entries = sorted(e for e in root.iterdir() if not _hidden(e.name))
     root_files = pick([e for e in entries if e.is_file()])
     if root_files:
-        folders.append(_Folder(".", cfg.repeats, "", root_files, []))
+        folders.append(_Folder(prefix.rstrip("/") or ".", cfg.repeats, "", root_files, [], root, prefix))
     for d in (e for e in entries if e.is_dir()):
         m = KOHYA_FOLDER.match(d.name)
         repeats, words, probs = cfg.repeats, "", []
         if m:
             repeats, words = int(m.group(1)), m.group(2).strip()
             if repeats == 0:
-                probs.append(_problem("zero_repeats", d.name))
+                probs.append(_problem("zero_repeats", prefix + d.name))
             elif repeats > 100:
-                probs.append(_problem("high_repeats", d.name, repeats=repeats))
+                probs.append(_problem("high_repeats", prefix + d.name, repeats=repeats))
         files: list[Path] = []
         # Sub-subfolders count towards their top folder (kohya reads one level; people nest anyway).
         for dirpath, dirnames, filenames in os.walk(d):
             dirnames[:] = sorted(n for n in dirnames if not _hidden(n))
             files.extend(Path(dirpath) / n for n in filenames if not _hidden(n))
         files = pick(files) if repeats > 0 else []
-        folders.append(_Folder(d.name, repeats, words, files, probs))
+        folders.append(_Folder(prefix + d.name, repeats, words, files, probs, root, prefix))
     return folders, unsupported
 
 

@@ -24,6 +24,7 @@ from .errors import UserError
 from .export import save_safetensors
 
 EMBEDDING_FILE = "embedding.safetensors"
+EMBEDDING_EMA_FILE = "embedding_ema.safetensors"  # beside lora_ema.safetensors
 # textual-inversion keys per text encoder: SD1.5 has one; SDXL's are named after the CLIP models
 _KEYS = {"sd15": ("emb_params",), "sdxl": ("clip_l", "clip_g")}
 
@@ -50,6 +51,9 @@ class TriggerEmbedding(torch.nn.Module):
             torch.nn.Parameter(torch.zeros(len(ids), enc.get_input_embeddings().embedding_dim))
             for ids, enc in zip(self.token_ids, encoders)
         )
+        # the token sequences as tensors, moved with the module: nothing is copied to the device per forward
+        for i, ids in enumerate(self.token_ids):
+            self.register_buffer(f"_pattern{i}", torch.tensor(ids), persistent=False)
         self._handles: list = []
 
     def install(self) -> TriggerEmbedding:
@@ -65,7 +69,7 @@ class TriggerEmbedding(torch.nn.Module):
 
     def _hook(self, i: int):
         def hook(_module, args, output):
-            return output + _placed(args[0], self.token_ids[i], self.deltas[i]).to(output.dtype)
+            return output + _placed(args[0], getattr(self, f"_pattern{i}"), self.deltas[i]).to(output.dtype)
 
         return hook
 
@@ -78,19 +82,18 @@ class TriggerEmbedding(torch.nn.Module):
         return out
 
 
-def _placed(input_ids: torch.Tensor, seq: list[int], delta: torch.Tensor) -> torch.Tensor:
-    """``delta``'s rows at the positions of every complete occurrence of ``seq`` in ``input_ids`` (B, L), zeros
-    elsewhere: shape (B, L, dim)."""
-    n = len(seq)
+def _placed(input_ids: torch.Tensor, pattern: torch.Tensor, delta: torch.Tensor) -> torch.Tensor:
+    """``delta``'s rows at the positions of every complete occurrence of ``pattern`` (token ids) in ``input_ids``
+    (B, L), zeros elsewhere: shape (B, L, dim)."""
+    n = len(pattern)
     b, length = input_ids.shape
     placed = torch.zeros(b, length, delta.shape[1], device=delta.device, dtype=delta.dtype)
     if length < n:
         return placed
-    pattern = torch.tensor(seq, device=input_ids.device)
     starts = (input_ids.unfold(1, n, 1) == pattern).all(-1).to(delta.dtype)  # (B, L - n + 1)
     for j in range(n):
         mask = torch.nn.functional.pad(starts, (j, n - 1 - j))  # token j of an occurrence sits j after its start
-        placed = placed + mask.to(delta.device).unsqueeze(-1) * delta[j]
+        placed = placed + mask.unsqueeze(-1) * delta[j]
     return placed
 
 
@@ -104,8 +107,7 @@ def write_embedding(path: Path, emb: TriggerEmbedding, family: str, metadata: di
 def embedding_beside(lora_file: str | Path) -> Path | None:
     """The trigger embedding saved with a LoRA file (the EMA one for ``lora_ema``), or None."""
     lora_file = Path(lora_file)
-    name = EMBEDDING_FILE.replace(".safetensors", "_ema.safetensors") if "_ema" in lora_file.stem else EMBEDDING_FILE
-    path = lora_file.parent / name
+    path = lora_file.parent / (EMBEDDING_EMA_FILE if "_ema" in lora_file.stem else EMBEDDING_FILE)
     return path if path.is_file() else None
 
 

@@ -134,6 +134,7 @@ def kohya_metadata(ctx: dict[str, Any]) -> dict[str, str]:
         for tag in (t.strip() for t in (item.caption or "").split(",")):
             if tag:
                 tags[tag] = tags.get(tag, 0) + 1
+    n_reg = sum(d["n_repeats"] * d["img_count"] for d in reg_dirs.values())
     family = ctx["family"]
     now = time.time()
     meta = {
@@ -145,8 +146,8 @@ def kohya_metadata(ctx: dict[str, Any]) -> dict[str, str]:
         "ss_v2": "False",
         "ss_sd_model_name": Path(cfg.model.base).name,
         "ss_resolution": f"({res}, {res})",
-        "ss_num_train_images": str(plan.image_repeats - sum(d["n_repeats"] * d["img_count"] for d in reg_dirs.values())),
-        "ss_num_reg_images": str(sum(d["n_repeats"] * d["img_count"] for d in reg_dirs.values())),
+        "ss_num_train_images": str(plan.image_repeats - n_reg),
+        "ss_num_reg_images": str(n_reg),
         "ss_num_batches_per_epoch": str(plan.batches_per_epoch),
         "ss_num_epochs": str(plan.epochs),
         "ss_epoch": str(ctx["epoch"]),

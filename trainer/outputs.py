@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from . import checkpoint as ckpt
-from .embedding import EMBEDDING_FILE, write_embedding
+from .embedding import EMBEDDING_EMA_FILE, EMBEDDING_FILE, write_embedding
 from .export import NonFiniteTensorError, rotate_checkpoints, write_diffusers, write_kohya
 from .sampling import sampling_pipeline, write_samples
 
@@ -38,8 +38,8 @@ class OutputsMixin:
             with self.ema.swapped_in():
                 ema_states = self.lora.adapter_state_dicts()
                 if emb is not None:
-                    written.append(write_embedding(folder / EMBEDDING_FILE.replace(".safetensors", "_ema.safetensors"),
-                                                   emb, self.family, {"step": str(step), "weights": "ema"}))
+                    written.append(write_embedding(folder / EMBEDDING_EMA_FILE, emb, self.family,
+                                                   {"step": str(step), "weights": "ema"}))
             written.append(write_kohya(folder / "lora_ema.safetensors", ema_states, self._export_ctx(step, "ema")))
         return written
 
