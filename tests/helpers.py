@@ -52,3 +52,25 @@ def _toml(v: Any) -> str:
     if isinstance(v, list):
         return "[" + ", ".join(_toml(x) for x in v) + "]"
     return repr(v)
+
+
+def lora_image(pipe, prompt: str = "zxc, on grass"):
+    """One small deterministic picture (numpy), for comparing how LoRA files load."""
+    import torch
+
+    pipe.set_progress_bar_config(disable=True)
+    out = pipe(prompt, num_inference_steps=3, guidance_scale=3.0, generator=torch.Generator().manual_seed(0),
+               output_type="np")
+    return out.images[0]
+
+
+def images_of_both_formats(folder: Path, family: str) -> dict[str, Any]:
+    """The same picture with the kohya file and with the diffusers file of ``folder`` loaded on a tiny model."""
+    from trainer.models import build_tiny_pipeline
+
+    images = {}
+    for name in ("lora.safetensors", "lora_diffusers.safetensors"):
+        pipe = build_tiny_pipeline(family)
+        pipe.load_lora_weights(str(folder), weight_name=name)
+        images[name] = lora_image(pipe)
+    return images

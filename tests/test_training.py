@@ -15,7 +15,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-from tests.helpers import tiny_config, write_toy_dataset
+from tests.helpers import images_of_both_formats, lora_image, tiny_config, write_toy_dataset
 from trainer.events import MemorySink
 from trainer.io import read_jsonl
 from trainer.loop import Hooks, run_training
@@ -75,13 +75,6 @@ def test_clipping_clips(run30):
         assert r["grad_norm_clipped"] <= 0.01 + 1e-6
 
 
-def _image(pipe, prompt="zxc, on grass"):
-    pipe.set_progress_bar_config(disable=True)
-    out = pipe(prompt, num_inference_steps=3, guidance_scale=3.0, generator=torch.Generator().manual_seed(0),
-               output_type="np")
-    return out.images[0]
-
-
 def test_kohya_file_loads_in_diffusers_with_the_real_alpha(run30, tmp_path):
     final = run30[0].run_dir / "final"
     with safe_open(str(final / "lora.safetensors"), "pt") as f:
@@ -98,12 +91,8 @@ def test_kohya_file_loads_in_diffusers_with_the_real_alpha(run30, tmp_path):
     assert meta["ss_network_dim"] == "8" and float(meta["ss_network_alpha"]) == 4.0
     assert "zxc" in json.loads(meta["ss_tag_frequency"])["10_zxc toy"]
 
-    base = _image(build_tiny_pipeline("sd15"))
-    images = {}
-    for name in ("lora.safetensors", "lora_diffusers.safetensors"):
-        pipe = build_tiny_pipeline("sd15")
-        pipe.load_lora_weights(str(final), weight_name=name)
-        images[name] = _image(pipe)
+    base = lora_image(build_tiny_pipeline("sd15"))
+    images = images_of_both_formats(final, "sd15")
     assert np.abs(images["lora.safetensors"] - images["lora_diffusers.safetensors"]).max() <= 1e-3
     assert np.abs(images["lora.safetensors"] - base).max() > 1e-3
 
@@ -113,7 +102,7 @@ def test_kohya_file_loads_in_diffusers_with_the_real_alpha(run30, tmp_path):
     save_file(wrong, str(tmp_path / "wrong.safetensors"))
     pipe = build_tiny_pipeline("sd15")
     pipe.load_lora_weights(str(tmp_path), weight_name="wrong.safetensors")
-    assert np.abs(_image(pipe) - images["lora.safetensors"]).max() > 1e-3
+    assert np.abs(lora_image(pipe) - images["lora.safetensors"]).max() > 1e-3
 
 
 def test_fp16_on_cpu_reports_a_moving_loss_scale_and_skips_overflow(dataset, tmp_path):
@@ -202,9 +191,9 @@ def test_sdxl_with_text_encoders_exports_te1_and_te2(dataset, tmp_path):
     assert any(k.startswith("lora_te2_text_model_encoder_layers_") for k in keys)
     assert any(k.startswith("lora_unet_input_blocks_") for k in keys)
     pipe = build_tiny_pipeline("sdxl")
-    base = _image(pipe)
+    base = lora_image(pipe)
     pipe.load_lora_weights(str(result.run_dir / "final"), weight_name="lora.safetensors")
-    assert np.abs(_image(pipe) - base).max() > 1e-4
+    assert np.abs(lora_image(pipe) - base).max() > 1e-4
 
 
 def test_torchrun_two_processes_write_one_run_folder(dataset, tmp_path):

@@ -81,11 +81,23 @@ class LoraConfig(_Section):
     alpha: float = Field(16.0, gt=0.0, le=4096.0)
     targets: Literal["attn", "attn_ff"] = "attn"
     """attn: attention projections; attn_ff adds the feed-forward and proj_in/proj_out (sd-scripts' default set)."""
+    conv_rank: int = Field(0, ge=0, le=1024)
+    """Rank of LoRA on the UNet's resnet convolutions (kohya's conv_dim, "LoCon"); 0 = none. They reach the
+    pixels' fine detail (stripes, eyes, texture) that attention layers alone render blurred."""
+    conv_alpha: float = Field(0.0, ge=0.0, le=4096.0)
+    """Alpha of the convolution LoRA; 0 = the linear layers' ratio (alpha / rank x conv_rank)."""
+    conv_blocks: list[str] = Field(default_factory=list)
+    """UNet blocks whose resnets get convolution LoRA, by diffusers name ("up_blocks.2", "mid_block"); empty = all.
+    The up path's last blocks draw the finest detail at the least cost."""
     dropout: float = Field(0.0, ge=0.0, lt=1.0)
     train_text_encoder: bool = False
     trigger_embedding: bool = False
     """Also train the trigger word's own token embeddings (pivotal tuning; needs dataset.trigger); they are saved
     as embedding.safetensors beside each LoRA file, a textual inversion named after the trigger."""
+
+    @property
+    def effective_conv_alpha(self) -> float:
+        return self.conv_alpha or self.alpha / self.rank * self.conv_rank
 
 
 class OptimConfig(_Section):

@@ -67,24 +67,43 @@ def _layers_per_block(unet_config, i: int) -> int:
     return lpb[i] if isinstance(lpb, list | tuple) else lpb
 
 
+# a resnet's layers in the original layout: conv1 = in_layers.2, conv2 = out_layers.3, 1x1 shortcut = skip_connection
+_SGM_RESNET = {"conv1": "in_layers.2", "conv2": "out_layers.3", "conv_shortcut": "skip_connection"}
+
+
 def unet_module_to_sgm(module: str, unet_config) -> str:
-    """diffusers ``down_blocks.1.attentions.0.…`` → original ``input_blocks.4.1.…`` (sd-scripts' SDXL names)."""
-    m = re.match(r"down_blocks\.(\d+)\.attentions\.(\d+)\.(.*)", module)
+    """diffusers ``down_blocks.1.attentions.0.…`` → original ``input_blocks.4.1.…`` (sd-scripts' SDXL names);
+    resnets sit at ``.0.`` of the same block (``input_blocks.4.0.in_layers.2`` for ``resnets.0.conv1``)."""
+    m = re.fullmatch(r"(down_blocks|up_blocks)\.(\d+)\.(attentions|resnets)\.(\d+)\.(.*)", module)
     if m:
-        i, j, rest = int(m[1]), int(m[2]), m[3]
-        index = 1 + sum(_layers_per_block(unet_config, b) + 1 for b in range(i)) + j
-        return f"input_blocks.{index}.1.{rest}"
-    m = re.match(r"mid_block\.attentions\.0\.(.*)", module)
+        path, i, kind, j, rest = m[1], int(m[2]), m[3], int(m[4]), m[5]
+        if path == "down_blocks":
+            index = 1 + sum(_layers_per_block(unet_config, b) + 1 for b in range(i)) + j
+            prefix = f"input_blocks.{index}"
+        else:
+            n_up = len(unet_config["up_block_types"])
+            # the up path has layers_per_block + 1 resnets per block, counted from the reversed down config
+            index = sum(_layers_per_block(unet_config, n_up - 1 - b) + 1 for b in range(i)) + j
+            prefix = f"output_blocks.{index}"
+        return _sgm_inner(prefix, kind, rest, module)
+    m = re.fullmatch(r"mid_block\.(attentions|resnets)\.(\d+)\.(.*)", module)
     if m:
-        return f"middle_block.1.{m[1]}"
-    m = re.match(r"up_blocks\.(\d+)\.attentions\.(\d+)\.(.*)", module)
-    if m:
-        i, j, rest = int(m[1]), int(m[2]), m[3]
-        n_up = len(unet_config["up_block_types"])
-        # the up path has layers_per_block + 1 resnets per block, counted from the reversed down config
-        index = sum(_layers_per_block(unet_config, n_up - 1 - b) + 1 for b in range(i)) + j
-        return f"output_blocks.{index}.1.{rest}"
+        # middle_block.0 = resnets.0, .1 = the attention, .2 = resnets.1
+        block = 1 if m[1] == "attentions" else 2 * int(m[2])
+        return f"middle_block.{block}." + (m[3] if m[1] == "attentions" else _sgm_resnet_layer(m[3], module))
     raise ValueError(f"no original-layout name for UNet module {module!r}")
+
+
+def _sgm_inner(prefix: str, kind: str, rest: str, module: str) -> str:
+    if kind == "attentions":
+        return f"{prefix}.1.{rest}"
+    return f"{prefix}.0.{_sgm_resnet_layer(rest, module)}"
+
+
+def _sgm_resnet_layer(layer: str, module: str) -> str:
+    if layer not in _SGM_RESNET:
+        raise ValueError(f"no original-layout name for UNet module {module!r}")
+    return _SGM_RESNET[layer]
 
 
 def kohya_module_name(role: str, module: str, family: str, unet_config=None) -> str:
@@ -98,8 +117,11 @@ def kohya_module_name(role: str, module: str, family: str, unet_config=None) -> 
 
 
 def kohya_state_dict(
-    peft_states: dict[str, dict[str, torch.Tensor]], alpha: float, family: str, unet_config, dtype=torch.float16
+    peft_states: dict[str, dict[str, torch.Tensor]], alpha: float, family: str, unet_config, dtype=torch.float16,
+    conv_alpha: float | None = None,
 ) -> dict[str, torch.Tensor]:
+    """sd-scripts' keys; a convolution's ``lora_down`` is (rank, in, k, k) and ``lora_up`` (out, rank, 1, 1), as
+    peft holds them, with ``conv_alpha`` as their alpha (kohya's conv_dim / conv_alpha)."""
     out: dict[str, torch.Tensor] = {}
     for role, sd in peft_states.items():
         for key, tensor in sd.items():
@@ -108,7 +130,8 @@ def kohya_state_dict(
                 continue
             name = kohya_module_name(role, m[1], family, unet_config)
             out[f"{name}.lora_{'down' if m[2] == 'A' else 'up'}.weight"] = tensor.to(dtype)
-            out[f"{name}.alpha"] = torch.tensor(float(alpha), dtype=dtype)
+            a = conv_alpha if tensor.dim() == 4 and conv_alpha is not None else alpha
+            out[f"{name}.alpha"] = torch.tensor(float(a), dtype=dtype)
     return out
 
 
@@ -135,13 +158,16 @@ def kohya_metadata(ctx: dict[str, Any]) -> dict[str, str]:
             if tag:
                 tags[tag] = tags.get(tag, 0) + 1
     n_reg = sum(d["n_repeats"] * d["img_count"] for d in reg_dirs.values())
+    # sd-scripts writes its network args as strings: conv_dim / conv_alpha when convolutions carry LoRA
+    conv_args = ({"conv_dim": str(cfg.lora.conv_rank), "conv_alpha": str(float(cfg.lora.effective_conv_alpha)),
+                  "conv_blocks": ",".join(cfg.lora.conv_blocks) or "all"} if cfg.lora.conv_rank else {})
     family = ctx["family"]
     now = time.time()
     meta = {
         "ss_network_module": "networks.lora",
         "ss_network_dim": str(cfg.lora.rank),
         "ss_network_alpha": str(float(cfg.lora.alpha)),
-        "ss_network_args": json.dumps({"targets": cfg.lora.targets}),
+        "ss_network_args": json.dumps({"targets": cfg.lora.targets, **conv_args}),
         "ss_base_model_version": BASE_MODEL_VERSION[family],
         "ss_v2": "False",
         "ss_sd_model_name": Path(cfg.model.base).name,
@@ -199,13 +225,15 @@ def kohya_metadata(ctx: dict[str, Any]) -> dict[str, str]:
 
 def write_kohya(path: Path, peft_states, ctx: dict[str, Any]) -> Path:
     cfg = ctx["config"]
-    tensors = kohya_state_dict(peft_states, cfg.lora.alpha, ctx["family"], ctx["unet_config"])
+    tensors = kohya_state_dict(peft_states, cfg.lora.alpha, ctx["family"], ctx["unet_config"],
+                               conv_alpha=cfg.lora.effective_conv_alpha if cfg.lora.conv_rank else None)
     save_safetensors(tensors, path, metadata=kohya_metadata(ctx))
     return path
 
 
 def write_diffusers(path: Path, peft_states, lora_configs: dict[str, dict], family: str) -> Path:
-    """diffusers' own layout via ``save_lora_weights``, with adapter metadata (rank, alpha, targets)."""
+    """diffusers' own layout via ``save_lora_weights``, with adapter metadata (rank, alpha, targets, per-layer
+    patterns)."""
     from diffusers import StableDiffusionPipeline, StableDiffusionXLPipeline
 
     for role, sd in peft_states.items():
@@ -214,8 +242,7 @@ def write_diffusers(path: Path, peft_states, lora_configs: dict[str, dict], fami
             raise NonFiniteTensorError(path, f"{role}.{bad}")
 
     def meta(role: str):
-        c = lora_configs[role]
-        return {"r": c["r"], "lora_alpha": c["lora_alpha"], "target_modules": c["target_modules"]}
+        return dict(lora_configs[role])  # r, lora_alpha, target_modules (+ rank/alpha_pattern with conv LoRA)
 
     kwargs: dict[str, Any] = {"unet_lora_layers": peft_states["unet"], "unet_lora_adapter_metadata": meta("unet")}
     te_roles = {"te": "text_encoder", "te1": "text_encoder", "te2": "text_encoder_2"}

@@ -20,7 +20,7 @@ from trainer.errors import UserError
 class Field:
     name: str
     path: str
-    kind: str  # text | int | float | check | choice | lines | base
+    kind: str  # text | int | float | check | choice | lines | csv | base
     step: str  # dataset | steps | preset | advanced | sample
     en: str
     ko: str
@@ -77,6 +77,16 @@ FIELDS: tuple[Field, ...] = (
     _f("max_grad_norm", "optim.max_grad_norm", "float", "advanced", "Max grad norm (0 = off)", "최대 그래디언트 노름 (0 = 끔)"),
     _f("ema", "ema.enabled", "check", "advanced", "EMA of the LoRA weights", "LoRA 가중치 EMA"),
     _f("ema_decay", "ema.decay", "float", "advanced", "EMA decay", "EMA 감쇠"),
+    _f("conv_rank", "lora.conv_rank", "int", "advanced", "Convolution rank (0 = off)", "합성곱 rank (0 = 끔)",
+       info_en="LoRA on the UNet's resnet convolutions too (kohya's conv_dim): fine detail such as stripes, eyes and "
+               "texture that attention alone draws blurred",
+       info_ko="UNet의 resnet 합성곱에도 LoRA (kohya의 conv_dim): 줄무늬·눈·질감처럼 어텐션만으로는 흐릿해지는 세부"),
+    _f("conv_alpha", "lora.conv_alpha", "float", "advanced", "Convolution alpha (0 = alpha/rank ratio)",
+       "합성곱 alpha (0 = alpha/rank 비율)"),
+    _f("conv_blocks", "lora.conv_blocks", "csv", "advanced", "Convolution blocks (empty = all)",
+       "합성곱 블록 (비우면 전부)",
+       info_en="comma-separated UNet blocks, e.g. up_blocks.2, up_blocks.3 (the finest detail, the least cost)",
+       info_ko="쉼표로 구분한 UNet 블록, 예: up_blocks.2, up_blocks.3 (가장 세밀한 부분, 가장 적은 비용)"),
     _f("train_te", "lora.train_text_encoder", "check", "advanced", "Train the text encoder", "텍스트 인코더 학습"),
     _f("te_lr", "optim.te_lr", "float", "advanced", "Text-encoder lr (0 = same)", "텍스트 인코더 학습률 (0 = 같게)"),
     _f("trigger_embedding", "lora.trigger_embedding", "check", "advanced", "Train the trigger word's embedding",
@@ -118,6 +128,8 @@ def to_widget(f: Field, value: Any) -> Any:
     """A config value as its widget holds it."""
     if f.kind == "lines":
         return "\n".join(value)
+    if f.kind == "csv":
+        return ", ".join(value)
     return value
 
 
@@ -125,6 +137,8 @@ def from_widget(f: Field, value: Any) -> Any:
     """A widget's value as the config wants it (None from an emptied number box is left to validation)."""
     if f.kind == "lines":
         return [line.strip() for line in str(value or "").splitlines() if line.strip()]
+    if f.kind == "csv":
+        return [part.strip() for part in str(value or "").split(",") if part.strip()]
     if f.kind == "int" and isinstance(value, float) and value.is_integer():
         return int(value)
     if f.kind == "text" or f.kind == "base":

@@ -31,7 +31,7 @@ def run_picker(ui: UI, name: str, refresh: str) -> None:
 def field_widget(ui: UI, f: Field, value: Any, choices: list | None = None) -> Any:
     lang = ui.ctx.lang
     common: dict[str, Any] = {"label": f.label(lang), "info": f.help(lang), "elem_id": f"ld-f-{f.name}"}
-    if f.kind == "text":
+    if f.kind in ("text", "csv"):
         w = gr.Textbox(value=value, **common)
     elif f.kind == "lines":
         w = gr.Textbox(value=value, lines=4, **common)

@@ -66,8 +66,8 @@ def wire(ui: UI) -> None:
         return out
 
     inputs = ["lang", "report_state", *NAMES]
-    triggers = [ui[n].change for n in NAMES if BY_NAME[n].kind not in ("text", "lines")]
-    triggers += [ev for n in NAMES if BY_NAME[n].kind in ("text", "lines") for ev in (ui[n].blur, ui[n].submit)]
+    triggers = [ui[n].change for n in NAMES if BY_NAME[n].kind not in ("text", "lines", "csv")]
+    triggers += [ev for n in NAMES if BY_NAME[n].kind in ("text", "lines", "csv") for ev in (ui[n].blur, ui[n].submit)]
     triggers += [ui["step_plan"].select, ui["step_preset"].select, ui["lang"].change]
     ui.on(triggers, refresh, inputs, REFRESH_OUTPUTS, api_name="plan", message="plan_msg", toast=False,
           trigger_mode="always_last", show_progress="hidden")
