@@ -41,8 +41,9 @@ ENV: dict[str, str] = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOS
 
 def fields(steps: int) -> dict:
     """The run, as the UI's fields (B) and, through the same table, as a config file (A)."""
+    # tiny-sd15 has two levels: its last up block stands for the demo preset's up_blocks.2 and .3
     return {"max_steps": steps, "save_every": 0, "sample_enabled": False, "batch_size": 2, "base": "tiny-sd15",
-            "run_name": "bench"}
+            "conv_blocks": "up_blocks.1", "run_name": "bench"}
 
 
 def throughput(run_dir: Path) -> float:

@@ -4,9 +4,10 @@ Variants run in one process, alternating A, B, A, B in blocks of steps, on the s
 data, batch, resolution and precision; medians and spread are printed, never asserted. Peak memory (RSS) is
 measured per variant in a fresh subprocess.
 
-    python bench/bench_step.py [--rounds 5] [--steps 8] [--threads 2] [--model tiny-sd15|sd15-quarter] [--no-memory]
+    python bench/bench_step.py [--rounds 5] [--steps 8] [--threads 2] [--model tiny-sd15|demo|sd15-quarter] [--no-memory]
 
-``--model tiny-sd15`` is the test suite's tiny model (64 px); ``sd15-quarter`` is SD1.5's own architecture at a
+``--model tiny-sd15`` is the test suite's tiny model (64 px); ``demo`` the demo base that the README's run command
+trains on a CPU (SD1.5's four blocks, 2x VAE, 64 px); ``sd15-quarter`` is SD1.5's own architecture at a
 quarter of its widths (8x VAE with mid attention, 12-layer text encoder) at 128 px, whose VAE is a larger
 share of a step, as in the real model (see README, Performance).
 
@@ -38,7 +39,7 @@ import torch.nn.functional as F  # noqa: E402
 from tests.helpers import tiny_config, write_toy_dataset  # noqa: E402
 
 BATCH, STEPS_WARMUP = 2, 3
-MODELS = {"tiny-sd15": 64, "sd15-quarter": 128}  # model -> training resolution
+MODELS = {"tiny-sd15": 64, "sd15-quarter": 128, "demo": 64}  # model -> training resolution
 MODEL = {"base": "tiny-sd15", "resolution": 64}  # set by main() before anything is built
 
 
@@ -54,7 +55,7 @@ def _config(data: Path, out: Path, cache: bool, guard: bool):
 def select_model(name: str, tmp: Path) -> None:
     """Point every variant at ``name``: the scaled SD1.5 is built once and saved, and all variants load it."""
     MODEL["resolution"] = MODELS[name]
-    if name == "tiny-sd15":
+    if name in ("tiny-sd15", "demo"):
         MODEL["base"] = name
         return
     from trainer.models import build_scaled_sd15, save_pipeline

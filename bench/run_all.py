@@ -1,13 +1,14 @@
-"""Every CPU figure of the performance section, printed by one command (about 10 minutes on 2 cores).
+"""Every CPU figure of the performance section, printed by one command (about 12 minutes on 2 cores).
 
     python bench/run_all.py [--threads 2] [--quick]
 
 1. ``bench_step.py --model tiny-sd15``: ours (latent/text caching on, off) vs the diffusers reference recipe,
    guard on vs off, peak RSS; on the test suite's tiny model.
-2. ``bench_step.py --model sd15-quarter``: the same on SD1.5's own architecture at a quarter of its widths.
-3. ``bench_polling.py``: training throughput with the app and one tab polling at 1 Hz vs headless.
-4. Where a reference step's work goes in the real SD1.5 at 512 px (FLOPs counted on the meta device, no
-   weights): what caching can save on real hardware, the ceiling the two tiny models only approach.
+2. ``bench_step.py --model demo``: the same on the demo base (the model the README's run command trains on a CPU).
+3. ``bench_step.py --model sd15-quarter``: the same on SD1.5's own architecture at a quarter of its widths.
+4. ``bench_polling.py``: training throughput with the app and one tab polling at 1 Hz vs headless.
+5. Where a reference step's work goes in the real SD1.5 at 512 px (FLOPs counted on the meta device, no
+   weights): what caching can save on real hardware, the ceiling the small models only approach.
 
 Each part runs in its own process with torch's threads fixed (``--threads``); the summary at the end repeats
 every ratio line. Nothing is asserted: these are measurements, not tests.
@@ -82,7 +83,7 @@ def main() -> int:
     py = sys.executable
     rounds = ["--rounds", "3", "--steps", "4"] if args.quick else ["--rounds", "7", "--steps", "6"]
     summary: list[str] = []
-    for model in ("tiny-sd15", "sd15-quarter"):
+    for model in ("tiny-sd15", "demo", "sd15-quarter"):
         out = run([py, "bench/bench_step.py", "--model", model, "--threads", str(args.threads), *rounds], env)
         summary += [f"[{model}] {line}" for line in out if "target" in line]
     pairs = ["--pairs", "2", "--steps", "30"] if args.quick else ["--pairs", "3", "--steps", "40"]

@@ -162,8 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     run_dir, train_s = train(dataset, prior, work / "runs", 1.0)
     wall = time.perf_counter() - t0
     cfg = demo_config(dataset, prior, work / "runs")
+    conv = (f"conv rank {cfg.lora.conv_rank} on {', '.join(cfg.lora.conv_blocks) or 'all resnets'}"
+            if cfg.lora.conv_rank else "no conv LoRA")
     print(f"default demo run: {wall:.0f} s wall ({train_s:.0f} s in run_training) on {args.threads} thread(s); "
-          f"lr {cfg.optim.lr:g}, rank {cfg.lora.rank}, {cfg.train.epochs} epochs, batch {cfg.train.batch_size}, "
+          f"lr {cfg.optim.lr:g} ({cfg.optim.scheduler}), rank {cfg.lora.rank}, {conv}, "
+          f"{cfg.train.epochs} epochs, batch {cfg.train.batch_size}, "
           f"trigger embedding {'on' if cfg.lora.trigger_embedding else 'off'}, tag dropout {cfg.dataset.tag_dropout:g}, "
           "prior images in reg_path; "
           f"{run_dir}")

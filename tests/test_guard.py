@@ -134,8 +134,12 @@ def test_nonfinite_ema_is_reported_as_ema_first(dataset, tmp_path):
     assert_no_nonfinite_file(result.run_dir)
 
 
+# tiny-sd15 has two levels, not SD1.5's four: its last up block stands for the preset's up_blocks.2 and .3
+TINY_CONV = {"lora.conv_blocks": ["up_blocks.1"]}
+
+
 def test_healthy_run_on_the_default_preset_raises_nothing(dataset, tmp_path):
-    cfg = tiny_config(dataset, tmp_path, {"preset": "demo-character", "train.max_steps": 30})
+    cfg = tiny_config(dataset, tmp_path, {"preset": "demo-character", "train.max_steps": 30, **TINY_CONV})
     sink = MemorySink()
     result = run_training(cfg, sink)
     assert result.status == "finished"
@@ -149,7 +153,7 @@ def test_healthy_run_on_the_default_preset_raises_nothing(dataset, tmp_path):
 
 
 def test_lr_100x_is_called_overtraining_from_dose_and_weight_growth(dataset, tmp_path):
-    cfg = tiny_config(dataset, tmp_path, {"preset": "demo-character", "train.max_steps": 30})
+    cfg = tiny_config(dataset, tmp_path, {"preset": "demo-character", "train.max_steps": 30, **TINY_CONV})
     cfg.optim.lr = preset_config("demo-character").optim.lr * 100  # dose 6, past the preset's fit zone
     sink = MemorySink()
     result = run_training(cfg, sink)
