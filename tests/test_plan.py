@@ -106,3 +106,17 @@ def test_unusable_dataset_cannot_be_planned(tmp_path):
     cfg = config(tmp_path)
     with pytest.raises(UserError, match="no usable"):
         plan_from_config(cfg)
+
+
+def test_conv_blocks_the_base_lacks_are_caught_by_the_plan_from_the_unet_config(kohya_set, tmp_path):
+    lora = {"conv_rank": 8, "conv_blocks": ["up_blocks.2", "up_blocks.3"]}
+    plan_from_config(config(kohya_set, model={"base": "demo"}, lora=lora))  # SD1.5's four levels: fine
+    with pytest.raises(UserError, match=r"lora.conv_blocks: .* no block 'up_blocks.2'.*up_blocks.1"):
+        plan_from_config(config(kohya_set, model={"base": "tiny-sd15"}, lora=lora))  # two levels
+    plan_from_config(config(kohya_set, model={"base": "tiny-sd15"}, lora={**lora, "conv_rank": 0}))  # conv off
+    from trainer.models import build_tiny_pipeline, save_pipeline
+
+    folder = save_pipeline(build_tiny_pipeline("sdxl"), tmp_path / "sdxl")
+    with pytest.raises(UserError, match=r"its blocks are down_blocks.0, down_blocks.1, mid_block, up_blocks.0"):
+        plan_from_config(config(kohya_set, model={"base": str(folder)}, lora=lora))
+    plan_from_config(config(kohya_set, model={"base": str(folder)}, lora={**lora, "conv_blocks": ["up_blocks"]}))

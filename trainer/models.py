@@ -259,6 +259,38 @@ def _family_from_single_file(path: Path) -> str:
     return "sd15"
 
 
+def unet_block_names(model_cfg) -> list[str] | None:
+    """The UNet's blocks (``down_blocks.i``, ``mid_block``, ``up_blocks.i``) from its config alone, without
+    weights; None where that config is not at hand (hub ids, bases that do not exist: loading reports those)."""
+    try:
+        kind = classify_base(model_cfg.base)
+    except UserError:
+        return None
+    if kind == "tiny":
+        n_down = n_up = 2  # both tiny UNets (build_tiny_pipeline) have two levels and a mid block
+        config: dict[str, Any] = {"down_block_types": [None] * n_down, "up_block_types": [None] * n_up,
+                                  "mid_block_type": "UNetMidBlock2DCrossAttn"}
+    else:
+        if kind == "demo":
+            folder = DEMO_BASE_DIR
+        elif kind == "folder":
+            folder = Path(model_cfg.base).expanduser()
+        elif kind == "single_file":
+            path = Path(model_cfg.base).expanduser()
+            family = model_cfg.family if model_cfg.family != "auto" else _family_from_single_file(path)
+            folder = single_file_config_dir(path, family)
+        else:
+            return None
+        try:
+            config = json.loads((folder / "unet" / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+    names = [f"down_blocks.{i}" for i in range(len(config.get("down_block_types", [])))]
+    if config.get("mid_block_type", "UNetMidBlock2DCrossAttn") is not None:
+        names.append("mid_block")
+    return names + [f"up_blocks.{i}" for i in range(len(config.get("up_block_types", [])))]
+
+
 def detect_distilled(source: str, pipe=None) -> tuple[bool, str]:
     """Look for turbo / LCM / lightning / hyper / schnell in the name, the configs and the scheduler."""
     lowered = source.lower()

@@ -97,6 +97,7 @@ def make_plan(cfg: Config, report: DatasetReport) -> Plan:
         raise UserError(
             f"no usable pictures in {report.root}; fix the problems the dataset check lists first"
         )
+    check_conv_blocks(cfg)
     bs, accum, epochs = cfg.train.batch_size, cfg.train.grad_accum, cfg.train.epochs
     per_bucket = [
         {"width": b["width"], "height": b["height"], "image_repeats": b["image_repeats"],
@@ -161,6 +162,22 @@ def make_plan(cfg: Config, report: DatasetReport) -> Plan:
         dose_advice={"en": advice_en, "ko": advice_ko},
         dose_note=dict(_PRODIGY_NOTE) if cfg.optim.optimizer == "prodigy" else None,
     )
+
+
+def check_conv_blocks(cfg: Config) -> None:
+    """``lora.conv_blocks`` against the base's UNet, read from its config (no weights), so a preset made for
+    another UNet is caught before Start rather than when the model loads."""
+    from .models import unet_block_names
+
+    if not cfg.lora.conv_rank or not cfg.lora.conv_blocks:
+        return
+    blocks = unet_block_names(cfg.model)
+    if blocks is None:
+        return
+    for entry in (e.rstrip(".") for e in cfg.lora.conv_blocks):
+        if not any(b == entry or b.startswith(entry + ".") or entry.startswith(b + ".") for b in blocks):
+            raise UserError(f"lora.conv_blocks: this UNet has no block {entry!r}; its blocks are "
+                            f"{', '.join(blocks)}")
 
 
 def plan_from_config(cfg: Config) -> tuple[DatasetReport, Plan]:

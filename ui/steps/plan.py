@@ -58,7 +58,11 @@ def wire(ui: UI) -> None:
         except UserError as e:
             out["plan_msg"] = error_box(t("err_scan_first", lang, error=str(e)))
             return out
-        plan = make_plan(cfg, report)
+        try:
+            plan = make_plan(cfg, report)
+        except UserError as e:  # a setting that cannot work with this base, e.g. lora.conv_blocks
+            out["plan_msg"] = error_box(str(e))
+            return out
         out.update(render_plan(plan, lang))
         out["report_state"] = state
         out.update({k: v for k, v in gates.unlocks_after_scan(ui, values, report, lang).items()
