@@ -85,19 +85,14 @@ def unet_module_to_sgm(module: str, unet_config) -> str:
             # the up path has layers_per_block + 1 resnets per block, counted from the reversed down config
             index = sum(_layers_per_block(unet_config, n_up - 1 - b) + 1 for b in range(i)) + j
             prefix = f"output_blocks.{index}"
-        return _sgm_inner(prefix, kind, rest, module)
+        tail = f"1.{rest}" if kind == "attentions" else f"0.{_sgm_resnet_layer(rest, module)}"
+        return f"{prefix}.{tail}"
     m = re.fullmatch(r"mid_block\.(attentions|resnets)\.(\d+)\.(.*)", module)
     if m:
         # middle_block.0 = resnets.0, .1 = the attention, .2 = resnets.1
         block = 1 if m[1] == "attentions" else 2 * int(m[2])
         return f"middle_block.{block}." + (m[3] if m[1] == "attentions" else _sgm_resnet_layer(m[3], module))
     raise ValueError(f"no original-layout name for UNet module {module!r}")
-
-
-def _sgm_inner(prefix: str, kind: str, rest: str, module: str) -> str:
-    if kind == "attentions":
-        return f"{prefix}.1.{rest}"
-    return f"{prefix}.0.{_sgm_resnet_layer(rest, module)}"
 
 
 def _sgm_resnet_layer(layer: str, module: str) -> str:

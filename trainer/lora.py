@@ -169,19 +169,16 @@ def _lean_linear_forward(self, x: torch.Tensor, *args, **kwargs) -> torch.Tensor
     return (out + F.linear(F.linear(h, a), self.lora_B["default"].weight) * self.scaling["default"]).to(out.dtype)
 
 
-def use_lean_linear_forward(model: torch.nn.Module) -> int:
+def use_lean_linear_forward(model: torch.nn.Module) -> None:
     """Give every plain LoRA ``Linear`` of ``model`` (a ``torch.nn.Linear`` base, one adapter, no DoRA-like
-    variant) the lean forward above; returns how many. Quantized or otherwise special bases keep peft's."""
+    variant) the lean forward above. Quantized or otherwise special bases keep peft's."""
     from peft.tuners.lora.layer import Linear as LoraLinear
 
-    n = 0
     for layer in model.modules():
         if (isinstance(layer, LoraLinear) and type(layer.base_layer) is torch.nn.Linear
                 and list(layer.lora_A) == ["default"] and not getattr(layer, "lora_variant", None)
                 and not getattr(layer, "fan_in_fan_out", False)):
             layer.forward = types.MethodType(_lean_linear_forward, layer)
-            n += 1
-    return n
 
 
 def set_lora_scale(mods: LoraModules, scale: float) -> None:

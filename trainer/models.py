@@ -266,25 +266,22 @@ def unet_block_names(model_cfg) -> list[str] | None:
         kind = classify_base(model_cfg.base)
     except UserError:
         return None
-    if kind == "tiny":
-        n_down = n_up = 2  # both tiny UNets (build_tiny_pipeline) have two levels and a mid block
-        config: dict[str, Any] = {"down_block_types": [None] * n_down, "up_block_types": [None] * n_up,
-                                  "mid_block_type": "UNetMidBlock2DCrossAttn"}
+    if kind == "tiny":  # both tiny UNets (build_tiny_pipeline) have two levels and a mid block
+        return ["down_blocks.0", "down_blocks.1", "mid_block", "up_blocks.0", "up_blocks.1"]
+    if kind == "demo":
+        folder = DEMO_BASE_DIR
+    elif kind == "folder":
+        folder = Path(model_cfg.base).expanduser()
+    elif kind == "single_file":
+        path = Path(model_cfg.base).expanduser()
+        family = model_cfg.family if model_cfg.family != "auto" else _family_from_single_file(path)
+        folder = single_file_config_dir(path, family)
     else:
-        if kind == "demo":
-            folder = DEMO_BASE_DIR
-        elif kind == "folder":
-            folder = Path(model_cfg.base).expanduser()
-        elif kind == "single_file":
-            path = Path(model_cfg.base).expanduser()
-            family = model_cfg.family if model_cfg.family != "auto" else _family_from_single_file(path)
-            folder = single_file_config_dir(path, family)
-        else:
-            return None
-        try:
-            config = json.loads((folder / "unet" / "config.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
+        return None
+    try:
+        config = json.loads((folder / "unet" / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
     names = [f"down_blocks.{i}" for i in range(len(config.get("down_block_types", [])))]
     if config.get("mid_block_type", "UNetMidBlock2DCrossAttn") is not None:
         names.append("mid_block")
