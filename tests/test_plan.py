@@ -101,6 +101,17 @@ def test_dose_zone(kohya_set, lr, alpha, zone):
     assert f"{plan.dose:.3g}" in plan.dose_formula["en"]
 
 
+def test_dose_counts_the_lr_the_schedule_gives(kohya_set):
+    report = scan_dataset(config(kohya_set).dataset)
+    flat = make_plan(config(kohya_set, optim={"lr": 1e-3, "scheduler": "constant"}), report)
+    cos = make_plan(config(kohya_set, optim={"lr": 1e-3, "scheduler": "cosine", "warmup_steps": 10}), report)
+    assert flat.schedule_mean == 1.0 and flat.dose == pytest.approx(1e-3 * flat.total_steps)
+    assert cos.schedule_mean == pytest.approx(0.5, abs=0.03)
+    assert cos.dose == pytest.approx(flat.dose * cos.schedule_mean)
+    assert "cosine" in cos.dose_formula["en"] and "cosine" in cos.dose_formula["ko"]
+    assert "mean" not in flat.dose_formula["en"]
+
+
 def test_unusable_dataset_cannot_be_planned(tmp_path):
     (tmp_path / "a.png").write_bytes(b"")
     cfg = config(tmp_path)

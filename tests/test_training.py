@@ -20,6 +20,7 @@ from trainer.events import MemorySink
 from trainer.io import read_jsonl
 from trainer.loop import Hooks, run_training
 from trainer.models import build_tiny_pipeline
+from trainer.review import dose_by_step
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
@@ -177,6 +178,20 @@ def test_ema_is_fp32_over_trainable_params_only_and_saved_beside(dataset, tmp_pa
     ema = load_file(str(result.run_dir / "final" / "lora_ema.safetensors"))
     assert live.keys() == ema.keys()
     assert any(not torch.equal(live[k], ema[k]) for k in live if "lora_up" in k)
+
+
+def test_metrics_log_the_lr_each_step_used_and_the_plans_dose_is_the_runs(dataset, tmp_path):
+    cfg = tiny_config(dataset, tmp_path, {"optim.scheduler": "cosine", "optim.warmup_steps": 2,
+                                          "train.max_steps": 8})
+    result = run_training(cfg, MemorySink())
+    assert result.status == "finished", result.message
+    lrs = [r["lr"] for r in read_jsonl(result.run_dir / "metrics.jsonl")]
+    # diffusers' warmup starts at 0: the first step learns nothing, and the log says so
+    assert lrs[0] == 0.0 and lrs[1] == pytest.approx(5e-4) and lrs[2] == pytest.approx(1e-3)
+    assert lrs[3:] == sorted(lrs[3:], reverse=True) and lrs[-1] > 0
+    plan = json.loads((result.run_dir / "plan.json").read_text())
+    assert plan["schedule_mean"] == pytest.approx(sum(lrs) / 8 / 1e-3)
+    assert dose_by_step(result.run_dir)[8] == pytest.approx(plan["dose"])
 
 
 def test_sdxl_with_text_encoders_exports_te1_and_te2(dataset, tmp_path):

@@ -201,6 +201,7 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
     def optimizer_step(self, group, epoch: int, start: int = 0) -> str:
         cfg = self.config
         t0 = time.perf_counter()
+        lr = self.optimizer.param_groups[0]["lr"]  # the UNet lr this step uses (the scheduler moves on after it)
         self.hooks.before_step(self)
         loss_sum = torch.zeros((), device=self.device)
         self.last_batch_files = [s.rel for batch in group for s in batch]
@@ -249,7 +250,7 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
                 if self.ema is not None:
                     self.ema.update()
         self.optimizer.zero_grad(set_to_none=True)
-        return self.after_step(health, decision, epoch, time.perf_counter() - t0, where)
+        return self.after_step(health, decision, epoch, time.perf_counter() - t0, where, lr)
 
     def compute_loss(self, batch, epoch: int, micro: int, pos: int = 0) -> torch.Tensor:
         cfg = self.config
@@ -306,7 +307,8 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
                 return None
             return torch.stack(torch._foreach_norm(torch._foreach_sub(current, ref))).norm()
 
-    def after_step(self, h: StepHealth, decision: Decision, epoch: int, seconds: float, where: str | None) -> str:
+    def after_step(self, h: StepHealth, decision: Decision, epoch: int, seconds: float, where: str | None,
+                   lr: float) -> str:
         cfg = self.config
         if decision.apply:
             self.global_step += 1
@@ -318,7 +320,7 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
             loss=h.loss,
             grad_norm=h.grad_norm,
             grad_norm_clipped=h.grad_norm_clipped,
-            lr=self.lr_scheduler.get_last_lr()[0],
+            lr=lr,
             loss_scale=h.loss_scale,
             skipped=decision.skipped,
             nonfinite=decision.nonfinite,

@@ -46,7 +46,7 @@ class RecoveryMixin:
             "broke_at_step": step - 1 if decision.nonfinite in ("param", "ema") else step,
             "module": where,
             "files": self.last_batch_files,
-            "lr": self.lr_scheduler.get_last_lr()[0],
+            "lr": self.optimizer.param_groups[0]["lr"],
             "loss_scale": h.loss_scale,
             "precision": self.precision.precision,
             "loss": h.loss,
