@@ -5,14 +5,23 @@ from __future__ import annotations
 import torch
 
 
+def text_pairs(pipe) -> list[tuple]:
+    """The pipeline's (tokenizer, text encoder) pairs: one for SD1.5, CLIP-L then OpenCLIP-G for SDXL."""
+    pairs = [(pipe.tokenizer, pipe.text_encoder)]
+    if getattr(pipe, "text_encoder_2", None) is not None:
+        pairs.append((pipe.tokenizer_2, pipe.text_encoder_2))
+    return pairs
+
+
 class TextConditioner:
     """Turns captions into the UNet's ``encoder_hidden_states`` (and SDXL's ``added_cond_kwargs``)."""
 
     def __init__(self, pipe, family: str, device: torch.device, cache: bool):
         self.family = family
         self.device = device
-        self.tokenizers = [pipe.tokenizer] + ([pipe.tokenizer_2] if family == "sdxl" else [])
-        self.encoders = [pipe.text_encoder] + ([pipe.text_encoder_2] if family == "sdxl" else [])
+        pairs = text_pairs(pipe)
+        self.tokenizers = [tok for tok, _ in pairs]
+        self.encoders = [enc for _, enc in pairs]
         self.cache_enabled = cache
         self._cache: dict[str, tuple[torch.Tensor, torch.Tensor | None]] = {}
 

@@ -80,6 +80,11 @@ class DatasetReport:
     prior_images: int = 0
     """How many of ``images`` are prior images (``dataset.reg_path``)."""
 
+    @property
+    def own_images(self) -> int:
+        """The dataset's own pictures, prior images left out."""
+        return self.images - self.prior_images
+
     def to_json(self, include_items: bool = True) -> dict[str, Any]:
         d = asdict(self)
         if include_items:

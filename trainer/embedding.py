@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
+from .conditioning import text_pairs
 from .errors import UserError
 from .export import save_safetensors
 
@@ -134,10 +135,7 @@ def _loaded_tokens(tokenizer, trigger: str) -> list[str]:
 
 def unload_embedding(pipe, trigger: str) -> None:
     """Undo ``load_embedding``: every token it added goes (diffusers' unload takes them by name)."""
-    pairs = [(pipe.tokenizer, pipe.text_encoder)]
-    if getattr(pipe, "text_encoder_2", None) is not None:
-        pairs.append((pipe.tokenizer_2, pipe.text_encoder_2))
-    for tokenizer, encoder in pairs:
+    for tokenizer, encoder in text_pairs(pipe):
         tokens = _loaded_tokens(tokenizer, trigger)
         if tokens:
             pipe.unload_textual_inversion(tokens, tokenizer=tokenizer, text_encoder=encoder)

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from peft import LoraConfig, inject_adapter_in_model
 from peft.utils import get_peft_model_state_dict, set_peft_model_state_dict
 
+from .conditioning import text_pairs
 from .embedding import TriggerEmbedding
 from .errors import UserError
 
@@ -139,9 +140,9 @@ def attach_lora(pipe, lora_cfg, family: str, seed: int, trigger: str = "") -> Lo
         configs[role] = adapter_config(lora_cfg, role, m)
         inject_adapter_in_model(_lora_config(configs[role], lora_cfg.dropout), m, adapter_name="default")
     if lora_cfg.trigger_embedding:
-        encoders = [pipe.text_encoder] + ([pipe.text_encoder_2] if family == "sdxl" else [])
-        tokenizers = [pipe.tokenizer] + ([pipe.tokenizer_2] if family == "sdxl" else [])
-        emb = TriggerEmbedding(encoders, tokenizers, trigger)
+        pairs = text_pairs(pipe)
+        encoders = [enc for _, enc in pairs]
+        emb = TriggerEmbedding(encoders, [tok for tok, _ in pairs], trigger)
         models[EMBEDDING_ROLE] = emb.to(encoders[0].device).install()
     mods = LoraModules(models, lora_cfg.rank, float(lora_cfg.alpha), lora_cfg.targets, configs)
     for _, p in mods.named_trainable():

@@ -90,7 +90,7 @@ def wire(ui: UI) -> None:
         report, state = scan_for(ui, values, lang, force=True)
         out = render_report(report, lang)
         out["report_state"] = {**state, "lang": lang}
-        out["ds_msg"] = ok_box(t("scan_done", lang, n=report.images - report.prior_images) + (t("demo_prior_dropped", lang) if dropped else ""))
+        out["ds_msg"] = ok_box(t("scan_done", lang, n=report.own_images) + (t("demo_prior_dropped", lang) if dropped else ""))
         out["dataset_path"] = report.root
         out["reg_path"] = values.get("reg_path") or ""
         out.update(gates.unlocks_after_scan(ui, values, report, lang))
@@ -214,7 +214,7 @@ def render_report(report: DatasetReport, lang: str) -> dict[str, Any]:
 
 def summary_markdown(report: DatasetReport, lang: str) -> str:
     counts = {s: sum(1 for p in report.problems if p["severity"] == s) for s in ("error", "warning", "info")}
-    lines = [t("summary", lang, images=report.images - report.prior_images, captions=report.captions,
+    lines = [t("summary", lang, images=report.own_images, captions=report.captions,
                repeats=report.image_repeats, errors=counts["error"], warnings=counts["warning"], infos=counts["info"])]
     for f in report.folders:
         lines.append(t("summary_folder", lang, name=f["name"], repeats=f["repeats"], images=f["images"]))
