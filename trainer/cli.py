@@ -32,7 +32,7 @@ def cmd_plan(args) -> int:
     lang = args.lang
     print(plan.formula[lang])
     print(f"steps per epoch: {plan.steps_per_epoch}   total steps: {plan.total_steps}")
-    mean = f", lr × {plan.schedule_mean:.2f} on average under the schedule" if abs(plan.schedule_mean - 1) >= 5e-3 else ""
+    mean = f", lr × {plan.schedule_mean:.2f} on average under the schedule" if plan.scheduled else ""
     print(f"dose (lr × steps × alpha/rank{mean}) = {plan.dose:.4g}  zone: {plan.dose_zone} "
           f"(fit {plan.dose_low:g}–{plan.dose_high:g})")
     print(f"checkpoints at: {plan.checkpoint_steps}")

@@ -21,16 +21,16 @@ DOSE_EXPLANATION = {
         "How far training pulls the model toward your pictures ≈ learning rate × steps × (alpha / rank). "
         "It is a rule of thumb, not an exact law: the three push in the same direction, so raising one lets "
         "you lower another and keep the balance. The lr that counts is the one the steps really get: a cosine "
-        "schedule averages about half its peak, so it pulls half as far as the same lr held constant. Too little and the LoRA does not look like your subject "
-        "(underfit); too much and it memorises the training pictures, ignores the prompt and the colours "
-        "burn (overfit)."
+        "schedule averages about half its peak, so it pulls half as far as the same lr held constant. Too "
+        "little and the LoRA does not look like your subject (underfit); too much and it memorises the "
+        "training pictures, ignores the prompt and the colours burn (overfit)."
     ),
     "ko": (
         "학습이 모델을 내 그림 쪽으로 끌고 가는 정도 ≈ 학습률 × 스텝 수 × (alpha / rank). "
         "정확한 법칙이 아니라 어림셈입니다. 셋은 같은 방향으로 작용하므로 하나를 올리면 다른 하나를 내려 "
         "균형을 맞출 수 있습니다. 여기서 학습률은 스텝들이 실제로 받는 값입니다. cosine 스케줄은 평균이 최고값의 "
-        "절반쯤이라, 같은 학습률을 그대로 유지할 때의 절반만 끌고 갑니다. 너무 적으면 캐릭터가 닮지 않고(미적합), 너무 많으면 학습 그림을 외워 "
-        "프롬프트를 무시하고 색이 타 버립니다(과적합)."
+        "절반쯤이라, 같은 학습률을 그대로 유지할 때의 절반만 끌고 갑니다. 너무 적으면 캐릭터가 닮지 않고"
+        "(미적합), 너무 많으면 학습 그림을 외워 프롬프트를 무시하고 색이 타 버립니다(과적합)."
     ),
 }
 
@@ -89,8 +89,17 @@ class Plan:
     dose_explanation: dict[str, str] = field(default_factory=lambda: dict(DOSE_EXPLANATION))
     dose_note: dict[str, str] | None = None
 
+    @property
+    def scheduled(self) -> bool:
+        """Whether the schedule moves the average lr off the configured one (the formula then shows the mean)."""
+        return _scheduled(self.schedule_mean)
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _scheduled(mean: float) -> bool:
+    return abs(mean - 1.0) >= 5e-3
 
 
 def make_plan(cfg: Config, report: DatasetReport) -> Plan:
@@ -133,9 +142,8 @@ def make_plan(cfg: Config, report: DatasetReport) -> Plan:
     zone = "under" if dose < low else "over" if dose > high else "fit"
     advice_en, advice_ko = _ZONE_ADVICE[zone]
     zone_ko = {"under": "부족", "fit": "적정", "over": "과다"}[zone]
-    if abs(mean - 1.0) < 5e-3:
-        lr_en = lr_ko = f"{lr:g}"
-    else:  # the schedule's average lr, so the plan's dose is the one the Review step counts from the run
+    lr_en = lr_ko = f"{lr:g}"
+    if _scheduled(mean):  # the schedule's average lr: the dose the Review step counts from the run
         sched = cfg.optim.scheduler
         lr_en = f"mean {lr * mean:.3g} (lr {lr:g} × {mean:.2f}, the {sched} schedule's average)"
         lr_ko = f"평균 {lr * mean:.3g}(학습률 {lr:g} × {mean:.2f}, {sched} 스케줄의 평균)"
