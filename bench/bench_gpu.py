@@ -29,7 +29,8 @@ def build_models(smoke: bool, device, dtype):
     from diffusers import AutoencoderKL, DDPMScheduler, UNet2DConditionModel
     from transformers import CLIPTextConfig, CLIPTextModel
 
-    from trainer.models import MODEL_CONFIG_DIR, build_tiny_pipeline
+    from trainer.models import MODEL_CONFIG_DIR
+    from trainer.tiny_models import build_tiny_pipeline
 
     if smoke:
         pipe = build_tiny_pipeline("sd15")

@@ -66,7 +66,7 @@ def lora_image(pipe, prompt: str = "zxc, on grass"):
 
 def images_of_both_formats(folder: Path, family: str) -> dict[str, Any]:
     """The same picture with the kohya file and with the diffusers file of ``folder`` loaded on a tiny model."""
-    from trainer.models import build_tiny_pipeline
+    from trainer.tiny_models import build_tiny_pipeline
 
     images = {}
     for name in ("lora.safetensors", "lora_diffusers.safetensors"):

@@ -18,7 +18,7 @@ from trainer.events import MemorySink
 from trainer.export import unet_module_to_sgm
 from trainer.loop import run_training
 from trainer.lora import attach_lora
-from trainer.models import build_tiny_pipeline
+from trainer.tiny_models import build_tiny_pipeline
 
 pytestmark = pytest.mark.slow
 

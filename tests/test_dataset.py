@@ -13,8 +13,9 @@ from PIL import Image
 
 from trainer.buckets import assign_bucket, buckets_for, crop_box, fit_to_bucket, make_buckets
 from trainer.config import DatasetConfig
-from trainer.dataset import BOMB_PIXELS, load_image_rgb, scan_dataset
+from trainer.dataset import BOMB_PIXELS, scan_dataset
 from trainer.errors import UserError
+from trainer.images import load_image_rgb
 from trainer.problems import PROBLEM_KINDS
 
 

@@ -125,7 +125,7 @@ def test_conv_blocks_the_base_lacks_are_caught_by_the_plan_from_the_unet_config(
     with pytest.raises(UserError, match=r"lora.conv_blocks: .* no block 'up_blocks.2'.*up_blocks.1"):
         plan_from_config(config(kohya_set, model={"base": "tiny-sd15"}, lora=lora))  # two levels
     plan_from_config(config(kohya_set, model={"base": "tiny-sd15"}, lora={**lora, "conv_rank": 0}))  # conv off
-    from trainer.models import build_tiny_pipeline, save_pipeline
+    from trainer.tiny_models import build_tiny_pipeline, save_pipeline
 
     folder = save_pipeline(build_tiny_pipeline("sdxl"), tmp_path / "sdxl")
     with pytest.raises(UserError, match=r"its blocks are down_blocks.0, down_blocks.1, mid_block, up_blocks.0"):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from trainer import review
+from trainer import review, strength
 from trainer.config import from_dict
 from trainer.demo import character_scene, demo_sample_prompts, render_scene, write_character_dataset
 from trainer.demo.world import Scene
@@ -178,7 +178,7 @@ def test_strength_sweep_renders_every_strength_and_prompt_and_reuses_the_result(
     result = run_training(cfg, MemorySink())
     assert result.status == "finished", result.message
     calls: list[tuple[int, int]] = []
-    records = review.strength_sweep(result.run_dir, "final/lora.safetensors", (0.0, 1.2),
+    records = strength.strength_sweep(result.run_dir, "final/lora.safetensors", (0.0, 1.2),
                                     progress=lambda done, total: calls.append((done, total)))
     assert [(r["strength"], r["kind"]) for r in records] == [(s, k) for s in (0.0, 1.2) for k in KINDS]
     assert calls[0] == (0, 8) and calls[-1] == (8, 8)
@@ -187,5 +187,5 @@ def test_strength_sweep_renders_every_strength_and_prompt_and_reuses_the_result(
     weak = np.asarray(Image.open(records[0]["file"]), dtype=np.float32)
     strong = np.asarray(Image.open(records[4]["file"]), dtype=np.float32)
     assert np.abs(weak - strong).max() > 0  # the strength changes the picture
-    again = review.strength_sweep(result.run_dir, "final/lora.safetensors", (0.0, 1.2))
+    again = strength.strength_sweep(result.run_dir, "final/lora.safetensors", (0.0, 1.2))
     assert again == records

@@ -14,7 +14,8 @@ from safetensors import safe_open
 
 from trainer import single_file
 from trainer.config import ModelConfig
-from trainer.models import MODEL_CONFIG_DIR, build_tiny_pipeline, load_pipeline, save_pipeline
+from trainer.models import MODEL_CONFIG_DIR, load_pipeline
+from trainer.tiny_models import build_tiny_pipeline, save_pipeline
 
 FAMILIES = ("sd15", "sdxl")
 

@@ -19,8 +19,8 @@ from tests.helpers import images_of_both_formats, lora_image, tiny_config, write
 from trainer.events import MemorySink
 from trainer.io import read_jsonl
 from trainer.loop import Hooks, run_training
-from trainer.models import build_tiny_pipeline
 from trainer.review import dose_by_step
+from trainer.tiny_models import build_tiny_pipeline
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent

@@ -10,7 +10,7 @@ from tests.helpers import tiny_config, write_toy_dataset
 from trainer.embedding import TriggerEmbedding, _placed, load_embedding, trigger_token_ids, unload_embedding
 from trainer.events import MemorySink
 from trainer.loop import Hooks, run_training
-from trainer.models import build_tiny_pipeline
+from trainer.tiny_models import build_tiny_pipeline
 
 
 def test_deltas_land_only_on_whole_occurrences_of_the_trigger():

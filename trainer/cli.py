@@ -62,7 +62,7 @@ def cmd_check_dataset(args) -> int:
 
 
 def cmd_tiny_model(args) -> int:
-    from .models import build_tiny_pipeline, save_pipeline
+    from .tiny_models import build_tiny_pipeline, save_pipeline
 
     pipe = build_tiny_pipeline(args.family)
     out = save_pipeline(pipe, args.out_dir, single_file=args.single_file)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .dataset import load_image_rgb
+from .images import load_image_rgb
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL import Image, UnidentifiedImageError
 from pydantic import ValidationError
 
 from .buckets import Bucket, assign_bucket, buckets_for, upscale_factor
 from .config import DatasetConfig
 from .errors import UserError
+from .images import bit_depth, exif_orientation, has_transparency
 from .problems import TAG_WELD_MESSAGE
 from .problems import problem as _problem
 
@@ -151,21 +151,6 @@ def scan_dataset(cfg: DatasetConfig | None = None, /, **overrides: Any) -> Datas
     return _summarise(root, cfg, items, captions, problems, folder_rows)
 
 
-def load_image_rgb(path: str | Path, min_size: tuple[int, int] | None = None) -> Image.Image:
-    """Open an image for training: first frame, EXIF-upright, 8-bit RGB, transparency composited on white.
-
-    ``min_size`` (upright width, height) lets a JPEG decode at a reduced scale that still covers it, which
-    is several times faster for photos much larger than their bucket.
-    """
-    with Image.open(path) as im:
-        im.seek(0)
-        if min_size and im.format == "JPEG":
-            upright_swapped = _orientation(im) in (5, 6, 7, 8)
-            im.draft(im.mode, (min_size[1], min_size[0]) if upright_swapped else min_size)
-        im.load()
-        return _to_rgb(_upright(im))
-
-
 def split_tags(caption: str) -> list[str]:
     """Comma-separated tags, trimmed, empty ones dropped."""
     return [t for t in (" ".join(p.split()) for p in caption.split(",")) if t]
@@ -283,41 +268,6 @@ def _short(e: BaseException) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def _orientation(im: Image.Image) -> int:
-    try:
-        value = int(im.getexif().get(0x0112, 1))
-    except Exception:
-        return 1  # unreadable EXIF is not worth refusing the picture over
-    return value if 1 <= value <= 8 else 1
-
-
-def _upright(im: Image.Image) -> Image.Image:
-    """An upright copy (always a copy: the caller closes the file)."""
-    try:
-        return ImageOps.exif_transpose(im)
-    except Exception:
-        return im.copy()  # broken EXIF: train on the pixels as stored rather than lose the picture
-
-
-def _bit_depth(im: Image.Image) -> int:
-    if im.mode == "F":
-        return 32
-    if im.mode.startswith("I"):
-        return 16
-    # Pillow reads a 48/64-bit PNG straight into 8-bit RGB(A); only the tile's raw mode tells.
-    if any(";16" in str(t.args) for t in (im.tile or [])):
-        return 16
-    return 8
-
-
-def _has_transparency(im: Image.Image) -> bool:
-    if "transparency" in im.info:
-        return True
-    if "A" in im.getbands():
-        return im.getchannel("A").getextrema()[0] < 255  # an all-opaque alpha is dropped silently
-    return False
-
-
 def _file_hash(path: Path) -> str:
     h = hashlib.blake2b(digest_size=16)
     with open(path, "rb") as f:
@@ -352,7 +302,7 @@ def _inspect_pixels(path: Path, rel: str, resolution: int) -> tuple[int, int, in
         w, h = im.size
         if w * h > BOMB_PIXELS:  # from the header alone, before a single pixel is decoded
             raise _Excluded("decompression_bomb", rel, pixels=f"{w}×{h}", limit=limit)
-        orientation = _orientation(im)
+        orientation = exif_orientation(im)
         if orientation in (5, 6, 7, 8):
             w, h = h, w
         min_side = min_side_for(resolution)
@@ -360,7 +310,7 @@ def _inspect_pixels(path: Path, rel: str, resolution: int) -> tuple[int, int, in
             raise _Excluded("too_small", rel, w=w, h=h, res=resolution, min_side=min_side)
         frames = im.n_frames if getattr(im, "is_animated", False) else 1
         im.seek(0)
-        bits = _bit_depth(im)
+        bits = bit_depth(im)
         if im.format == "JPEG":
             # Decode at 1/8 scale: libjpeg still reads every byte (truncation is caught), 10-50× faster.
             im.draft(im.mode, (1, 1))
@@ -373,7 +323,7 @@ def _inspect_pixels(path: Path, rel: str, resolution: int) -> tuple[int, int, in
             notes.append(_problem("cmyk", rel))
         if bits > 8:
             notes.append(_problem("high_bit_depth", rel, bits=bits))
-        if _has_transparency(im):
+        if has_transparency(im):
             notes.append(_problem("alpha_channel", rel))
     if orientation != 1:
         notes.append(_problem("exif_rotated", rel, orientation=orientation, w=w, h=h))
@@ -511,19 +461,3 @@ def _summarise(
         trigger=cfg.trigger,
         prior_images=sum(it.prior for it in items),
     )
-
-
-def _to_rgb(im: Image.Image) -> Image.Image:
-    if im.mode == "RGB":
-        return im
-    if im.mode.startswith("I") or im.mode == "F":
-        a = np.asarray(im, dtype=np.float64)
-        # 16-bit data spans 0..65535; Pillow's own I→L conversion clips instead of scaling.
-        if im.mode.startswith("I;16") or a.max(initial=0) > 255:
-            a = a / 257.0
-        return Image.fromarray(np.clip(a + 0.5, 0, 255).astype(np.uint8), "L").convert("RGB")
-    if im.mode in ("RGBA", "LA", "PA", "La", "RGBa") or "transparency" in im.info:
-        rgba = im.convert("RGBA")
-        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-        return Image.alpha_composite(white, rgba).convert("RGB")
-    return im.convert("RGB")

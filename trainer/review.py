@@ -1,7 +1,7 @@
 """Review a run from its folder: the checkpoint × prompt grid, leakage per checkpoint, a recommended
-checkpoint, and a strength sweep of a chosen LoRA file.
+checkpoint.
 
-Everything but :func:`strength_sweep` reads pictures only (numpy, no torch). The seeds' rule for picking:
+Everything here reads pictures only (numpy, no torch); the strength sweep, which draws, is ``trainer.strength``. The seeds' rule for picking:
 the best checkpoint sits between "fits" and "starting to overfit", and the last save is rarely it. With the
 demo character the pictures can be measured (likeness, adherence); for any run the no-trigger sample can be
 compared with the base model's (leakage) and the trigger samples with step 0 (burn).
@@ -20,10 +20,9 @@ from PIL import Image
 
 from .config import Config, from_dict, read_toml
 from .errors import UserError
-from .io import atomic_write_bytes, atomic_write_json, read_jsonl
+from .io import read_jsonl
 from .rundir import RunPaths
 
-STRENGTHS = (0.6, 0.8, 1.0, 1.2)
 LEAKAGE_LIMIT = 0.5  # the no-trigger sample has drifted this far from the base model's: the LoRA leaks
 BURN_LIMIT = 0.5  # trigger samples this burnt against step 0: colours deepen, lines roughen
 FIT_LIKENESS = 0.85  # share of the best likeness at which the character counts as "fits"
@@ -326,86 +325,3 @@ def _pick_by_dose(steps, measured, doses, config: Config) -> tuple[int, dict[str
 
 def _fmt(v: float | None) -> str:
     return "—" if v is None else f"{v:.2f}"
-
-
-# ------------------------------------------------------------------------------------- strength sweep
-
-
-def strength_sweep(
-    run_dir: str | Path,
-    checkpoint_file: str | Path,
-    strengths: tuple[float, ...] = STRENGTHS,
-    progress: Progress | None = None,
-) -> list[dict[str, Any]]:
-    """Render the run's sample prompts with one LoRA file at each strength (same seed as the samples).
-
-    Pictures go to ``review/<checkpoint>/s<strength>_<NN>.png`` with a ``manifest.json``; a sweep already on
-    disk for the same file, strengths and prompts is returned as it is. Returns
-    ``[{strength, prompt, kind, index, file}]``.
-    """
-    import torch
-
-    from .embedding import embedding_beside, load_embedding
-    from .models import load_pipeline
-    from .precision import decide_precision, resolve_device
-    from .sampling import expand_prompts, png_bytes, render, sampling_pipeline
-
-    root = Path(run_dir).resolve()
-    config = load_run_config(root)
-    lora = resolve_checkpoint(root, checkpoint_file)
-    label = lora.relative_to(root).with_suffix("").as_posix().replace("/", "_")
-    out_dir = root / "review" / label
-    prompts = expand_prompts(config.sample.prompts, config.dataset.trigger)
-    wanted = [float(s) for s in strengths]
-    cached = _cached_sweep(out_dir, lora, wanted, prompts)
-    if cached is not None:
-        return cached
-    total = len(wanted) * len(prompts)
-    if progress:
-        progress(0, total)
-    device = resolve_device(config.train.device)
-    plan = decide_precision(config.train.precision, device)
-    pipe, info = load_pipeline(config.model, plan.weight_dtype)
-    pipe.to(device)
-    try:
-        pipe.load_lora_weights(str(lora.parent), weight_name=lora.name, adapter_name="review")
-        embedding = embedding_beside(lora)
-        if embedding is not None:  # trained with lora.trigger_embedding: the trigger's vectors come with it
-            load_embedding(pipe, embedding, config.dataset.trigger)
-    except (ValueError, KeyError, RuntimeError) as e:
-        raise UserError(f"{lora.name}: could not load it onto the base model ({str(e).splitlines()[0][:200]})") from None
-    sampler = sampling_pipeline(pipe, info.prediction_type)
-    size = (config.dataset.resolution, config.dataset.resolution)
-    records, done = [], 0
-    with torch.no_grad():
-        for strength in wanted:
-            pipe.set_adapters(["review"], adapter_weights=[strength])
-            for p in prompts:
-                image = render(sampler, p["prompt"], config.sample, size, device, plan, config.sample.seed)
-                name = f"s{strength:g}_{p['index']:02d}.png"
-                atomic_write_bytes(out_dir / name, png_bytes(image))
-                records.append({"strength": strength, "prompt": p["prompt"], "kind": p["kind"],
-                                "index": p["index"], "file": str(out_dir / name)})
-                done += 1
-                if progress:
-                    progress(done, total)
-    atomic_write_json(out_dir / "manifest.json", {
-        "lora": str(lora), "lora_mtime": lora.stat().st_mtime, "strengths": wanted,
-        "prompts": [p["prompt"] for p in prompts], "samples": records,
-    })
-    return records
-
-
-def _cached_sweep(out_dir: Path, lora: Path, strengths: list[float], prompts: list[dict]) -> list[dict] | None:
-    manifest = out_dir / "manifest.json"
-    if not manifest.is_file():
-        return None
-    try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return None
-    same = (data.get("lora") == str(lora) and data.get("lora_mtime") == lora.stat().st_mtime
-            and data.get("strengths") == strengths and data.get("prompts") == [p["prompt"] for p in prompts])
-    if not same or not all(Path(r["file"]).is_file() for r in data["samples"]):
-        return None
-    return data["samples"]

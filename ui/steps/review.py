@@ -15,7 +15,7 @@ from typing import Any
 import gradio as gr
 from PIL import Image
 
-from trainer import review
+from trainer import review, strength
 from trainer.embedding import embedding_beside
 from trainer.errors import UserError
 
@@ -62,7 +62,7 @@ def wire(ui: UI) -> None:
             raise UserError(t("err_pick_checkpoint", lang))
         run = ctx.run_path(review_run or "", lang)
         progress(0, desc=t("sweeping", lang))
-        records = review.strength_sweep(run, ckpt, progress=lambda done, total: progress(
+        records = strength.strength_sweep(run, ckpt, progress=lambda done, total: progress(
             (done, total), desc=t("sweeping", lang), unit="pictures"))
         items = []
         for r in records:
