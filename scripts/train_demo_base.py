@@ -51,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lr", type=float, default=bt.BaseSettings.lr, help="UNet/text-encoder peak lr")
     ap.add_argument("--vae-steps", type=int, default=bt.BaseSettings.vae_steps)
     ap.add_argument("--seed", type=int, default=bt.BaseSettings.seed)
+    ap.add_argument("--caption-canonical-share", type=float, default=bt.BaseSettings.caption_canonical_share,
+                    help="share of world captions in the canonical order; the rest come with their tags in a "
+                         "random order (see README, Demo status)")
     ap.add_argument("--resume", action="store_true", help="reuse the VAE, latents and last checkpoint in --work")
     ap.add_argument("--keep-checkpoints", action="store_true",
                     help="also keep diffusion-<step>.pt for every checkpoint (about 100 MB each)")
@@ -58,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     s = bt.BaseSettings(seed=args.seed, threads=args.threads, steps=args.steps, batch=args.batch, lr=args.lr,
-                        vae_steps=args.vae_steps)
+                        vae_steps=args.vae_steps, caption_canonical_share=args.caption_canonical_share)
     torch.set_num_threads(s.threads)
     work, out = Path(args.work), Path(args.out)
     work.mkdir(parents=True, exist_ok=True)
@@ -93,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         latents, captions = cached["latents"], cached["captions"]
     else:
         t0 = time.perf_counter()
-        latents, captions = bt.encode_world(vae, s.world_images, s.seed + 10)
+        latents, captions = bt.encode_world(vae, s.world_images, s.seed + 10, s=s)
         add_time("encode_world", time.perf_counter() - t0)
         _save_atomic({"latents": latents, "captions": captions}, latents_path)
     factor = bt.set_scaling_factor(vae, latents)

@@ -98,6 +98,29 @@ def test_world_captions_follow_the_grammar_and_never_show_the_character():
     assert caption(Scene("circle", "orange", "sky", "left", "small")) == "an orange circle on sky, left, small"
 
 
+def test_varied_captions_keep_every_tag_meaningful_in_any_order():
+    rng, crng = np.random.default_rng(0), np.random.default_rng(1)
+    canonical, orders = 0, set()
+    for _ in range(600):
+        scene = sample_scene(rng)
+        text = world.varied_caption(scene, crng)
+        if text == caption(scene):
+            canonical += 1
+            continue
+        tags = text.split(", ")
+        obj = f"{'an' if scene.colour[0] in 'aeiou' else 'a'} {scene.colour} {scene.shape}"
+        assert obj in tags and f"on {scene.background}" in tags, text
+        assert set(tags) <= {obj, f"on {scene.background}", scene.position, scene.size}, text
+        assert len(tags) == len(set(tags))
+        kinds = {obj: "object", f"on {scene.background}": "background", scene.position: "position",
+                 scene.size: "size"}
+        orders.add(tuple(kinds[t] for t in tags))
+    assert 150 < canonical < 250  # a third in the canonical order
+    assert len(orders) > 20  # of the 38 orders of 2-4 tags, most occur
+    with pytest.raises(ValueError):
+        world.varied_caption(character_scene(), crng)
+
+
 def test_every_allowed_colour_stands_out_from_every_background():
     for colour, rgb in COLOURS.items():
         for background, bg in BACKGROUNDS.items():

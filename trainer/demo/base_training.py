@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from PIL import Image, ImageDraw
 
-from .world import SUPERSAMPLE, caption, render_scene, sample_scene
+from .world import SUPERSAMPLE, caption, render_scene, sample_scene, varied_caption
 
 Log = Callable[[str], None]
 
@@ -69,6 +69,10 @@ class BaseSettings:
     warmup_steps: int = 200
     weight_decay: float = 0.0  # nothing to regularise: unused token rows should stay as initialised
     caption_dropout: float = 0.1
+    # Share of world captions in the canonical order; the rest have their tags in a random order, position and
+    # size each left out with probability caption_tag_drop (world.varied_caption). The committed base: 1.0.
+    caption_canonical_share: float = 1.0
+    caption_tag_drop: float = 0.15
     min_snr_gamma: float = 5.0
     noise_offset: float = 0.1  # see train_diffusion
     ema_decay: float = 0.999
@@ -211,12 +215,17 @@ def to_images(x: torch.Tensor) -> list[Image.Image]:
     return [Image.fromarray(i) for i in a]
 
 
-def world_scenes(n: int, seed: int) -> tuple[np.ndarray, list[str], list[Any]]:
-    """``n`` jittered world scenes: (NxHxWx3 uint8 pictures, captions, scenes)."""
+def world_scenes(n: int, seed: int, s: BaseSettings | None = None) -> tuple[np.ndarray, list[str], list[Any]]:
+    """``n`` jittered world scenes: (NxHxWx3 uint8 pictures, captions, scenes). With settings ``s`` the
+    captions vary in tag order as ``s`` says (``world.varied_caption``), otherwise they are canonical."""
     rng = np.random.default_rng(seed)
     scenes = [sample_scene(rng) for _ in range(n)]
-    pixels = np.stack([np.asarray(render_scene(s, IMAGE_SIZE, rng)) for s in scenes])
-    return pixels, [caption(s) for s in scenes], scenes
+    pixels = np.stack([np.asarray(render_scene(sc, IMAGE_SIZE, rng)) for sc in scenes])
+    if s is None:
+        return pixels, [caption(sc) for sc in scenes], scenes
+    crng = np.random.default_rng([seed, 1])  # its own stream: the pictures stay those of the seed
+    caps = [varied_caption(sc, crng, s.caption_canonical_share, s.caption_tag_drop) for sc in scenes]
+    return pixels, caps, scenes
 
 
 def _lr_at(step: int, total: int, peak: float, warmup: int) -> float:
@@ -284,11 +293,13 @@ def train_vae(vae, s: BaseSettings, log: Log = print) -> dict[str, Any]:
 
 
 @torch.no_grad()
-def encode_world(vae, n: int, seed: int, chunk: int = 256) -> tuple[torch.Tensor, list[str]]:
-    """``n`` world scenes encoded to unscaled latent means (N, 4, 32, 32), with their captions."""
+def encode_world(vae, n: int, seed: int, chunk: int = 256,
+                 s: BaseSettings | None = None) -> tuple[torch.Tensor, list[str]]:
+    """``n`` world scenes encoded to unscaled latent means (N, 4, 32, 32), with their captions (tag order
+    varied as settings ``s`` say, see ``world_scenes``)."""
     latents, captions = [], []
     for start in range(0, n, chunk):
-        pixels, caps, _ = world_scenes(min(chunk, n - start), seed + start)
+        pixels, caps, _ = world_scenes(min(chunk, n - start), seed + start, s)
         latents.append(vae.encode(to_tensor(pixels)).latent_dist.mean)
         captions += caps
     return torch.cat(latents), captions

@@ -142,6 +142,25 @@ def caption(scene: Scene, write_outfit: bool = True, write_features: bool = Fals
     return ", ".join(tags)
 
 
+def varied_caption(scene: Scene, rng: np.random.Generator, canonical_share: float = 1 / 3,
+                   tag_drop: float = 0.15) -> str:
+    """A world scene's caption for base training with varied word order: the canonical caption for
+    ``canonical_share`` of scenes, otherwise its tags ("a red circle", "on grass", position, size) in a random
+    order, with position and size each left out with probability ``tag_drop``.
+
+    Real captions come in any order; a text encoder that only ever saw one order reads words by their slot.
+    On the committed base (canonical captions only) a character LoRA draws "zxc, right, on snow" but not
+    "zxc, on snow, right", where "on snow" sits in the world captions' background slot (README, Demo status).
+    """
+    if scene.is_character:
+        raise ValueError("varied_caption is for world scenes; the character's captions come from caption()")
+    if rng.random() < canonical_share:
+        return caption(scene)
+    tags = [f"{_article(scene.colour)} {scene.colour} {scene.shape}", f"on {scene.background}"]
+    tags += [t for t in (scene.position, scene.size) if rng.random() >= tag_drop]
+    return ", ".join(tags[i] for i in rng.permutation(len(tags)))
+
+
 def sample_scene(rng: np.random.Generator) -> Scene:
     """A uniformly random world scene (never the character, never a shape the background would hide)."""
     while True:
