@@ -130,9 +130,10 @@ def caption(scene: Scene, write_outfit: bool = True, write_features: bool = Fals
     For the character, ``write_outfit`` writes its hat in ("wearing a red hat"); ``write_features`` writes the
     features the trigger should absorb (the captioning mistake the seed warns about, for teaching runs).
     """
-    where = f"{scene.background}, {scene.position}, {scene.size}"
     if not scene.is_character:
-        return f"{_article(scene.colour)} {scene.colour} {scene.shape} on {where}"
+        thing, background, position, size = _world_tags(scene)
+        return f"{thing} {background}, {position}, {size}"
+    where = f"{scene.background}, {scene.position}, {scene.size}"
     tags = [TRIGGER]
     if write_features:
         tags.append("a magenta diamond with yellow stripes and two eyes")
@@ -140,6 +141,11 @@ def caption(scene: Scene, write_outfit: bool = True, write_features: bool = Fals
         tags.append(f"wearing {_article(scene.outfit)} {scene.outfit} hat")
     tags.append(f"on {where}")
     return ", ".join(tags)
+
+
+def _world_tags(scene: Scene) -> tuple[str, str, str, str]:
+    """A world scene's four tags: "a red circle", "on grass", position, size."""
+    return f"{_article(scene.colour)} {scene.colour} {scene.shape}", f"on {scene.background}", scene.position, scene.size
 
 
 def varied_caption(scene: Scene, rng: np.random.Generator, canonical_share: float = 1 / 3,
@@ -156,8 +162,8 @@ def varied_caption(scene: Scene, rng: np.random.Generator, canonical_share: floa
         raise ValueError("varied_caption is for world scenes; the character's captions come from caption()")
     if rng.random() < canonical_share:
         return caption(scene)
-    tags = [f"{_article(scene.colour)} {scene.colour} {scene.shape}", f"on {scene.background}"]
-    tags += [t for t in (scene.position, scene.size) if rng.random() >= tag_drop]
+    thing, background, position, size = _world_tags(scene)
+    tags = [thing, background] + [t for t in (position, size) if rng.random() >= tag_drop]
     return ", ".join(tags[i] for i in rng.permutation(len(tags)))
 
 
