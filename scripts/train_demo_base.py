@@ -65,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(s.threads)
     work, out = Path(args.work), Path(args.out)
     work.mkdir(parents=True, exist_ok=True)
+    refusal = bt.stamp_settings(work, s, args.resume)
+    if refusal:
+        raise SystemExit(refusal)
     timings_path = work / "timings.json"
     timings: dict[str, float] = json.loads(timings_path.read_text()) if args.resume and timings_path.is_file() else {}
 

@@ -317,3 +317,17 @@ def test_measures_take_arrays_as_well_as_images():
     assert detect_shape(np.asarray(render_scene(Scene("ring", "red", "sky", "top", "large")))) == "ring"
     with pytest.raises(ValueError, match="HxWx3"):
         likeness(arr[..., 0])
+
+
+def test_base_training_resume_refuses_changed_settings_and_allows_more_steps(tmp_path: Path):
+    from trainer.demo.base_training import BaseSettings, stamp_settings
+
+    assert stamp_settings(tmp_path, BaseSettings(), resume=False) is None  # a fresh run stamps its settings
+    assert stamp_settings(tmp_path, BaseSettings(steps=6000, threads=2), resume=True) is None
+    msg = stamp_settings(tmp_path, BaseSettings(caption_canonical_share=0.33, seed=3), resume=True)
+    assert msg is not None and str(tmp_path) in msg
+    assert "caption_canonical_share 1.0 -> 0.33" in msg and "seed 0 -> 3" in msg and "steps" not in msg
+    # a refused resume leaves the stamp as it was; a fresh run in the same folder restamps it
+    assert stamp_settings(tmp_path, BaseSettings(seed=3), resume=True) is not None
+    assert stamp_settings(tmp_path, BaseSettings(seed=3), resume=False) is None
+    assert stamp_settings(tmp_path, BaseSettings(seed=3), resume=True) is None

@@ -22,6 +22,7 @@ The character never appears in stages 2-3, so the base model cannot draw it: tha
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Callable
@@ -34,6 +35,7 @@ import torch
 import torch.nn.functional as F
 from PIL import Image, ImageDraw
 
+from ..io import atomic_write_json
 from .world import SUPERSAMPLE, caption, render_scene, sample_scene, varied_caption
 
 Log = Callable[[str], None]
@@ -80,6 +82,32 @@ class BaseSettings:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+SETTINGS_STAMP = "settings.json"
+# Settings a resumed run may change: the stop step, the CPU threads and how often it checkpoints. Any other
+# change would mix two recipes in one model (the cached VAE, captions and latents follow the seed and caption
+# settings; the checkpoint follows batch and lr), so a resume that asks for one is refused.
+RESUMABLE_CHANGES = frozenset({"steps", "threads", "checkpoint_every"})
+
+
+def stamp_settings(work: str | Path, s: BaseSettings, resume: bool) -> str | None:
+    """Record ``s`` in ``work`` for a later ``--resume`` to compare; on a resume, compare first.
+
+    Returns None when the run may go on, else a message naming each setting that differs from the one the
+    work folder was made with (nothing is written then). A work folder from before the stamp existed is
+    stamped with the current settings."""
+    path = Path(work) / SETTINGS_STAMP
+    now = s.to_json()
+    if resume and path.is_file():
+        before = json.loads(path.read_text())
+        changed = sorted(k for k in now if k not in RESUMABLE_CHANGES and k in before and before[k] != now[k])
+        if changed:
+            diffs = ", ".join(f"{k} {before[k]!r} -> {now[k]!r}" for k in changed)
+            return (f"--resume: {path.parent} was made with other settings ({diffs}); resume with the same ones, "
+                    "or give a new --work to start afresh")
+    atomic_write_json(path, now)
+    return None
 
 
 # ------------------------------------------------------------------------------------------- the parts
