@@ -50,6 +50,17 @@ def test_plan_json_counts_kohya_folders(tmp_path):
     assert json.loads(proc.stdout)["total_steps"] == 50
 
 
+def test_a_preset_file_works_as_the_config(tmp_path):
+    make_set(tmp_path / "data", "10_zxc", 4)
+    proc = cli("plan", "presets/sd15-character.toml", "--json", "--set", f"dataset.path={tmp_path / 'data'}")
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    from trainer.presets import preset_config
+
+    preset = preset_config("sd15-character")
+    assert plan["batch_size"] == preset.train.batch_size and plan["image_repeats"] == 40
+
+
 def test_check_dataset_reports_one_problem_per_bad_file(tmp_path):
     d = tmp_path / "set"
     d.mkdir()

@@ -336,6 +336,10 @@ def from_dict(data: dict[str, Any], origin: str = "") -> Config:
     """Validate a (possibly sparse) dict against the schema, applying its preset first."""
     data = dict(data)
     preset_name = data.get("preset") or ""
+    if isinstance(preset_name, dict):  # a preset file read as a config ([preset] is its name table)
+        if not str(origin).endswith(".toml"):
+            raise UserError("preset: give a preset's name or the path of its .toml file, not a table")
+        preset_name = data["preset"] = str(origin)  # the file is its own preset
     if preset_name:
         from .presets import load_preset  # local import: presets imports this module
 
