@@ -128,3 +128,27 @@ def test_lean_linear_forward_matches_peft_in_values_and_gradients(dtype):
     assert grads_lean.keys() == grads_peft.keys()
     for name in grads_peft:
         torch.testing.assert_close(grads_lean[name], grads_peft[name], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("family", ["sd15", "sdxl"])
+def test_cross_kv_targets_only_the_cross_attention_keys_and_values(family):
+    pipe = build_tiny_pipeline(family)
+    cfg = from_dict({"lora": {"rank": 4, "alpha": 4.0, "targets": "cross_kv"}})
+    mods = attach_lora(pipe, cfg.lora, family, seed=0)
+    names = [n for n, _ in mods.named_trainable()]
+    cross = [n for n, _ in pipe.unet.named_modules() if n.endswith(("attn2.to_k", "attn2.to_v"))]
+    assert cross and len(names) == 2 * len(cross)  # lora_A and lora_B of each
+    assert all(".attn2.to_k." in n or ".attn2.to_v." in n for n in names)
+
+
+def test_cross_kv_lora_files_load_in_diffusers_alike(dataset, tmp_path):
+    # One alpha for every module: diffusers' kohya loader keeps only the most common alpha when they differ, and
+    # with cross_kv the convolutions outnumber the attention layers (README, "LoRA files").
+    final = _train(dataset, tmp_path, **{"lora.targets": "cross_kv", "lora.conv_alpha": 4.0})
+    with safe_open(str(final / "lora.safetensors"), "pt") as f:
+        keys = list(f.keys())
+    assert any("_attn2_to_k." in k for k in keys) and any("_attn2_to_v." in k for k in keys)
+    assert not any("_attn1_" in k or "_attn2_to_q." in k or "_to_out_" in k for k in keys)
+    assert any("_resnets_0_conv1." in k for k in keys)  # conv_rank still applies beside it
+    images = images_of_both_formats(final, "sd15")
+    assert np.abs(images["lora.safetensors"] - images["lora_diffusers.safetensors"]).max() <= 1e-3

@@ -80,8 +80,11 @@ class DatasetConfig(_Section):
 class LoraConfig(_Section):
     rank: int = Field(16, ge=1, le=1024)
     alpha: float = Field(16.0, gt=0.0, le=4096.0)
-    targets: Literal["attn", "attn_ff"] = "attn"
-    """attn: attention projections; attn_ff adds the feed-forward and proj_in/proj_out (sd-scripts' default set)."""
+    targets: Literal["attn", "attn_ff", "cross_kv"] = "attn"
+    """attn: attention projections; attn_ff adds the feed-forward and proj_in/proj_out (sd-scripts' default set);
+    cross_kv: only the cross-attention's key and value projections, the layers that read the prompt (a new word's
+    meaning is learnt where the words are read, and little else moves; pair it with conv_rank for fine detail).
+    A text-encoder LoRA takes the attention projections under attn and cross_kv."""
     conv_rank: int = Field(0, ge=0, le=1024)
     """Rank of LoRA on the UNet's resnet convolutions (kohya's conv_dim, "LoCon"); 0 = none. They reach the
     pixels' fine detail (stripes, eyes, texture) that attention layers alone render blurred."""

@@ -25,10 +25,12 @@ EMBEDDING_ROLE = "emb"
 UNET_TARGETS = {
     "attn": ["to_q", "to_k", "to_v", "to_out.0"],
     "attn_ff": ["to_q", "to_k", "to_v", "to_out.0", "ff.net.0.proj", "ff.net.2", "proj_in", "proj_out"],
+    "cross_kv": ["attn2.to_k", "attn2.to_v"],  # cross-attention (attn2) reads the text; attn1 is self-attention
 }
 TE_TARGETS = {
     "attn": ["q_proj", "k_proj", "v_proj", "out_proj"],
     "attn_ff": ["q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2"],
+    "cross_kv": ["q_proj", "k_proj", "v_proj", "out_proj"],  # a text encoder has no cross-attention
 }
 
 
