@@ -54,6 +54,7 @@ from trainer.demo.world import (
 from trainer.embedding import embedding_beside, load_embedding, unload_embedding
 from trainer.loop import run_training
 from trainer.models import load_pipeline
+from trainer.strength import load_lora_onto
 
 PRESET = "demo-character"
 LIKENESS_TARGET = 0.8
@@ -113,7 +114,7 @@ def measure(run_dir: Path, seeds: list[int]) -> list[dict]:
     rows = [_row(0, base_t, base_w, base_t, base_w, t_prompts, unseen, trigger)]
     for i, ck in enumerate(checkpoints):
         name = f"c{i}"
-        pipe.load_lora_weights(str(ck), weight_name="lora.safetensors", adapter_name=name)
+        load_lora_onto(pipe, ck / "lora.safetensors", name)
         pipe.set_adapters([name])
         embedding = embedding_beside(ck / "lora.safetensors")
         if embedding is not None:

@@ -18,6 +18,7 @@ from trainer.events import MemorySink
 from trainer.export import unet_module_to_sgm
 from trainer.loop import run_training
 from trainer.lora import attach_lora
+from trainer.strength import load_lora_onto
 from trainer.tiny_models import build_tiny_pipeline
 
 pytestmark = pytest.mark.slow
@@ -152,3 +153,15 @@ def test_cross_kv_lora_files_load_in_diffusers_alike(dataset, tmp_path):
     assert any("_resnets_0_conv1." in k for k in keys)  # conv_rank still applies beside it
     images = images_of_both_formats(final, "sd15")
     assert np.abs(images["lora.safetensors"] - images["lora_diffusers.safetensors"]).max() <= 1e-3
+
+
+def test_review_loads_each_modules_alpha_where_diffusers_kohya_loader_keeps_one(dataset, tmp_path):
+    # cross_kv with convolution LoRA everywhere: 12 attention layers at alpha 4 (rank 4), 31 convolutions at alpha 1
+    final = _train(dataset, tmp_path, **{"lora.targets": "cross_kv"})
+    # diffusers 0.42's kohya loader gives the attention layers the convolutions' alpha here (scale 0.25)
+    name = "down_blocks.0.attentions.0.transformer_blocks.0.attn2.to_k"
+    pipe = build_tiny_pipeline("sd15")
+    read = load_lora_onto(pipe, final / "lora.safetensors", "review")
+    assert read.name == "lora_diffusers.safetensors"
+    assert pipe.unet.get_submodule(name).scaling["review"] == pytest.approx(1.0)  # alpha 4 / rank 4, as trained
+    assert pipe.unet.get_submodule("up_blocks.1.resnets.0.conv1").scaling["review"] == pytest.approx(0.5)

@@ -13,6 +13,20 @@ from .io import atomic_write_bytes, atomic_write_json
 from .review import Progress, load_run_config, resolve_checkpoint
 
 STRENGTHS = (0.6, 0.8, 1.0, 1.2)
+DIFFUSERS_TWIN = {"lora.safetensors": "lora_diffusers.safetensors"}
+
+
+def load_lora_onto(pipe, lora: Path, adapter_name: str) -> Path:
+    """Load a run's LoRA file onto a diffusers pipeline; returns the file actually read.
+
+    The diffusers-layout twin written beside ``lora.safetensors`` is read when present: it carries every module's
+    alpha in its adapter metadata, while diffusers' kohya loader keeps only the most common alpha when they
+    differ (e.g. attention layers outnumbered by convolutions with another alpha) and applies it to all."""
+    twin = DIFFUSERS_TWIN.get(lora.name)
+    if twin is not None and (lora.parent / twin).is_file():
+        lora = lora.parent / twin
+    pipe.load_lora_weights(str(lora.parent), weight_name=lora.name, adapter_name=adapter_name)
+    return lora
 
 
 def strength_sweep(
@@ -52,7 +66,7 @@ def strength_sweep(
     pipe, info = load_pipeline(config.model, plan.weight_dtype)
     pipe.to(device)
     try:
-        pipe.load_lora_weights(str(lora.parent), weight_name=lora.name, adapter_name="review")
+        load_lora_onto(pipe, lora, "review")
         embedding = embedding_beside(lora)
         if embedding is not None:  # trained with lora.trigger_embedding: the trigger's vectors come with it
             load_embedding(pipe, embedding, config.dataset.trigger)
