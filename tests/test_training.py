@@ -178,6 +178,14 @@ def test_ema_is_fp32_over_trainable_params_only_and_saved_beside(dataset, tmp_pa
     ema = load_file(str(result.run_dir / "final" / "lora_ema.safetensors"))
     assert live.keys() == ema.keys()
     assert any(not torch.equal(live[k], ema[k]) for k in live if "lora_up" in k)
+    # the EMA weights in diffusers' layout too (each module's alpha in its metadata), the same weights
+    ema_diffusers = load_file(str(result.run_dir / "final" / "lora_ema_diffusers.safetensors"))
+    live_diffusers = load_file(str(result.run_dir / "final" / "lora_diffusers.safetensors"))
+    assert ema_diffusers.keys() == live_diffusers.keys()
+    b = "unet.down_blocks.0.attentions.0.transformer_blocks.0.attn1.to_k.lora_B.weight"
+    up = "lora_unet_down_blocks_0_attentions_0_transformer_blocks_0_attn1_to_k.lora_up.weight"
+    assert torch.equal(ema_diffusers[b].to(ema[up].dtype), ema[up])  # the kohya file is fp16, this one fp32
+    assert not torch.equal(ema_diffusers[b], live_diffusers[b])
 
 
 def test_metrics_log_the_lr_each_step_used_and_the_plans_dose_is_the_runs(dataset, tmp_path):

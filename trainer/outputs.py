@@ -41,6 +41,8 @@ class OutputsMixin:
                     written.append(write_embedding(folder / EMBEDDING_EMA_FILE, emb, self.family,
                                                    {"step": str(step), "weights": "ema"}))
             written.append(write_kohya(folder / "lora_ema.safetensors", ema_states, self._export_ctx(step, "ema")))
+            written.append(write_diffusers(folder / "lora_ema_diffusers.safetensors", ema_states,
+                                           self.lora.config_by_role, self.family))
         return written
 
     def save_checkpoint(self, step: int) -> Path | None:

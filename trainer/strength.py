@@ -13,7 +13,7 @@ from .io import atomic_write_bytes, atomic_write_json
 from .review import Progress, load_run_config, resolve_checkpoint
 
 STRENGTHS = (0.6, 0.8, 1.0, 1.2)
-DIFFUSERS_TWIN = {"lora.safetensors": "lora_diffusers.safetensors"}
+DIFFUSERS_TWIN = {"lora.safetensors": "lora_diffusers.safetensors", "lora_ema.safetensors": "lora_ema_diffusers.safetensors"}
 
 
 def load_lora_onto(pipe, lora: Path, adapter_name: str) -> Path:
