@@ -114,9 +114,10 @@ def measure(run_dir: Path, seeds: list[int]) -> list[dict]:
     rows = [_row(0, base_t, base_w, base_t, base_w, t_prompts, unseen, trigger)]
     for i, ck in enumerate(checkpoints):
         name = f"c{i}"
-        load_lora_onto(pipe, ck / "lora.safetensors", name)
+        lora = ck / "lora.safetensors"
+        load_lora_onto(pipe, lora, name)
         pipe.set_adapters([name])
-        embedding = embedding_beside(ck / "lora.safetensors")
+        embedding = embedding_beside(lora)
         if embedding is not None:
             load_embedding(pipe, embedding, TRIGGER)
         imgs_t, imgs_w = draw_all()

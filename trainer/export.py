@@ -5,7 +5,8 @@
   as sd-scripts writes them), ``.lora_down`` / ``.lora_up`` weights in fp16 and ``.alpha`` holding the real
   alpha (diffusers' converter writes alpha = rank, which changes the strength whenever alpha != rank).
   sd-scripts' ``ss_*`` metadata and ``modelspec.*`` keys go with it, plus our resolved config.
-- ``lora_diffusers.safetensors``: diffusers' layout with the adapter metadata, so alpha survives a reload.
+- ``lora_diffusers.safetensors``: diffusers' layout with the adapter metadata, so alpha survives a reload
+  (``DIFFUSERS_TWIN`` names it, and the EMA file's, beside each kohya file).
 
 No file is written while any tensor in it is non-finite: :class:`NonFiniteTensorError` names the first one.
 """
@@ -25,6 +26,8 @@ from safetensors.torch import save_file
 
 from .io import atomic_write_bytes
 
+# The diffusers-layout file written beside each kohya-layout one (live and EMA weights).
+DIFFUSERS_TWIN = {"lora.safetensors": "lora_diffusers.safetensors", "lora_ema.safetensors": "lora_ema_diffusers.safetensors"}
 BASE_MODEL_VERSION = {"sd15": "sd_v1", "sdxl": "sdxl_base_v1-0"}
 MODELSPEC_ARCH = {"sd15": "stable-diffusion-v1/lora", "sdxl": "stable-diffusion-xl-v1-base/lora"}
 TE_PREFIX = {"te": "lora_te", "te1": "lora_te1", "te2": "lora_te2"}

@@ -11,7 +11,7 @@ from typing import Any
 
 from . import checkpoint as ckpt
 from .embedding import EMBEDDING_EMA_FILE, EMBEDDING_FILE, write_embedding
-from .export import NonFiniteTensorError, rotate_checkpoints, write_diffusers, write_kohya
+from .export import DIFFUSERS_TWIN, NonFiniteTensorError, rotate_checkpoints, write_diffusers, write_kohya
 from .sampling import sampling_pipeline, write_samples
 
 
@@ -29,7 +29,7 @@ class OutputsMixin:
         states = self.lora.adapter_state_dicts()
         written = [
             write_kohya(folder / "lora.safetensors", states, self._export_ctx(step, "live")),
-            write_diffusers(folder / "lora_diffusers.safetensors", states, self.lora.config_by_role, self.family),
+            write_diffusers(folder / DIFFUSERS_TWIN["lora.safetensors"], states, self.lora.config_by_role, self.family),
         ]
         emb = self.lora.embedding
         if emb is not None:
@@ -41,7 +41,7 @@ class OutputsMixin:
                     written.append(write_embedding(folder / EMBEDDING_EMA_FILE, emb, self.family,
                                                    {"step": str(step), "weights": "ema"}))
             written.append(write_kohya(folder / "lora_ema.safetensors", ema_states, self._export_ctx(step, "ema")))
-            written.append(write_diffusers(folder / "lora_ema_diffusers.safetensors", ema_states,
+            written.append(write_diffusers(folder / DIFFUSERS_TWIN["lora_ema.safetensors"], ema_states,
                                            self.lora.config_by_role, self.family))
         return written
 

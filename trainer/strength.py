@@ -13,15 +13,16 @@ from .io import atomic_write_bytes, atomic_write_json
 from .review import Progress, load_run_config, resolve_checkpoint
 
 STRENGTHS = (0.6, 0.8, 1.0, 1.2)
-DIFFUSERS_TWIN = {"lora.safetensors": "lora_diffusers.safetensors", "lora_ema.safetensors": "lora_ema_diffusers.safetensors"}
 
 
 def load_lora_onto(pipe, lora: Path, adapter_name: str) -> Path:
     """Load a run's LoRA file onto a diffusers pipeline; returns the file actually read.
 
-    The diffusers-layout twin written beside ``lora.safetensors`` is read when present: it carries every module's
-    alpha in its adapter metadata, while diffusers' kohya loader keeps only the most common alpha when they
-    differ (e.g. attention layers outnumbered by convolutions with another alpha) and applies it to all."""
+    The diffusers-layout twin written beside the kohya file (``export.DIFFUSERS_TWIN``) is read when present: it
+    carries every module's alpha in its adapter metadata, while diffusers' kohya loader keeps only the most common
+    alpha when they differ (e.g. attention layers outnumbered by convolutions with another alpha)."""
+    from .export import DIFFUSERS_TWIN  # local, like torch in strength_sweep: export imports torch
+
     twin = DIFFUSERS_TWIN.get(lora.name)
     if twin is not None and (lora.parent / twin).is_file():
         lora = lora.parent / twin

@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from PIL import Image, ImageDraw
 
 from ..io import atomic_write_json
-from .world import SUPERSAMPLE, caption, render_scene, sample_scene, varied_caption
+from .world import SUPERSAMPLE, render_scene, sample_scene, varied_caption
 
 Log = Callable[[str], None]
 
@@ -244,13 +244,12 @@ def to_images(x: torch.Tensor) -> list[Image.Image]:
 
 
 def world_scenes(n: int, seed: int, s: BaseSettings | None = None) -> tuple[np.ndarray, list[str], list[Any]]:
-    """``n`` jittered world scenes: (NxHxWx3 uint8 pictures, captions, scenes). With settings ``s`` the
-    captions vary in tag order as ``s`` says (``world.varied_caption``), otherwise they are canonical."""
+    """``n`` jittered world scenes: (NxHxWx3 uint8 pictures, captions, scenes). The captions vary in tag order
+    as settings ``s`` say (``world.varied_caption``); the defaults keep them all canonical."""
+    s = s or BaseSettings()
     rng = np.random.default_rng(seed)
     scenes = [sample_scene(rng) for _ in range(n)]
     pixels = np.stack([np.asarray(render_scene(sc, IMAGE_SIZE, rng)) for sc in scenes])
-    if s is None:
-        return pixels, [caption(sc) for sc in scenes], scenes
     crng = np.random.default_rng([seed, 1])  # its own stream: the pictures stay those of the seed
     caps = [varied_caption(sc, crng, s.caption_canonical_share, s.caption_tag_drop) for sc in scenes]
     return pixels, caps, scenes
