@@ -11,9 +11,8 @@ trains on a CPU (SD1.5's four blocks, 2x VAE, 64 px); ``sd15-quarter`` is SD1.5'
 quarter of its widths (8x VAE with mid attention, 12-layer text encoder) at 128 px, whose VAE is a larger
 share of a step, as in the real model (see README, Performance).
 
-The reference is the training step of diffusers' ``train_text_to_image_lora.py`` re-implemented from its
-documented behaviour: images loaded and transformed every step, VAE encode (a latent sample) and text encode
-every step, AdamW, loss read back for logging, and clipping that works (a list of params is passed).
+Both steps are built by ``bench/steppers.py``: ours is our Trainer's optimizer step; the reference is the
+training step of diffusers' ``train_text_to_image_lora.py`` re-implemented from its documented behaviour.
 """
 
 from __future__ import annotations
@@ -31,10 +30,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import steppers  # noqa: E402
 import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 
 from tests.helpers import tiny_config, write_toy_dataset  # noqa: E402
 
@@ -66,89 +66,14 @@ def select_model(name: str, tmp: Path) -> None:
     MODEL["base"] = str(folder)
 
 
-def make_ours(data: Path, out: Path, cache: bool, guard: bool):
-    """A stepper over our Trainer: each call is one optimizer step on the next batch."""
-    from trainer.commands import Commands
-    from trainer.data import epoch_batches
-    from trainer.distributed import Dist
-    from trainer.loop import Hooks, Trainer
-
-    cfg = _config(data, out, cache, guard)
-    cfg.dataset.shuffle_tags = False  # text embeddings can be cached, as in a usual frozen-encoder run
-    trainer = Trainer(cfg, None, Commands(), Dist(), Hooks())
-    trainer.prepare_run_folder(None, None)
-    trainer.setup()
-    state = {"epoch": 0, "batches": [], "i": 0}
-
-    def step():
-        if state["i"] >= len(state["batches"]):
-            state["batches"] = epoch_batches(trainer.samples, BATCH, 0, state["epoch"])
-            state["epoch"] += 1
-            state["i"] = 0
-        group = [state["batches"][state["i"]]]
-        state["i"] += 1
-        trainer.optimizer_step(group, state["epoch"])
-
-    return step
-
-
-def make_reference(data: Path):
-    """The reference recipe's step (see module docstring) on the same model and data."""
-    import random
-
-    from diffusers import DDPMScheduler
-    from peft import LoraConfig, inject_adapter_in_model
-
-    from trainer.config import ModelConfig
-    from trainer.data import image_tensor
-    from trainer.dataset import scan_dataset
-    from trainer.models import load_pipeline
-
-    cfg = _config(data, Path(tempfile.mkdtemp()), False, False)
-    report = scan_dataset(cfg.dataset)
-    items = [(it.path, it.caption, tuple(it.bucket)) for it in report.items for _ in range(it.repeats)]
-    pipe, _ = load_pipeline(ModelConfig(base=MODEL["base"]))
-    unet, vae, te, tok = pipe.unet, pipe.vae, pipe.text_encoder, pipe.tokenizer
-    for m in (unet, vae, te):
-        m.requires_grad_(False)
-    torch.manual_seed(cfg.train.seed)
-    inject_adapter_in_model(LoraConfig(r=cfg.lora.rank, lora_alpha=cfg.lora.alpha, init_lora_weights="gaussian",
-                                       target_modules=["to_q", "to_k", "to_v", "to_out.0"]), unet)
-    params = [p for p in unet.parameters() if p.requires_grad]
-    for p in params:
-        p.data = p.data.float()
-    optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, betas=(0.9, 0.999), weight_decay=1e-2, eps=1e-8)
-    noise_scheduler = DDPMScheduler.from_config(pipe.scheduler.config)
-    rng = random.Random(0)
-    unet.train()
-
-    def step():
-        batch = rng.sample(items, BATCH)
-        pixels = torch.stack([image_tensor(p, b) for p, _, b in batch])  # the script's per-step transforms
-        ids = tok([c for _, c, _ in batch], padding="max_length", max_length=tok.model_max_length,
-                  truncation=True, return_tensors="pt").input_ids
-        latents = vae.encode(pixels).latent_dist.sample() * vae.config.scaling_factor
-        noise = torch.randn_like(latents)
-        timesteps = torch.randint(0, noise_scheduler.config.num_train_timesteps, (latents.shape[0],)).long()
-        noisy = noise_scheduler.add_noise(latents, noise, timesteps)
-        hidden = te(ids, return_dict=False)[0]
-        pred = unet(noisy, timesteps, hidden, return_dict=False)[0]
-        loss = F.mse_loss(pred.float(), noise.float(), reduction="mean")
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, cfg.optim.max_grad_norm)
-        optimizer.step()
-        optimizer.zero_grad()
-        loss.detach().item()  # the script logs the loss every step
-
-    return step
-
-
 def build(name: str, data: Path, out: Path):
     if name == "reference":
-        return make_reference(data)
+        return steppers.reference(_config(data, Path(tempfile.mkdtemp()), False, False))[0]
     cache = name in ("ours_cached", "ours_cached_noguard")
     guard = name != "ours_cached_noguard"
-    return make_ours(data, out / name, cache, guard)
+    cfg = _config(data, out / name, cache, guard)
+    cfg.dataset.shuffle_tags = False  # text embeddings can be cached, as in a usual frozen-encoder run
+    return steppers.ours(cfg)[0]
 
 
 def time_block(step, n: int) -> float:

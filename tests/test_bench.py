@@ -14,15 +14,21 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.slow
-def test_gpu_benchmark_smoke_runs_on_cpu():
-    proc = subprocess.run([sys.executable, "bench/bench_gpu.py", "--smoke", "--steps", "1", "--json"], cwd=REPO,
-                          capture_output=True, text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+def test_gpu_benchmark_smoke_runs_on_cpu(tmp_path):
+    """The GPU script's whole path (SD1.5 from its configs saved as bf16, both sides in their own processes,
+    every cell) on SD1.5 at 1/16 of its widths on the CPU."""
+    proc = subprocess.run([sys.executable, "bench/bench_gpu.py", "--smoke", "--steps", "1", "--rounds", "1", "--json",
+                           "--work", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["device"] == "cpu (smoke)"
-    assert {(r["batch"], r["grad_ckpt"]) for r in out["results"]} == {(1, False), (1, True)}
+    assert [(r["batch"], r["grad_ckpt"]) for r in out["results"]] == [(1, False), (2, False), (1, True), (2, True)]
     for r in out["results"]:
-        assert r["ours"][0] > 0 and r["reference"][0] > 0
+        assert r["ours"]["it_s"] > 0 and r["reference"]["it_s"] > 0
+    assert json.loads((tmp_path / "sd15-random-16" / "unet" / "config.json").read_text())["block_out_channels"] == [
+        20, 40, 80, 80]
+    assert list(tmp_path.rglob("config.toml")), "ours is our Trainer: it wrote a run folder"
 
 
 def test_scaled_sd15_is_sd15_narrowed():

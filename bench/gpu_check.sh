@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The prepared check for a CUDA machine that has python3 with torch but not our stack. Every part has its own
+# time limit and writes its log under $OUT:
+#   1. versions and the GPU;
+#   2. the README's demo on the GPU, as a GPU user's click runs it: scripts/demo_lora_check.py with one
+#      training seed (training on CUDA, the measuring on the CPU) - time and likeness;
+#   3. bench/bench_gpu.py: real-size SD1.5, 512 px, bf16, batch 1/4, checkpointing off/on, ours vs reference;
+#   4. the guard and training tests on CUDA (fp16 loss scaling, bf16, NaN detection, rollback, resume).
+#
+# Here, once:  bash bench/gpu_wheels.sh                  (our stack's wheels for CPython 3.12 into .whl/)
+# There:       bash bench/gpu_check.sh [PART ...]        (with .whl carried; parts 1-4, default all)
+# Parts 1+3 take at most ~5 minutes and parts 2+4 ~6, so a 10-minute call limit fits each pair: run "1 3"
+# first (the benchmark's figures), then "2 4".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-/tmp/gpu_check}"
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
+PY="${PY:-python3}"
+if [ -d .whl ]; then
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+        || { echo "installing the carried wheels failed"; exit 1; }
+    export PYTHONPATH=/tmp/site
+fi
+PARTS="${*:-1 2 3 4}"
+want() { [[ " $PARTS " == *" $1 "* ]]; }
+t0=$(date +%s)
+part() { echo; echo "== $* ($(( $(date +%s) - t0 )) s)"; }
+: >"$OUT/check.log"
+
+if want 1; then
+part "1. versions" | tee -a "$OUT/check.log"
+{ nvidia-smi -L; "$PY" - <<'PY'
+import accelerate, diffusers, peft, torch, transformers
+print(f"torch {torch.__version__} (CUDA {torch.version.cuda}), diffusers {diffusers.__version__}, transformers "
+      f"{transformers.__version__}, peft {peft.__version__}, accelerate {accelerate.__version__}")
+print(torch.cuda.get_device_name(), "bf16:", torch.cuda.is_bf16_supported())
+PY
+} 2>&1 | tee -a "$OUT/check.log"
+fi
+
+if want 2; then
+part "2. demo check, one training seed, on $(nproc) CPU threads for the measuring" | tee -a "$OUT/check.log"
+timeout 150 "$PY" scripts/demo_lora_check.py --train-seeds 1 --skip-overfit --threads "$(nproc)" \
+    --work /tmp/demo-check >"$OUT/demo_check.txt" 2>&1
+echo "exit $?" >>"$OUT/demo_check.txt"
+grep -E "default demo run|PASS|FAIL|^exit" "$OUT/demo_check.txt" | tee -a "$OUT/check.log"
+fi
+
+if want 3; then
+part "3. bench_gpu.py" | tee -a "$OUT/check.log"
+timeout 270 "$PY" bench/bench_gpu.py --work /tmp/bench-gpu 2>&1 | grep -v -E "gemm_4bit|torchvision|should be kept" \
+    | tee "$OUT/bench_gpu.txt" | tee -a "$OUT/check.log"
+fi
+
+if want 4; then
+part "4. guard and training tests on CUDA" | tee -a "$OUT/check.log"
+timeout 180 "$PY" -m pytest -q -rfE -p no:cacheprovider tests/test_guard.py tests/test_training.py \
+    >"$OUT/pytest.txt" 2>&1
+echo "exit $?" >>"$OUT/pytest.txt"
+tail -n 25 "$OUT/pytest.txt" | tee -a "$OUT/check.log"
+fi
+part "done" | tee -a "$OUT/check.log"
