@@ -59,3 +59,31 @@ def test_real_sd15_flop_shares():
     shares = real_sd15_shares()
     assert 0.3 < shares["vae"] < 0.5 and shares["te"] < 0.02
     assert abs(shares["vae"] + shares["te"] + shares["unet"] - 1) < 1e-9
+
+
+def test_reference_step_trains_its_lora_and_clips(tmp_path):
+    """The recipe ours is timed against does a real step: its LoRA weights move, the clip bounds the gradient."""
+    import torch
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+    sys.path.insert(0, str(REPO / "bench"))
+    import steppers
+
+    from tests.helpers import tiny_config, write_toy_dataset
+
+    cfg = tiny_config(write_toy_dataset(tmp_path / "data", n=4), tmp_path / "out", {"optim.max_grad_norm": 1e-3})
+    step, unet = steppers.reference(cfg)
+    lora = {n: p for n, p in unet.named_parameters() if p.requires_grad}
+    assert lora and all("lora_" in n for n in lora) and all(p.dtype == torch.float32 for p in lora.values())
+    before = {n: p.detach().clone() for n, p in lora.items()}
+    seen = []
+    handle = register_optimizer_step_pre_hook(
+        lambda opt, *_: seen.append(torch.nn.utils.get_total_norm([p.grad for p in lora.values()]).item()))
+    try:
+        step()
+        step(1)
+    finally:
+        handle.remove()
+    assert len(seen) == 2 and all(0 < g <= 1e-3 * 1.001 for g in seen)  # clipped to max_grad_norm
+    assert any(not torch.equal(before[n], p) for n, p in lora.items())
+    assert all(p.grad is None for p in lora.values())
