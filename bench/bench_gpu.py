@@ -9,6 +9,7 @@ text encoder every step). Each side runs in its own process, so its peak VRAM is
 alternate (reference, ours, then ours, reference) and each keeps its better round.
 
     python bench/bench_gpu.py            # on a CUDA GPU: about 3 minutes on one H200
+    python bench/bench_gpu.py --cudnn-benchmark   # the same with cuDNN autotuning on for both sides (also --tf32)
     python bench/bench_gpu.py --smoke    # the same path on the CPU: SD1.5 at 1/16 of its widths, 128 px, a few
                                          # steps (what the tests run)
 """
@@ -65,6 +66,9 @@ def measure(kind: str, args) -> list[dict]:
     import steppers
 
     device = torch.device("cuda" if torch.cuda.is_available() and not args.smoke else "cpu")
+    # backend switches under study, set alike for both sides (off is PyTorch's default for both)
+    torch.backends.cuda.matmul.allow_tf32 = args.tf32
+    torch.backends.cudnn.benchmark = args.cudnn_benchmark
     cfg = config(args.base, args.res, Path(args.data), Path(tempfile.mkdtemp(dir=args.work)), device)
     if kind == "ours":
         step, unet = steppers.ours(cfg)
@@ -95,7 +99,9 @@ def measure(kind: str, args) -> list[dict]:
 def run_side(kind: str, args) -> list[dict]:
     cmd = [sys.executable, __file__, "--single", kind, "--base", args.base, "--res", str(args.res),
            "--data", args.data, "--work", args.work, "--steps", str(args.steps),
-           "--batches", ",".join(map(str, args.batches))] + (["--smoke"] if args.smoke else [])
+           "--batches", ",".join(map(str, args.batches))]
+    cmd += [flag for flag, on in (("--smoke", args.smoke), ("--tf32", args.tf32),
+                                  ("--cudnn-benchmark", args.cudnn_benchmark)) if on]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=900)
     if proc.returncode != 0:
@@ -111,6 +117,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2, help="runs of each side, alternating")
     ap.add_argument("--work", help="folder for the model, data and run folders (default: a new temp folder)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--tf32", action="store_true", help="both sides: TF32 matmuls (matter for fp32 work)")
+    ap.add_argument("--cudnn-benchmark", action="store_true", help="both sides: cuDNN picks convolution "
+                    "algorithms by timing them (once per shape)")
     ap.add_argument("--single", choices=KINDS, help=argparse.SUPPRESS)
     ap.add_argument("--base", help=argparse.SUPPRESS)
     ap.add_argument("--res", type=int, help=argparse.SUPPRESS)
@@ -156,10 +165,12 @@ def main() -> None:
                                for k in KINDS}})
     name = torch.cuda.get_device_name() if gpu else "cpu (smoke)"
     if args.json:
-        print(json.dumps({"device": name, "torch": torch.__version__, "results": results}))
+        print(json.dumps({"device": name, "torch": torch.__version__, "tf32": args.tf32,
+                          "cudnn_benchmark": args.cudnn_benchmark, "results": results}))
         return
     print(f"device: {name}; torch {torch.__version__}; SD1.5 {'real size' if gpu else 'at 1/16 width'} at "
-          f"{args.res} px, {'bf16' if gpu else 'fp32'}, SDPA; median of {args.steps} steps, best of {args.rounds}")
+          f"{args.res} px, {'bf16' if gpu else 'fp32'}, SDPA; median of {args.steps} steps, best of {args.rounds}; "
+          f"TF32 matmuls {'on' if args.tf32 else 'off'}, cuDNN autotuning {'on' if args.cudnn_benchmark else 'off'}")
     print(f"{'batch':>5} {'ckpt':>5} {'ref it/s':>9} {'ours it/s':>10} {'speed-up':>9} {'ref VRAM':>9} {'ours VRAM':>10}")
 
     def gib(v: float | None) -> str:
