@@ -9,7 +9,8 @@ text encoder every step). Each side runs in its own process, so its peak VRAM is
 alternate (reference, ours, then ours, reference) and each keeps its better round.
 
     python bench/bench_gpu.py            # on a CUDA GPU: about 3 minutes on one H200
-    python bench/bench_gpu.py --cudnn-benchmark   # the same with cuDNN autotuning on for both sides (also --tf32)
+    python bench/bench_gpu.py --cudnn-benchmark   # the same with cuDNN autotuning on for both sides
+    python bench/bench_gpu.py --precision fp32 --tf32   # fp32 weights and math, TF32 matmuls on for both sides
     python bench/bench_gpu.py --smoke    # the same path on the CPU: SD1.5 at 1/16 of its widths, 128 px, a few
                                          # steps (what the tests run)
 """
@@ -49,12 +50,11 @@ def build_model(folder: Path, divisor: int) -> None:
     save_pipeline(pipe, folder)
 
 
-def config(base: str, res: int, data: Path, out: Path, device: torch.device):
+def config(base: str, res: int, data: Path, out: Path, device: torch.device, precision: str):
     from tests.helpers import tiny_config
 
     return tiny_config(data, out, {
-        "model.base": base, "train.device": device.type,
-        "train.precision": "bf16" if device.type == "cuda" else "fp32",
+        "model.base": base, "train.device": device.type, "train.precision": precision,
         "train.max_steps": 100000, "train.batch_size": 1, "dataset.cache_latents": True,
         "dataset.shuffle_tags": False, "lora.rank": 16, "lora.alpha": 16.0, "optim.lr": 1e-4,
         "dataset.resolution": res, "dataset.max_bucket_side": 2 * res, "dataset.min_bucket_side": res // 2,
@@ -69,11 +69,12 @@ def measure(kind: str, args) -> list[dict]:
     # backend switches under study, set alike for both sides (off is PyTorch's default for both)
     torch.backends.cuda.matmul.allow_tf32 = args.tf32
     torch.backends.cudnn.benchmark = args.cudnn_benchmark
-    cfg = config(args.base, args.res, Path(args.data), Path(tempfile.mkdtemp(dir=args.work)), device)
+    precision = args.precision if device.type == "cuda" else "fp32"
+    cfg = config(args.base, args.res, Path(args.data), Path(tempfile.mkdtemp(dir=args.work)), device, precision)
     if kind == "ours":
         step, unet = steppers.ours(cfg)
     else:
-        step, unet = steppers.reference(cfg, device, torch.bfloat16 if device.type == "cuda" else torch.float32)
+        step, unet = steppers.reference(cfg, device, torch.bfloat16 if precision == "bf16" else torch.float32)
     cuda = device.type == "cuda"
     cells = []
     for ckpt in (False, True):
@@ -100,6 +101,7 @@ def run_side(kind: str, args) -> list[dict]:
     cmd = [sys.executable, __file__, "--single", kind, "--base", args.base, "--res", str(args.res),
            "--data", args.data, "--work", args.work, "--steps", str(args.steps),
            "--batches", ",".join(map(str, args.batches))]
+    cmd += ["--precision", args.precision]
     cmd += [flag for flag, on in (("--smoke", args.smoke), ("--tf32", args.tf32),
                                   ("--cudnn-benchmark", args.cudnn_benchmark)) if on]
     t0 = time.perf_counter()
@@ -117,6 +119,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2, help="runs of each side, alternating")
     ap.add_argument("--work", help="folder for the model, data and run folders (default: a new temp folder)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--precision", choices=("bf16", "fp32"), default="bf16", help="on a GPU (the CPU smoke is fp32)")
     ap.add_argument("--tf32", action="store_true", help="both sides: TF32 matmuls (matter for fp32 work)")
     ap.add_argument("--cudnn-benchmark", action="store_true", help="both sides: cuDNN picks convolution "
                     "algorithms by timing them (once per shape)")
@@ -165,11 +168,12 @@ def main() -> None:
                                for k in KINDS}})
     name = torch.cuda.get_device_name() if gpu else "cpu (smoke)"
     if args.json:
-        print(json.dumps({"device": name, "torch": torch.__version__, "tf32": args.tf32,
+        print(json.dumps({"device": name, "torch": torch.__version__, "precision": args.precision if gpu else "fp32",
+                          "tf32": args.tf32,
                           "cudnn_benchmark": args.cudnn_benchmark, "results": results}))
         return
     print(f"device: {name}; torch {torch.__version__}; SD1.5 {'real size' if gpu else 'at 1/16 width'} at "
-          f"{args.res} px, {'bf16' if gpu else 'fp32'}, SDPA; median of {args.steps} steps, best of {args.rounds}; "
+          f"{args.res} px, {args.precision if gpu else 'fp32'}, SDPA; median of {args.steps} steps, best of {args.rounds}; "
           f"TF32 matmuls {'on' if args.tf32 else 'off'}, cuDNN autotuning {'on' if args.cudnn_benchmark else 'off'}")
     print(f"{'batch':>5} {'ckpt':>5} {'ref it/s':>9} {'ours it/s':>10} {'speed-up':>9} {'ref VRAM':>9} {'ours VRAM':>10}")
 
