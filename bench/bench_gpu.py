@@ -50,17 +50,6 @@ def build_model(folder: Path, divisor: int) -> None:
     save_pipeline(pipe, folder)
 
 
-def config(base: str, res: int, data: Path, out: Path, device: torch.device, precision: str):
-    from tests.helpers import tiny_config
-
-    return tiny_config(data, out, {
-        "model.base": base, "train.device": device.type, "train.precision": precision,
-        "train.max_steps": 100000, "train.batch_size": 1, "dataset.cache_latents": True,
-        "dataset.shuffle_tags": False, "lora.rank": 16, "lora.alpha": 16.0, "optim.lr": 1e-4,
-        "dataset.resolution": res, "dataset.max_bucket_side": 2 * res, "dataset.min_bucket_side": res // 2,
-    }, base=base)
-
-
 def measure(kind: str, args) -> list[dict]:
     """One side, in this process: every (checkpointing, batch) cell's it/s and peak VRAM."""
     import steppers
@@ -69,12 +58,13 @@ def measure(kind: str, args) -> list[dict]:
     # backend switches under study, set alike for both sides (off is PyTorch's default for both)
     torch.backends.cuda.matmul.allow_tf32 = args.tf32
     torch.backends.cudnn.benchmark = args.cudnn_benchmark
-    precision = args.precision if device.type == "cuda" else "fp32"
-    cfg = config(args.base, args.res, Path(args.data), Path(tempfile.mkdtemp(dir=args.work)), device, precision)
+    cfg = steppers.config(Path(args.data), Path(tempfile.mkdtemp(dir=args.work)), args.base, args.res, {
+        "train.device": device.type, "train.precision": args.precision, "train.batch_size": 1,
+        "dataset.cache_latents": True, "lora.rank": 16, "lora.alpha": 16.0})
     if kind == "ours":
         step, unet = steppers.ours(cfg)
     else:
-        step, unet = steppers.reference(cfg, device, torch.bfloat16 if precision == "bf16" else torch.float32)
+        step, unet = steppers.reference(cfg, device, torch.bfloat16 if args.precision == "bf16" else torch.float32)
     cuda = device.type == "cuda"
     cells = []
     for ckpt in (False, True):
@@ -100,8 +90,7 @@ def measure(kind: str, args) -> list[dict]:
 def run_side(kind: str, args) -> list[dict]:
     cmd = [sys.executable, __file__, "--single", kind, "--base", args.base, "--res", str(args.res),
            "--data", args.data, "--work", args.work, "--steps", str(args.steps),
-           "--batches", ",".join(map(str, args.batches))]
-    cmd += ["--precision", args.precision]
+           "--batches", ",".join(map(str, args.batches)), "--precision", args.precision]
     cmd += [flag for flag, on in (("--smoke", args.smoke), ("--tf32", args.tf32),
                                   ("--cudnn-benchmark", args.cudnn_benchmark)) if on]
     t0 = time.perf_counter()
@@ -139,6 +128,7 @@ def main() -> None:
     gpu = torch.cuda.is_available() and not args.smoke
     if not gpu and not args.smoke:
         raise SystemExit("bench_gpu.py needs a CUDA GPU; --smoke runs the same path on the CPU, SD1.5 at 1/16 width")
+    args.precision = args.precision if gpu else "fp32"  # what both sides run, told to each child
     from tests.helpers import write_toy_dataset
 
     work = Path(args.work or tempfile.mkdtemp())
@@ -159,21 +149,16 @@ def main() -> None:
             for cell in run_side(kind, args):
                 key = (cell["batch"], cell["grad_ckpt"], kind)
                 if key not in best or cell["it_s"] > best[key]["it_s"]:
-                    best[key] = cell
-    results = []
-    for ckpt in (False, True):
-        for batch in args.batches:
-            results.append({"batch": batch, "grad_ckpt": ckpt,
-                            **{k: {"it_s": best[(batch, ckpt, k)]["it_s"], "peak_gib": best[(batch, ckpt, k)]["peak_gib"]}
-                               for k in KINDS}})
+                    best[key] = {"it_s": cell["it_s"], "peak_gib": cell["peak_gib"]}
+    results = [{"batch": batch, "grad_ckpt": ckpt, **{k: best[(batch, ckpt, k)] for k in KINDS}}
+               for ckpt in (False, True) for batch in args.batches]
     name = torch.cuda.get_device_name() if gpu else "cpu (smoke)"
     if args.json:
-        print(json.dumps({"device": name, "torch": torch.__version__, "precision": args.precision if gpu else "fp32",
-                          "tf32": args.tf32,
+        print(json.dumps({"device": name, "torch": torch.__version__, "precision": args.precision, "tf32": args.tf32,
                           "cudnn_benchmark": args.cudnn_benchmark, "results": results}))
         return
     print(f"device: {name}; torch {torch.__version__}; SD1.5 {'real size' if gpu else 'at 1/16 width'} at "
-          f"{args.res} px, {args.precision if gpu else 'fp32'}, SDPA; median of {args.steps} steps, best of {args.rounds}; "
+          f"{args.res} px, {args.precision}, SDPA; median of {args.steps} steps, best of {args.rounds}; "
           f"TF32 matmuls {'on' if args.tf32 else 'off'}, cuDNN autotuning {'on' if args.cudnn_benchmark else 'off'}")
     print(f"{'batch':>5} {'ckpt':>5} {'ref it/s':>9} {'ours it/s':>10} {'speed-up':>9} {'ref VRAM':>9} {'ours VRAM':>10}")
 

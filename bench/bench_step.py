@@ -36,7 +36,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import steppers  # noqa: E402
 import torch  # noqa: E402
 
-from tests.helpers import tiny_config, write_toy_dataset  # noqa: E402
+from tests.helpers import write_toy_dataset  # noqa: E402
 
 BATCH, STEPS_WARMUP = 2, 3
 MODELS = {"tiny-sd15": 64, "sd15-quarter": 128, "demo": 64}  # model -> training resolution
@@ -44,12 +44,8 @@ MODEL = {"base": "tiny-sd15", "resolution": 64}  # set by main() before anything
 
 
 def _config(data: Path, out: Path, cache: bool, guard: bool):
-    res = MODEL["resolution"]
-    return tiny_config(data, out, {
-        "train.max_steps": 100000, "train.batch_size": BATCH, "dataset.cache_latents": cache,
-        "guard.enabled": guard, "guard.detectors": guard, "optim.lr": 1e-4,
-        "dataset.resolution": res, "dataset.max_bucket_side": 2 * res, "dataset.min_bucket_side": res // 2,
-    }, base=MODEL["base"])
+    return steppers.config(data, out, MODEL["base"], MODEL["resolution"], {
+        "train.batch_size": BATCH, "dataset.cache_latents": cache, "guard.enabled": guard, "guard.detectors": guard})
 
 
 def select_model(name: str, tmp: Path) -> None:
@@ -71,9 +67,7 @@ def build(name: str, data: Path, out: Path):
         return steppers.reference(_config(data, Path(tempfile.mkdtemp()), False, False))[0]
     cache = name in ("ours_cached", "ours_cached_noguard")
     guard = name != "ours_cached_noguard"
-    cfg = _config(data, out / name, cache, guard)
-    cfg.dataset.shuffle_tags = False  # text embeddings can be cached, as in a usual frozen-encoder run
-    return steppers.ours(cfg)[0]
+    return steppers.ours(_config(data, out / name, cache, guard))[0]
 
 
 def time_block(step, n: int) -> float:

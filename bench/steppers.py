@@ -17,6 +17,19 @@ import torch
 import torch.nn.functional as F
 
 
+def config(data, out, base: str, resolution: int, overrides: dict | None = None):
+    """The benchmarks' run config: the tests' fast config on ``base`` at ``resolution`` (square buckets from half
+    to twice it), a run too long to end, and caption tags in order, so a frozen text encoder's embeddings can
+    be cached as in a usual run; ``overrides`` (dotted keys) on top."""
+    from tests.helpers import tiny_config
+
+    return tiny_config(data, out, {
+        "train.max_steps": 100000, "optim.lr": 1e-4, "dataset.shuffle_tags": False,
+        "dataset.resolution": resolution, "dataset.max_bucket_side": 2 * resolution,
+        "dataset.min_bucket_side": resolution // 2, **(overrides or {}),
+    }, base=base)
+
+
 def ours(cfg):
     """``(step, unet)``: ``step(size=None)`` is one optimizer step of our trainer on the next batch of ``size``
     (default ``train.batch_size``); ``unet`` is the trainer's, for switching gradient checkpointing."""
