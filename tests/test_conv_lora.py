@@ -43,10 +43,15 @@ def test_conv_rank_puts_lora_on_the_chosen_resnets_with_its_own_rank_and_alpha()
     mods = attach_lora(pipe, cfg.lora, "sd15", seed=0)
     convs = {n: p.shape for n, p in mods.named_trainable() if p.dim() == 4}
     assert convs and all(".up_blocks." in n and ".resnets." in n for n in convs)
-    assert {s[0] for n, s in convs.items() if "lora_A" in n} == {2}  # rank 2 on convolutions
+    # sd-scripts' rule by kind: 3×3 convolutions at conv_rank 2; the 1×1 conv_shortcut, like linear layers, at rank 4
+    assert {s[0] for n, s in convs.items() if "lora_A" in n and s[2:] == (3, 3)} == {2}
+    assert {s[0] for n, s in convs.items() if "lora_A" in n and s[2:] == (1, 1)} == {4}
+    assert any(".conv_shortcut." in n for n in convs)
     assert {p.shape[0] for n, p in mods.named_trainable() if "lora_A" in n and p.dim() == 2} == {4}
     layer = pipe.unet.get_submodule("up_blocks.1.resnets.0.conv1")
     assert layer.scaling["default"] == pytest.approx(4.0 / 4 * 2 / 2)  # conv_alpha 0: the linear ratio, x rank
+    shortcut = pipe.unet.get_submodule("up_blocks.1.resnets.0.conv_shortcut")
+    assert (shortcut.r["default"], shortcut.lora_alpha["default"]) == (4, 4.0)
     assert from_dict({"lora": {"rank": 8, "alpha": 4.0, "conv_rank": 4}}).lora.effective_conv_alpha == 2.0
     wrong = from_dict({"lora": {"conv_rank": 2, "conv_blocks": ["up_blocks.3"]}}).lora  # the tiny UNet has 2 levels
     with pytest.raises(UserError, match=r"lora.conv_blocks: .* no resnet under 'up_blocks.3'.* up_blocks.1"):
@@ -62,8 +67,11 @@ def test_sd15_conv_lora_files_load_in_diffusers_alike_and_the_convolutions_count
         up = f.get_tensor("lora_unet_down_blocks_0_resnets_0_conv1.lora_up.weight")
         conv_alpha = float(f.get_tensor("lora_unet_down_blocks_0_resnets_0_conv1.alpha"))
         attn_alpha = float(f.get_tensor("lora_unet_down_blocks_0_attentions_0_transformer_blocks_0_attn1_to_q.alpha"))
+        shortcut_down = f.get_tensor("lora_unet_down_blocks_1_resnets_0_conv_shortcut.lora_down.weight")
+        shortcut_alpha = float(f.get_tensor("lora_unet_down_blocks_1_resnets_0_conv_shortcut.alpha"))
     assert down.shape[:2] == (2, 32) and down.shape[2:] == (3, 3) and up.shape[1:] == (2, 1, 1)
     assert (conv_alpha, attn_alpha) == (1.0, 4.0)
+    assert shortcut_down.shape == (4, 32, 1, 1) and shortcut_alpha == 4.0  # 1×1: the network's rank and alpha
     assert json.loads(meta["ss_network_args"])["conv_dim"] == "2"
     assert "lora_unet_down_blocks_1_resnets_0_conv_shortcut.lora_down.weight" in keys
 
@@ -156,7 +164,8 @@ def test_cross_kv_lora_files_load_in_diffusers_alike(dataset, tmp_path):
 
 
 def test_review_loads_each_modules_alpha_where_diffusers_kohya_loader_keeps_one(dataset, tmp_path):
-    # cross_kv with convolution LoRA everywhere: 12 attention layers at alpha 4 (rank 4), 31 convolutions at alpha 1
+    # cross_kv with convolution LoRA everywhere: 12 attention layers and 7 1×1 shortcuts at alpha 4 (rank 4),
+    # 24 3×3 convolutions at alpha 1
     final = _train(dataset, tmp_path, **{"lora.targets": "cross_kv"})
     # diffusers 0.42's kohya loader gives the attention layers the convolutions' alpha here (scale 0.25)
     name = "down_blocks.0.attentions.0.transformer_blocks.0.attn2.to_k"

@@ -114,12 +114,28 @@ def kohya_module_name(role: str, module: str, family: str, unet_config=None) -> 
     return f"{TE_PREFIX[role]}_text_model_" + module.replace(".", "_")
 
 
+def trained_rank_alpha(lora_configs: dict[str, dict], role: str, module: str) -> tuple[int, float]:
+    """The rank and alpha peft gave ``module`` of ``role`` when the adapter was injected with ``lora_configs``
+    (:func:`trainer.lora.adapter_config`): the first ``rank_pattern`` / ``alpha_pattern`` key that matches the
+    module's name, else ``r`` / ``lora_alpha`` (peft's own lookup)."""
+    from peft.utils.other import get_pattern_key
+
+    cfg = lora_configs[role]
+    ranks, alphas = cfg.get("rank_pattern") or {}, cfg.get("alpha_pattern") or {}
+    return (int(ranks.get(get_pattern_key(ranks.keys(), module), cfg["r"])),
+            float(alphas.get(get_pattern_key(alphas.keys(), module), cfg["lora_alpha"])))
+
+
 def kohya_state_dict(
-    peft_states: dict[str, dict[str, torch.Tensor]], alpha: float, family: str, unet_config, dtype=torch.float16,
-    conv_alpha: float | None = None,
+    peft_states: dict[str, dict[str, torch.Tensor]], lora_configs: dict[str, dict], family: str, unet_config,
+    dtype=torch.float16,
 ) -> dict[str, torch.Tensor]:
     """sd-scripts' keys; a convolution's ``lora_down`` is (rank, in, k, k) and ``lora_up`` (out, rank, 1, 1), as
-    peft holds them, with ``conv_alpha`` as their alpha (kohya's conv_dim / conv_alpha)."""
+    peft holds them. Each module's ``.alpha`` is the one it trained with (``lora_configs``, the adapters' peft
+    arguments by role), since A1111/Forge/ComfyUI apply ``alpha / rank`` per module: linear layers and 1×1
+    convolutions the network alpha, k×k convolutions the conv alpha, as sd-scripts gives them. A module whose
+    ``lora_down`` rank is not the rank its config gives it raises ``ValueError``: the file would claim an alpha
+    it did not train with."""
     out: dict[str, torch.Tensor] = {}
     for role, sd in peft_states.items():
         for key, tensor in sd.items():
@@ -128,8 +144,12 @@ def kohya_state_dict(
                 continue
             name = kohya_module_name(role, m[1], family, unet_config)
             out[f"{name}.lora_{'down' if m[2] == 'A' else 'up'}.weight"] = tensor.to(dtype)
-            a = conv_alpha if tensor.dim() == 4 and conv_alpha is not None else alpha
-            out[f"{name}.alpha"] = torch.tensor(float(a), dtype=dtype)
+            if m[2] == "A":
+                rank, alpha = trained_rank_alpha(lora_configs, role, m[1])
+                if tensor.shape[0] != rank:
+                    raise ValueError(f"{role}.{m[1]}: lora_A has rank {tensor.shape[0]}, its adapter config gives "
+                                     f"{rank}; its alpha ({alpha}) would be applied at the wrong strength")
+                out[f"{name}.alpha"] = torch.tensor(alpha, dtype=dtype)
     return out
 
 
@@ -221,12 +241,27 @@ def kohya_metadata(ctx: dict[str, Any]) -> dict[str, str]:
 # ------------------------------------------------------------------------------------------- writers
 
 
-def write_kohya(path: Path, peft_states, ctx: dict[str, Any]) -> Path:
-    cfg = ctx["config"]
-    tensors = kohya_state_dict(peft_states, cfg.lora.alpha, ctx["family"], ctx["unet_config"],
-                               conv_alpha=cfg.lora.effective_conv_alpha if cfg.lora.conv_rank else None)
+def write_kohya(path: Path, peft_states, ctx: dict[str, Any], lora_configs: dict[str, dict] | None = None) -> Path:
+    """The kohya file; ``lora_configs`` are the adapters' peft arguments the modules trained with
+    (``LoraModules.config_by_role``), else ``ctx["lora_configs"]``, else rebuilt from the run's config."""
+    if lora_configs is None:
+        lora_configs = ctx.get("lora_configs") or _adapter_configs(ctx, peft_states)
+    tensors = kohya_state_dict(peft_states, lora_configs, ctx["family"], ctx["unet_config"])
     save_safetensors(tensors, path, metadata=kohya_metadata(ctx))
     return path
+
+
+def _adapter_configs(ctx: dict[str, Any], roles) -> dict[str, dict]:
+    """What :func:`trainer.lora.attach_lora` gave peft for ``roles``, rebuilt by the same function from the run's
+    config; the UNet it reads its convolutions' names and kernel sizes from is built on the meta device (no
+    memory, ~50 ms for SD1.5)."""
+    from diffusers import UNet2DConditionModel
+
+    from .lora import adapter_config
+
+    with torch.device("meta"):
+        unet = UNet2DConditionModel.from_config(ctx["unet_config"])
+    return {role: adapter_config(ctx["config"].lora, role, unet) for role in roles}
 
 
 def write_diffusers(path: Path, peft_states, lora_configs: dict[str, dict], family: str) -> Path:

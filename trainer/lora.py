@@ -85,8 +85,7 @@ class LoraModules:
                 raise RuntimeError(f"LoRA state for {role} has keys this model lacks: {unexpected[:3]}")
 
 
-# The resnets' convolutions (kohya's "LoCon" set, without the down/upsamplers): full-match pattern for peft's
-# rank_pattern / alpha_pattern, which try ``(.*\.)?(pattern)$`` on each module name.
+# The resnets' convolutions (kohya's "LoCon" set, without the down/upsamplers), matched on full module names.
 CONV_PATTERN = r"resnets\.\d+\.(conv1|conv2|conv_shortcut)"
 
 
@@ -112,9 +111,15 @@ def adapter_config(lora_cfg, role: str, model: torch.nn.Module) -> dict:
     targets = UNET_TARGETS[lora_cfg.targets] if role == "unet" else TE_TARGETS[lora_cfg.targets]
     out: dict = {"r": lora_cfg.rank, "lora_alpha": float(lora_cfg.alpha), "target_modules": list(targets)}
     if role == "unet" and lora_cfg.conv_rank > 0:
-        out["target_modules"] += conv_targets(model, lora_cfg.conv_blocks)
-        out["rank_pattern"] = {CONV_PATTERN: lora_cfg.conv_rank}
-        out["alpha_pattern"] = {CONV_PATTERN: float(lora_cfg.effective_conv_alpha)}
+        convs = conv_targets(model, lora_cfg.conv_blocks)
+        out["target_modules"] += convs
+        # sd-scripts' rule, by the module's kind: k×k convolutions (k > 1) take conv_dim / conv_alpha; linear
+        # layers and 1×1 convolutions (the resnets' conv_shortcut, SD1.5's proj_in / proj_out) the network's
+        # rank / alpha. peft looks each module up in rank_pattern / alpha_pattern with ``(.*\.)?(key)$``, so
+        # an escaped full name matches that module alone.
+        wide = [re.escape(n) for n in convs if max(model.get_submodule(n).kernel_size) > 1]
+        out["rank_pattern"] = dict.fromkeys(wide, lora_cfg.conv_rank)
+        out["alpha_pattern"] = dict.fromkeys(wide, float(lora_cfg.effective_conv_alpha))
     return out
 
 
