@@ -106,7 +106,7 @@ def test_a_caption_edit_writes_its_txt_and_stays_inside_the_dataset(app, api):
     assert txt.read_text(encoding="utf-8") == "zxc, wearing a red hat, on sky\n"
     assert "Caption of 10_zxc/zxc_001.png saved" in out["ds_msg"]
     bad = api("save_caption", cap_file="../../../../outside.png", cap_text="x")
-    assert "is not inside" in bad["ds_msg"]
+    assert "is not a picture of the scanned dataset" in bad["ds_msg"]
 
 
 def test_an_uploaded_zip_becomes_a_dataset_in_the_workspace(app, api, tmp_path):

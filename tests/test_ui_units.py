@@ -178,14 +178,17 @@ def test_restricted_policy_refuses_paths_outside_the_workspace(tmp_path):
     assert local.resolve(str(outside), "dataset.path") == outside.resolve()
 
 
-def test_base_model_paths_follow_the_policy_but_names_and_hub_ids_pass(tmp_path, monkeypatch):
+def test_base_model_paths_follow_the_policy_names_pass_and_hub_ids_only_locally(tmp_path, monkeypatch):
     shared = PathPolicy(tmp_path / "ws", restricted=True)
     assert shared.check_base("tiny-sd15") == "tiny-sd15"
     # the built-in demo stays a name even from a folder holding a "demo" directory (the repository root)
     (tmp_path / "demo").mkdir()
     monkeypatch.chdir(tmp_path)
     assert shared.check_base("demo") == "demo"
-    assert shared.check_base("runwayml/stable-diffusion-v1-5") == "runwayml/stable-diffusion-v1-5"
+    hub = "runwayml/stable-diffusion-v1-5"
+    assert PathPolicy(tmp_path / "ws", restricted=False).check_base(hub) == hub
+    with pytest.raises(UserError, match="is a hub id"):  # while shared a visitor may not make it download
+        shared.check_base(hub)
     model = tmp_path / "model.safetensors"
     model.write_bytes(b"x")
     with pytest.raises(UserError, match="outside the workspace"):

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import stat
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from .errors import UserError
 
@@ -42,14 +44,19 @@ def cmd_plan(args) -> int:
 
 
 def cmd_check_dataset(args) -> int:
+    from pydantic import ValidationError
+
     from .config import DatasetConfig
     from .dataset import scan_dataset
 
     try:
         ds = DatasetConfig(path=args.dir, trigger=args.trigger, resolution=args.resolution,
                            caption_ext=args.caption_ext, repeats=args.repeats)
-    except ValueError as e:
-        raise UserError(f"check-dataset: {str(e).splitlines()[-1].strip()}") from None
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = str(err["loc"][0]) if err["loc"] else "path"
+        option = "DIR" if field == "path" else "--" + field.replace("_", "-")
+        raise UserError(f"check-dataset {option}: {err['msg'].removeprefix('Value error, ')}") from None
     report = scan_dataset(ds)
     if args.json:
         _print_json(report.to_json())
@@ -75,7 +82,24 @@ def cmd_train(args) -> int:
     from .console import run_from_cli
 
     cfg = load_config(args.config, args.set)
+    check_output_dir(cfg.save.output_dir)
     return run_from_cli(cfg, resume=args.resume, parent=args.parent, quiet=args.quiet)
+
+
+def check_output_dir(output_dir: str) -> None:
+    """``save.output_dir`` must be a folder, or a path whose nearest existing part is one (it is created)."""
+    path = Path(output_dir).expanduser()
+    for part in (path, *path.parents):
+        try:
+            mode = part.stat().st_mode
+        except (FileNotFoundError, NotADirectoryError):  # not there yet, or under a file: look further up
+            continue
+        except OSError as e:
+            raise UserError(f"save.output_dir: {output_dir} cannot be used ({e.strerror or e})") from None
+        if not stat.S_ISDIR(mode):
+            what = "a file" if stat.S_ISREG(mode) else "a device or other special file"
+            raise UserError(f"save.output_dir: {part} is {what}, not a folder; give the folder that holds the runs")
+        return
 
 
 def cmd_diagnose(args) -> int:
@@ -141,6 +165,9 @@ def main(argv: list[str] | None = None, run: Callable[[argparse.Namespace], int]
         return (run or args.func)(args)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as e:  # a file the user named that the system refused: say which, no traceback
+        print(f"error: {e.filename or ''}{': ' if e.filename else ''}{e.strerror or e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("stopped by the user", file=sys.stderr)

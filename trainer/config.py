@@ -10,9 +10,18 @@ from __future__ import annotations
 import ast
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from .errors import UserError
 from .toml_writer import dumps_toml
@@ -28,12 +37,46 @@ DEFAULT_SAMPLE_PROMPTS = [
 ]
 
 
+MAX_PATH_CHARS = 4096  # Linux's PATH_MAX; a longer path cannot be opened anywhere
+MAX_NAME_BYTES = 255  # one folder or file name, on every common filesystem
+MAX_TRIGGER_CHARS = 200  # a rare word or two; CLIP reads 77 tokens of the whole prompt
+
+
+def plain_text(v: str, max_chars: int) -> str:
+    """Text that can be written to a TOML/JSON file and sent to the browser: UTF-8, no NUL, bounded."""
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise PydanticCustomError(
+            "not_text", "holds a character that cannot be saved as text (a lone surrogate at position "
+            "{pos}); retype it", {"pos": e.start}) from None
+    if "\x00" in v:
+        raise PydanticCustomError("not_text", "holds a NUL character; retype it")
+    if len(v) > max_chars:
+        raise PydanticCustomError("too_long", "is {n} characters long; at most {limit}",
+                                  {"n": f"{len(v):,}", "limit": f"{max_chars:,}"})
+    return v
+
+
+def path_text(v: str) -> str:
+    """A path the filesystem can take: :func:`plain_text`, at most PATH_MAX long, no name over 255 bytes."""
+    plain_text(v, MAX_PATH_CHARS)
+    if any(len(part.encode("utf-8")) > MAX_NAME_BYTES for part in Path(v).parts):
+        raise PydanticCustomError("name_too_long", "a folder or file name in it is longer than {limit} bytes",
+                                  {"limit": MAX_NAME_BYTES})
+    return v
+
+
+PathText = Annotated[str, AfterValidator(path_text)]
+TriggerText = Annotated[str, AfterValidator(lambda v: plain_text(v, MAX_TRIGGER_CHARS))]
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=False)
 
 
 class ModelConfig(_Section):
-    base: str = Field("tiny-sd15", min_length=1)
+    base: PathText = Field("tiny-sd15", min_length=1)
     """"tiny-sd15", "tiny-sdxl", "demo", a local diffusers folder, a local .safetensors/.ckpt, or a hub id."""
     family: Literal["auto", "sd15", "sdxl"] = "auto"
     prediction_type: Literal["auto", "epsilon", "v_prediction"] = "auto"
@@ -42,8 +85,8 @@ class ModelConfig(_Section):
 
 
 class DatasetConfig(_Section):
-    path: str = ""
-    trigger: str = ""
+    path: PathText = ""
+    trigger: TriggerText = ""
     resolution: int = Field(512, ge=64, le=4096, multiple_of=8)
     repeats: int = Field(1, ge=1, le=10000)
     """Repeats for folders without an ``N_`` prefix."""
@@ -61,7 +104,7 @@ class DatasetConfig(_Section):
     cache_latents: bool = True
     cache_to_disk: bool = False
     flip: bool = False
-    reg_path: str = ""
+    reg_path: PathText = ""
     """Prior (regularisation) images: pictures of what the base model should go on drawing, captioned without
     the trigger, in ``N_name`` folders like the dataset's (kohya's reg folder). They are trained beside the
     dataset, so no-trigger prompts stay where they were. Unlike sd-scripts they are not balanced to the
@@ -156,7 +199,7 @@ class EmaConfig(_Section):
 
 
 class SaveConfig(_Section):
-    output_dir: str = "runs"
+    output_dir: PathText = "runs"
     name: str = Field("lora", min_length=1, max_length=100)
     every_steps: int = Field(0, ge=0)
     """0 = only the final save."""
@@ -264,8 +307,9 @@ def _format_validation_error(err: ValidationError, origin: str) -> str:
             msg = e["msg"].removeprefix("Value error, ")
             lines.append(f"{key}: {msg}" if key else msg)
         else:
-            value = e.get("input")
-            lines.append(f"'{key}' = {value!r}: {e['msg'].lower()}")
+            value = repr(e.get("input"))
+            value = value if len(value) <= 120 else f"{value[:80]}…{value[-20:]} ({len(value):,} characters)"
+            lines.append(f"'{key}' = {value}: {e['msg'].lower()}")
     where = f" in {origin}" if origin else ""
     return f"config error{where}: " + "; ".join(lines)
 
@@ -299,6 +343,8 @@ def read_toml(path: str | Path) -> dict[str, Any]:
         return tomllib.loads(p.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise UserError(f"{p} is not valid TOML: {e}") from None
+    except RecursionError:  # tomllib recurses once per nesting level
+        raise UserError(f"{p}: arrays or tables nested too deeply to read; a config is a few flat tables") from None
 
 
 def parse_override(item: str) -> tuple[str, Any]:
@@ -317,6 +363,10 @@ def parse_override(item: str) -> tuple[str, Any]:
             value = ast.literal_eval(raw)
         except (ValueError, SyntaxError):
             value = raw  # a bare string such as a path
+        except (RecursionError, MemoryError):
+            raise UserError(f"--set {key}: the value is nested too deeply to read") from None
+    except RecursionError:
+        raise UserError(f"--set {key}: the value is nested too deeply to read") from None
     return key, value
 
 

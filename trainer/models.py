@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,13 +50,20 @@ def classify_base(base: str) -> str:
         return "tiny"
     if base == "demo":
         return "demo"
-    p = Path(base).expanduser()
-    if p.is_dir():
+    try:
+        p = Path(base).expanduser()
+        mode = p.stat().st_mode if p.exists() else None
+    except (OSError, RuntimeError, ValueError) as e:  # a name too long, ~nobody, a NUL byte
+        raise UserError(f"model.base: {base[:200]!r} cannot be used ({getattr(e, 'strerror', None) or e})") from None
+    if mode is not None and stat.S_ISDIR(mode):
         return "folder"
-    if p.is_file():
+    if mode is not None and stat.S_ISREG(mode):
         if p.suffix.lower() in SINGLE_FILE_SUFFIXES:
             return "single_file"
         raise UserError(f"model.base: {p} is a file but not a .safetensors/.ckpt checkpoint")
+    if mode is not None:
+        raise UserError(f"model.base: {p} is {_special_file(mode)}, not a model folder or checkpoint file; give a "
+                        "diffusers folder or a .safetensors file")
     if p.suffix.lower() in SINGLE_FILE_SUFFIXES or base.startswith((".", "/", "~", "\\")) or ":" in base:
         raise UserError(f"model.base: {p} does not exist; give a local folder, a .safetensors file or a hub id")
     if re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", base):
@@ -64,6 +72,14 @@ def classify_base(base: str) -> str:
         f"model.base: {base!r} is not a built-in model ({', '.join(BUILTIN_BASES)}), "
         "an existing folder or file, or a hub id like 'owner/name'"
     )
+
+
+def _special_file(mode: int) -> str:
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "neither a folder nor a file"
 
 
 def _family_from_index(folder: Path) -> str | None:

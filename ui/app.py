@@ -122,20 +122,25 @@ def calm_queue(demo: gr.Blocks) -> None:
 def launch_app(demo: gr.Blocks, security: Security, host: str = "127.0.0.1", port: int | None = None,
                share: bool = False, prevent_thread_lock: bool = False, quiet: bool = False):
     """Launch with the policy: login when restricted, no extra allowed paths, upload size limit, no API page
-    leaks before the login."""
+    leaks before the login, only known Host names and the app's own Origin."""
     demo.queue(default_concurrency_limit=1)
     calm_queue(demo)
-    return demo.launch(
+    launched = demo.launch(
         server_name=host,
         server_port=port,
         share=share,
         auth=security.auth,
         auth_message="LoRA Doctor" if security.auth else None,
         max_file_size=MAX_UPLOAD,
-        prevent_thread_lock=prevent_thread_lock,
+        prevent_thread_lock=True,  # the share link's host is known only now; blocked below when asked
         quiet=quiet,
         show_error=False,
         app_kwargs=app_kwargs(security),
         css=CSS,
         footer_links=["gradio", "settings"],
     )
+    if share and demo.share_url:
+        security.hosts.add(demo.share_url)
+    if not prevent_thread_lock:
+        demo.block_thread()
+    return launched

@@ -30,6 +30,20 @@ TEXTS: dict[str, tuple[str, str]] = {
         "{what}: {path}은(는) 작업 폴더 {workspace} 밖에 있습니다. 앱이 공유 중(또는 네트워크에 열림)일 때는 작업 폴더 "
         "안의 폴더와 파일만 쓸 수 있습니다. 대신 그림을 업로드하세요."),
     "err_outside_folder": ("{what}: {path} is not inside {folder}", "{what}: {path}은(는) {folder} 안에 있지 않습니다"),
+    "err_unusable_path": ("{what}: {path} cannot be used ({reason})", "{what}: {path}은(는) 쓸 수 없습니다({reason})"),
+    "err_link_outside": (
+        "{what}: {link} is a link to {target}, outside the workspace {workspace}. While the app is shared (or open "
+        "to the network) links inside a dataset may only lead inside the workspace; copy the file in instead.",
+        "{what}: {link}은(는) 작업 폴더 {workspace} 밖의 {target}을(를) 가리키는 링크입니다. 앱이 공유 중(또는 "
+        "네트워크에 열림)일 때는 데이터셋 안의 링크가 작업 폴더 안만 가리킬 수 있습니다. 파일을 복사해 넣으세요."),
+    "err_hub_while_shared": (
+        "model.base: {base} is a hub id. While the app is shared (or open to the network) it loads only model "
+        "folders and files inside the workspace {workspace}; download the model there first.",
+        "model.base: {base}은(는) 허브 id입니다. 앱이 공유 중(또는 네트워크에 열림)일 때는 작업 폴더 {workspace} "
+        "안의 모델 폴더와 파일만 불러옵니다. 먼저 그곳에 모델을 내려받으세요."),
+    "err_zip_member": ("{name}: {member} is not what the archive's header says (damaged or crafted); nothing of it "
+                       "was kept", "{name}: {member}이(가) 압축 파일 머리말과 다릅니다(손상 또는 조작). 그 파일은 "
+                       "남기지 않았습니다"),
     "err_bad_zip": ("{name} is not a readable zip file", "{name}은(는) 읽을 수 있는 zip 파일이 아닙니다"),
     "err_zip_too_many": ("{name} holds {n} files; the limit is {limit}", "{name}에 파일이 {n}개 있습니다. 한도는 {limit}개입니다"),
     "err_zip_too_big": ("{name} unpacks to more than {limit} GiB; split it or copy the folder instead",
@@ -76,6 +90,13 @@ TEXTS: dict[str, tuple[str, str]] = {
     "caption_save": ("Save caption", "캡션 저장"),
     "caption_saved": ("Caption of {file} saved.", "{file}의 캡션을 저장했습니다."),
     "err_pick_picture": ("click a picture first", "먼저 그림을 누르세요"),
+    "err_unknown_kb_id": ("there is no {kind} {id!r}; pick one from the list", "{kind} {id!r}은(는) 없습니다. 목록에서 고르세요"),
+    "err_not_in_dataset": ("{file} is not a picture of the scanned dataset; scan, then click a picture",
+                           "{file}은(는) 검사한 데이터셋의 그림이 아닙니다. 검사한 뒤 그림을 누르세요"),
+    "err_caption_too_long": ("the caption is {n} characters long; at most {limit} are kept (CLIP reads 77 tokens)",
+                             "캡션이 {n}자입니다. 최대 {limit}자까지입니다(CLIP은 77토큰만 읽습니다)"),
+    "err_not_utf8": ("{what}: it holds a character that cannot be saved as text (a lone surrogate); retype it",
+                     "{what}: 텍스트로 저장할 수 없는 문자(짝 없는 서로게이트)가 있습니다. 다시 입력하세요"),
     "err_no_usable": ("no usable pictures yet; fix the problems listed above", "아직 쓸 수 있는 그림이 없습니다. 위의 문제를 고치세요"),
     "summary": ("**{images}** usable pictures, **{captions}** with captions, **{repeats}** pictures × repeats. "
                 "Problems: {errors} errors, {warnings} warnings, {infos} notes.",

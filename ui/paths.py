@@ -2,7 +2,9 @@
 
 On the user's own machine (listening on loopback, not shared) any local path is fine: it is their disk.
 While shared, or listening on another interface, every typed path is resolved (symlinks and ``..`` included)
-and must lie inside the workspace; anything else is refused with a message saying so. Uploads always land in
+and must lie inside the workspace; anything else is refused with a message saying so. A dataset that holds a
+link to anything outside the workspace is refused too (the scan would read it and send its thumbnail), and
+base models are local folders or files only (no hub downloads on a visitor's word). Uploads always land in
 ``<workspace>/datasets/<name>/``; zip members are checked one by one (no absolute paths, no ``..``, no
 links, only pictures and captions, a size budget), so a crafted archive cannot write outside that folder.
 """
@@ -10,10 +12,12 @@ links, only pictures and captions, a size budget), so a crafted archive cannot w
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 import shutil
 import stat
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,8 +57,13 @@ class PathPolicy:
         text = (raw or "").strip().strip('"')
         if not text:
             raise UserError(t("err_empty_path", lang, what=what))
-        p = Path(text).expanduser()
-        p = (p if p.is_absolute() else self.root / p).resolve()
+        try:
+            p = Path(text).expanduser()
+            p = (p if p.is_absolute() else self.root / p).resolve()
+            p.exists()  # a name too long for the filesystem says so here, not deep inside a scan
+        except (OSError, RuntimeError, ValueError) as e:  # RuntimeError: "~nobody"; ValueError: a NUL byte
+            raise UserError(t("err_unusable_path", lang, what=what, path=_shown(text),
+                              reason=getattr(e, "strerror", None) or e)) from None
         if self.restricted and not p.is_relative_to(self.root):
             raise UserError(t("err_outside_workspace", lang, what=what, path=text, workspace=self.root))
         return p
@@ -64,6 +73,35 @@ class PathPolicy:
         dataset.path = str(self.resolve(dataset.path, "dataset.path", lang))
         if (dataset.reg_path or "").strip():
             dataset.reg_path = str(self.resolve(dataset.reg_path, "dataset.reg_path", lang))
+        if self.restricted:
+            self.refuse_links_out(Path(dataset.path), "dataset.path", lang)
+            if dataset.reg_path:
+                self.refuse_links_out(Path(dataset.reg_path), "dataset.reg_path", lang)
+
+    def refuse_links_out(self, folder: Path, what: str, lang: str = "en") -> None:
+        """Refuse a folder in which a symlink (at any depth, through linked folders too) leads outside the
+        workspace: the scan follows links, so it would read that file and send its thumbnail or caption."""
+        pending, seen = [folder], set()
+        while pending:
+            here = pending.pop()
+            try:
+                real = here.resolve()
+                entries = list(os.scandir(here)) if real not in seen else []
+            except (OSError, RuntimeError):
+                continue  # unreadable, or a link loop: the scan reads nothing there either
+            seen.add(real)
+            for entry in entries:
+                path = Path(entry.path)
+                try:
+                    target = path.resolve() if entry.is_symlink() else None
+                    is_dir = entry.is_dir()  # follows a link that stays inside: the scan walks into it too
+                except (OSError, RuntimeError):
+                    continue
+                if target is not None and not target.is_relative_to(self.root):
+                    raise UserError(t("err_link_outside", lang, what=what, link=path, target=target,
+                                      workspace=self.root))
+                if is_dir:
+                    pending.append(path)
 
     def inside(self, base: Path, raw: str, what: str, lang: str = "en") -> Path:
         """A path that must lie inside ``base`` whatever the mode (run folders, files of a dataset)."""
@@ -74,18 +112,32 @@ class PathPolicy:
         return p
 
     def check_base(self, base: str, lang: str = "en") -> str:
-        """model.base: built-in names and hub ids pass; a local folder or file goes through :meth:`resolve`."""
-        from trainer.models import BUILTIN_BASES, classify_base
+        """model.base: built-in names pass; a local folder or file (relative ones are relative to the
+        workspace, like every typed path) goes through :meth:`resolve`; a hub id passes on the user's own
+        machine only: while shared a visitor may not make it download models."""
+        from trainer.models import BUILTIN_BASES, SINGLE_FILE_SUFFIXES, classify_base
 
         text = (base or "").strip()
         if text in BUILTIN_BASES:
             return text
-        looks_local = text.startswith((".", "/", "~", "\\")) or ":" in text or Path(text).suffix.lower() in (
-            ".safetensors", ".ckpt", ".pt", ".bin")
-        if looks_local or Path(text).expanduser().exists():
+        suffix = Path(text).suffix.lower()
+        looks_local = text.startswith((".", "/", "~", "\\")) or ":" in text or suffix in SINGLE_FILE_SUFFIXES
+        if looks_local or self._exists_in_workspace(text):
             text = str(self.resolve(text, "model.base", lang))
-        classify_base(text)  # a UserError naming what is wrong
+        if classify_base(text) == "hub" and self.restricted:  # classify_base: a UserError naming what is wrong
+            raise UserError(t("err_hub_while_shared", lang, base=text, workspace=self.root))
         return text
+
+    def _exists_in_workspace(self, text: str) -> bool:
+        try:
+            return (self.root / Path(text).expanduser()).exists()
+        except (OSError, RuntimeError, ValueError):
+            return True  # resolve() says what is wrong with it
+
+
+def _shown(text: str, limit: int = 120) -> str:
+    """A path short enough to read in a message."""
+    return text if len(text) <= limit else f"{text[:limit // 2]}…{text[-limit // 3:]} ({len(text):,} characters)"
 
 
 def safe_name(name: str, fallback: str = "dataset") -> str:
@@ -140,11 +192,14 @@ def extract_zip(src: Path, dest: Path, counts: dict[str, int], budget: list[int]
                 counts["skipped"] += 1
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
-            with archive.open(m) as fin, open(target, "wb") as fout:
-                written = _copy_limited(fin, fout, m.file_size)
-            if written is None:  # the member is bigger than its header said: a crafted archive
+            try:
+                with archive.open(m) as fin, open(target, "wb") as fout:
+                    written = _copy_limited(fin, fout, m.file_size)
+            except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError):
+                written = None  # zipfile stops at the header's size and fails the CRC; encrypted; unknown method
+            if written is None:  # the member is not what its header says: damaged or crafted
                 target.unlink(missing_ok=True)
-                raise UserError(t("err_bad_zip", lang, name=src.name))
+                raise UserError(t("err_zip_member", lang, name=src.name, member=m.filename))
             counts["files"] += 1
 
 

@@ -24,6 +24,7 @@ from . import gates
 
 MAX_THUMBS = 48
 THUMB_SIDE = 160
+MAX_CAPTION_CHARS = 10_000  # CLIP reads 77 tokens; a long tag list is a few hundred characters
 
 
 def build(ui: UI) -> None:
@@ -124,8 +125,7 @@ def wire(ui: UI) -> None:
             return {}
         item = report.items[evt.index]
         cfg = config_from_values(values, ctx.runs_dir, [ctx.presets_dir])
-        image = ui.ctx.policy.inside(Path(report.root), item.rel, "caption")
-        return {"cap_file": item.rel, "cap_text": _read_caption(image.with_suffix(cfg.dataset.caption_ext))}
+        return {"cap_file": item.rel, "cap_text": _read_caption(Path(item.path).with_suffix(cfg.dataset.caption_ext))}
 
     ui.on(ui["ds_gallery"].select, pick_caption, ["report_state", *NAMES], ["cap_file", "cap_text"])
 
@@ -134,8 +134,8 @@ def wire(ui: UI) -> None:
         if report is None or not cap_file:
             raise UserError(t("err_pick_picture", lang))
         cfg = config_from_values(values, ctx.runs_dir, [ctx.presets_dir])
-        image = ui.ctx.policy.inside(Path(report.root), cap_file, "caption", lang)
-        atomic_write_text(image.with_suffix(cfg.dataset.caption_ext), cap_text.strip() + "\n")
+        caption = caption_path(ui, report, cap_file, cfg.dataset.caption_ext, lang)
+        atomic_write_text(caption, checked_caption(cap_text, lang) + "\n")
         out = scan(lang=lang, report_state=report_state, progress=lambda *a, **k: None, **values)
         out["ds_msg"] = ok_box(t("caption_saved", lang, file=cap_file))
         return out
@@ -184,6 +184,27 @@ def scan_for(ui: UI, values: dict[str, Any], lang: str, report_state: Any = None
         return state["report"], state
     report = scan_dataset(cfg.dataset)
     return report, {"key": key, "report": report}
+
+
+def caption_path(ui: UI, report: DatasetReport, cap_file: str, caption_ext: str, lang: str) -> Path:
+    """The caption file of a picture the scan listed (by its name in the report), and no other: a free name
+    would create files and folders anywhere under the dataset."""
+    item = next((it for it in report.items if it.rel == cap_file), None)
+    if item is None:
+        raise UserError(t("err_not_in_dataset", lang, file=cap_file))
+    # resolved again: while shared, the caption may not be (or have become) a link out of the workspace
+    return ui.ctx.policy.resolve(str(Path(item.path).with_suffix(caption_ext)), "caption", lang)
+
+
+def checked_caption(text: str | None, lang: str) -> str:
+    text = (text or "").strip()
+    if len(text) > MAX_CAPTION_CHARS:
+        raise UserError(t("err_caption_too_long", lang, n=f"{len(text):,}", limit=f"{MAX_CAPTION_CHARS:,}"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UserError(t("err_not_utf8", lang, what=t("caption_text", lang))) from None
+    return text
 
 
 def _problem_headers(lang: str) -> list[str]:

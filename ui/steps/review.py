@@ -8,6 +8,7 @@ import html
 import io
 import shutil
 import tempfile
+import weakref
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -43,8 +44,26 @@ def build(ui: UI) -> None:
     ui.add("review_next", gr.Button(t("next_troubleshoot", lang)), "next_troubleshoot", "value")
 
 
+class DownloadFolder:
+    """Where a download's copy waits for gradio to take it into its own cache (the workspace may lie outside
+    what gradio serves): one temp folder per app, emptied before each download, removed when the app goes.
+    Downloads run one at a time (the event's concurrency limit), each copied out before the next begins."""
+
+    def __init__(self) -> None:
+        self.path: Path | None = None
+
+    def fresh(self) -> Path:
+        if self.path is None:
+            self.path = Path(tempfile.mkdtemp(prefix="lora-doctor-"))
+            weakref.finalize(self, shutil.rmtree, self.path, True)
+        for old in self.path.iterdir():  # the last download's file, already in gradio's cache
+            old.unlink()
+        return self.path
+
+
 def wire(ui: UI) -> None:
     ctx = ui.ctx
+    downloads = DownloadFolder()
 
     def show(*, lang: str, review_run: str | None) -> dict[str, Any]:
         return review_view(ui, review_run, lang)
@@ -80,7 +99,7 @@ def wire(ui: UI) -> None:
         src = review.resolve_checkpoint(run, ckpt)
         # a copy in the temp dir: the workspace may lie outside what gradio serves, and no path is added to it
         name = f"{run.parent.name}-{run.name}-{src.parent.name}-{src.name}"
-        folder = Path(tempfile.mkdtemp(prefix="lora-doctor-"))
+        folder = downloads.fresh()
         embedding = embedding_beside(src)
         if embedding is None:
             dest = folder / name

@@ -77,7 +77,7 @@ def wire(ui: UI) -> None:
     def preview(*, lang: str, rx: str | None, ts_run: str | None) -> dict[str, Any]:
         if not rx:
             return {"rx_md": ""}
-        p = load_kb().prescription(rx)
+        p = kb_entry("prescription", rx, lang)
         cfg = load_run_config(ctx.run_path(ts_run, lang)) if ts_run else None
         change = describe_change(p.change, lang, cfg) if p.change else ""
         return {"rx_md": f"**{p.text('title', lang)}** `{change}`\n\n{p.text('detail', lang)}"}
@@ -116,7 +116,7 @@ def one_change_config(ui: UI, run: Path, rx: str, lang: str):
     """The parent's config with exactly the prescription's change; refused when it changes nothing or needs
     what this machine lacks."""
     ctx = ui.ctx
-    p = load_kb().prescription(rx)
+    p = kb_entry("prescription", rx, lang)
     if p.change is None:
         raise UserError(t("err_rx_no_change", lang))
     if "bf16_supported" in p.change.requires and not ctx.bf16:
@@ -156,6 +156,14 @@ def findings_markdown(diag: dict[str, Any] | None, lang: str) -> str:
         lines.append("\n" + t("parent_compare", lang, changes=changes, resolved=", ".join(parent["resolved"]) or "—",
                               new=", ".join(parent["new"]) or "—", still=", ".join(parent["still"]) or "—"))
     return "\n".join(lines)
+
+
+def kb_entry(kind: str, entry_id: str, lang: str) -> Any:
+    """A knowledge-base entry by id; an id it does not hold (an API client's value) is a message, not a KeyError."""
+    try:
+        return load_kb().get(kind, entry_id)
+    except KeyError:
+        raise UserError(t("err_unknown_kb_id", lang, kind=kind, id=entry_id)) from None
 
 
 def symptom_markdown(symptom_id: str, run: Path | None, lang: str) -> str:
