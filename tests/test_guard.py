@@ -160,6 +160,40 @@ def test_healthy_run_on_the_default_preset_raises_nothing(dataset, tmp_path):
     assert_no_nonfinite_file(result.run_dir)
 
 
+class OverflowFirst(Hooks):
+    """The first ``n`` backward passes overflow, as a real model's do while GradScaler searches down from 65536:
+    the tiny model's gradients are too small to overflow at any initial scale a config may set."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def after_backward(self, trainer):
+        if self.n > 0:
+            self.n -= 1
+            trainer.trainable[0].grad.fill_(float("inf"))
+
+
+def test_healthy_fp16_run_with_the_scalers_warmup_raises_nothing(dataset, tmp_path):
+    cfg = tiny_config(dataset, tmp_path, {"train.precision": "fp16", "train.fp16_init_scale": 65536.0,
+                                          "train.batch_size": 1, "train.max_steps": 2})
+    sink = MemorySink()
+    result = run_training(cfg, sink, hooks=OverflowFirst(6))
+    assert result.status == "finished", result.message
+    rows = read_jsonl(result.run_dir / "metrics.jsonl")
+    # the warm-up: six skipped steps halve 65536 down to 1024, where the run settles
+    assert [(r["loss_scale"], r["skipped"]) for r in rows] == [
+        *[(65536.0 / 2**i, True) for i in range(6)], (1024.0, False), (1024.0, False)]
+    assert all(r["nonfinite"] is None for r in rows)
+    assert not [e for e in sink.events if e["type"] == "alert"]
+    assert not [e for e in sink.events if e["type"] == "finding" and e["id"].startswith("loss_scale")]
+    from trainer.diagnose import diagnose
+
+    d = diagnose(result.run_dir)
+    assert not [f for f in d["observed"] if f["signal"].startswith("loss_scale")], d["observed"]
+    assert d["healthy"], d["observed"]
+    assert_no_nonfinite_file(result.run_dir)
+
+
 def test_lr_100x_is_called_overtraining_from_dose_and_weight_growth(dataset, tmp_path):
     cfg = tiny_config(dataset, tmp_path, {"preset": "demo-character", "train.max_steps": 30, **TINY_CONV})
     cfg.optim.lr = preset_config("demo-character").optim.lr * 100  # dose 6, past the preset's fit zone

@@ -28,7 +28,7 @@ HANGUL = re.compile(r"[\uac00-\ud7a3]")
 # A config where every prescription's change has something to change: fp16, text encoder on, EMA on,
 # clipping off, 8-bit Adam, accumulation 4, noise offset and a high caption dropout.
 STRESSED = {
-    "train": {"precision": "fp16", "grad_accum": 4, "noise_offset": 0.1},
+    "train": {"precision": "fp16", "grad_accum": 4, "noise_offset": 0.1, "fp16_growth_interval": 100},
     "lora": {"train_text_encoder": True, "rank": 32, "alpha": 32.0},
     "optim": {"optimizer": "adamw8bit", "max_grad_norm": 0.0, "lr": 2e-4},
     "ema": {"enabled": True},
@@ -83,7 +83,7 @@ def test_brief_signal_ids_exist(kb):
     for sig in ("nonfinite_grad", "nonfinite_param", "nonfinite_ema", "nonfinite_loss", "loss_scale_collapse",
                 "grad_spike", "clip_saturated", "loss_trending_up", "weight_norm_growth", "dose_over",
                 "dose_under", "ema_drift", "learning_stalled", "sample_burn", "leakage", "low_likeness",
-                "low_adherence"):  # fmt: skip
+                "low_adherence", "loss_scale_growing", "sample_prompt_seen"):  # fmt: skip
         assert kb.symptoms_for_signal(sig), sig
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .events import as_float
+from .guard import MIN_LOSS_SCALE
 
 SPIKE_FACTOR = 10.0  # a grad-norm this many times the running median is a spike
 SPIKE_WINDOW = 50
@@ -22,7 +23,14 @@ LOSS_UP_RATIO = 1.25  # late loss this much above the early loss (after warmup)
 WEIGHT_GROWTH_RATIO = 0.5  # ‖B·A‖-like growth: the LoRA's weight norm grew by this share of its start
 STALLED_UPDATE_RATIO = 1e-6  # ‖Δw over 10 steps‖ / ‖w‖ below this: nothing is being learned
 EMA_DRIFT_LIMIT = 0.5
-SCALE_HALVINGS = 6  # fp16 loss scale halved this many times in a row of steps, or below 1
+# The fp16 loss scale (torch GradScaler: an overflow skips the step and halves the scale; growth_interval clean
+# steps double it). Its first halvings are the warm-up, searching down from the initial scale: normal (the seed).
+SCALE_SETTLE_ROWS = 10  # the warm-up ends where the scale then holds (no halving) for this many steps in a row,
+SCALE_WARMUP_MAX_ROWS = 100  # or after this many steps at the latest
+SCALE_HALVINGS = 4  # after the warm-up: halved on this many steps in a row (a 16× fall within a few steps)
+SCALE_DRIFT_HALVINGS = 6  # after the warm-up: this many halvings below the highest scale a step was applied at
+SCALE_HIGH = 2.0**24  # grown to this: GradScaler's default start, 2**16, doubled 8 times without an overflow
+FP16_MAX = 65504.0
 MIN_ROWS = 20  # trends need this many steps
 
 
@@ -70,27 +78,97 @@ def nonfinite_findings(events: list[dict]) -> list[Finding]:
     return out
 
 
+def _scale(v: float) -> str:
+    return f"{v:,.0f}" if v >= 1 and v.is_integer() else f"{v:g}"
+
+
+def _loss_scales(rows: list[dict]) -> list[tuple[int, float, bool]]:
+    """(step, loss scale, applied) of every row that has a scale (fp16), in order."""
+    out = []
+    for r in rows:
+        v = _f(r, "loss_scale")
+        if v is not None and math.isfinite(v):
+            out.append((r["step"], v, not r.get("skipped")))
+    return out
+
+
+def scale_warmup_end(scales: list[tuple[int, float, bool]]) -> int:
+    """Index of the first row after the scaler's warm-up: where the scale starts to hold for
+    ``SCALE_SETTLE_ROWS`` rows in a row, or ``SCALE_WARMUP_MAX_ROWS``; ``len(scales)`` while it has done neither."""
+    held = 0
+    for i in range(len(scales) - 1):
+        if i >= SCALE_WARMUP_MAX_ROWS:
+            return i
+        held = held + 1 if scales[i + 1][1] >= scales[i][1] else 0
+        if held >= SCALE_SETTLE_ROWS:
+            return i + 1 - SCALE_SETTLE_ROWS
+    return len(scales)
+
+
 def loss_scale_finding(rows: list[dict]) -> Finding | None:
-    scales = [(r["step"], _f(r, "loss_scale")) for r in rows if r.get("loss_scale") is not None]
+    """The fp16 loss scale collapsing: below 1 at any time, or after the warm-up halved on ``SCALE_HALVINGS``
+    steps in a row or ``SCALE_DRIFT_HALVINGS`` times below the highest scale a step was applied at. The
+    warm-up's halvings (65536 → ~1024 with skipped steps on a real model) and the odd overflow after it
+    (the scaler probing upward again) are how GradScaler works, not a finding."""
+    scales = _loss_scales(rows)
     if len(scales) < 2:
         return None
-    halvings, worst, run_start = 0, 0, None
-    low = [(s, v) for s, v in scales if v is not None and v < 1.0]
-    for (s0, a), (_, b) in itertools.pairwise(scales):
-        if a is not None and b is not None and b < a:
-            halvings += 1
-            run_start = run_start if run_start is not None else s0
-            worst = max(worst, halvings)
-        elif b is not None and a is not None and b >= a:
-            halvings, run_start = 0, None
+    low = [(s, v) for s, v, _ in scales if v < MIN_LOSS_SCALE]
+    warm = scale_warmup_end(scales)
+    run = worst = 0
+    peak, fall, fell_at = None, 1.0, []
+    for i in range(warm, len(scales)):
+        step, v, applied = scales[i]
+        if i > warm and v < scales[i - 1][1]:
+            run += 1
+            fell_at.append(step)
+        elif i > warm:
+            run = 0
+        worst = max(worst, run)
+        if applied:
+            peak = v if peak is None else max(peak, v)
+        if peak is not None:
+            fall = max(fall, peak / v)
     final = scales[-1][1]
-    if worst < SCALE_HALVINGS and not low:
+    if not low and worst < SCALE_HALVINGS and fall < 2.0**SCALE_DRIFT_HALVINGS:
         return None
+    if low:
+        (step, v) = low[0]
+        en, ko = f"fell below {MIN_LOSS_SCALE:g} ({v:g} at step {step})", f"{MIN_LOSS_SCALE:g} 아래로 떨어짐 ({step}스텝에 {v:g})"
+    elif worst >= SCALE_HALVINGS:
+        en, ko = f"fell on {worst} steps in a row after its warm-up", f"워밍업 뒤 {worst}스텝 연속으로 내려감"
+    else:
+        en, ko = (f"fell to 1/{fall:g} of the {_scale(peak)} it had trained at after its warm-up",
+                  f"워밍업 뒤 학습하던 값 {_scale(peak)}의 1/{fall:g}로 내려감")
     return Finding(
         "loss_scale_collapse", "warning",
-        {"en": f"the fp16 loss scale fell {worst} times in a row (now {final:g}); overflow keeps recurring",
-         "ko": f"fp16 손실 스케일이 연속 {worst}번 내려감 (현재 {final:g}); 오버플로가 반복됨"},
-        [s for s, _ in low[:5]], {"consecutive_halvings": worst, "final_scale": final},
+        {"en": f"the fp16 loss scale {en} (now {_scale(final)}): overflow keeps recurring",
+         "ko": f"fp16 손실 스케일이 {ko} (현재 {_scale(final)}): 오버플로가 반복됨"},
+        sorted({s for s, _ in low})[:5] or sorted(set(fell_at))[:10],
+        {"consecutive_halvings": worst, "fall_from_peak": fall, "final_scale": final, "warmup_rows": warm},
+    )
+
+
+def loss_scale_growth_finding(rows: list[dict]) -> Finding | None:
+    """The fp16 loss scale grown to ``SCALE_HIGH`` or more. GradScaler only grows after growth_interval steps
+    without an overflow, so a scale up there means the gradients stayed tiny for a long time (is the LoRA
+    still learning?), and any fp16 gradient above 65504 / scale overflows: the next larger one costs skipped
+    steps while the scale falls back (the seed: a scaler grown too large ends in overflow). Reached by growth
+    only; an initial scale set that high is the warm-up's business."""
+    scales = _loss_scales(rows)
+    grown = [(s, v) for (_, a, _), (s, v, _) in itertools.pairwise(scales) if v > a]
+    high = [(s, v) for s, v in grown if v >= SCALE_HIGH]
+    if not high:
+        return None
+    step, peak = max(high, key=lambda sv: sv[1])
+    limit = FP16_MAX / peak
+    return Finding(
+        "loss_scale_growing", "info",
+        {"en": f"the fp16 loss scale kept growing, to {_scale(peak)} (2^{math.log2(peak):.0f}) at step {step}: the "
+               f"gradients have been tiny for a long time, and any fp16 gradient above {limit:.2g} now overflows",
+         "ko": f"fp16 손실 스케일이 계속 커져 {step}스텝에 {_scale(peak)}(2^{math.log2(peak):.0f})까지 올라감: 그라디언트가 오래 "
+               f"아주 작았다는 뜻이고, 이제는 {limit:.2g}보다 큰 fp16 그라디언트는 모두 넘침(overflow)"},
+        sorted({s for s, _ in high})[:10], {"peak_scale": peak, "doublings": len(grown), "overflow_above": limit},
     )
 
 
@@ -185,6 +263,16 @@ def dose_finding(plan: dict) -> Finding | None:
                    [], {"dose": dose, "low": lo, "high": hi})
 
 
+def sample_prompt_finding(plan: dict) -> Finding | None:
+    """The plan's sample prompts that copy a training caption (see :func:`trainer.plan.sample_prompt_warnings`)."""
+    copies = plan.get("sample_warnings") or []
+    if not copies:
+        return None
+    return Finding("sample_prompt_seen", "warning",
+                   {lang: "; ".join(c["message"][lang] for c in copies) for lang in ("en", "ko")},
+                   [], {"prompts": [{k: c[k] for k in ("index", "prompt", "files", "matches")} for c in copies]})
+
+
 def stalled_finding(rows: list[dict]) -> Finding | None:
     ratios = [(r["step"], _f(r, "update_ratio")) for r in _applied(rows) if r.get("update_ratio") is not None]
     ratios = [(s, v) for s, v in ratios if v is not None]
@@ -217,11 +305,13 @@ def ema_drift_finding(rows: list[dict]) -> Finding | None:
 def metric_findings(rows: list[dict], plan: dict, config) -> list[Finding]:
     candidates = [
         loss_scale_finding(rows),
+        loss_scale_growth_finding(rows),
         grad_spike_finding(rows),
         clip_saturation_finding(rows, config.optim.max_grad_norm),
         loss_trend_finding(rows, plan.get("warmup_steps", 0)),
         weight_growth_finding(rows),
         dose_finding(plan),
+        sample_prompt_finding(plan),
         stalled_finding(rows),
         ema_drift_finding(rows),
     ]

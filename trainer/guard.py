@@ -4,13 +4,16 @@ A non-finite gradient is never applied, whatever the precision. What breaks firs
 gradient first points at loss scaling / fp16 overflow / input scale; parameter first points at the optimizer
 update or its state; EMA first at the EMA's own accumulation). With fp16 an overflowing step is the loss
 scaler's ordinary business (skip, halve the scale) until the scale collapses; then it is a gradient failure.
+That includes its warm-up before the first applied step, however long a high initial scale makes it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from .numerics import StepHealth
+if TYPE_CHECKING:  # the guard itself needs no torch, so the detectors can share its threshold
+    from .numerics import StepHealth
 
 # Below this the fp16 loss scale no longer protects anything: gradients overflow even unscaled.
 MIN_LOSS_SCALE = 1.0
@@ -34,6 +37,7 @@ class Guard:
     rollbacks: int = 0
     consecutive_skips: int = 0
     consecutive_overflows: int = 0
+    warmed_up: bool = False  # a step has been applied: the fp16 scaler has found a scale that works
     first_failure: dict | None = field(default=None)
 
     def classify(self, h: StepHealth) -> str | None:
@@ -53,14 +57,18 @@ class Guard:
         if broken is None:
             self.consecutive_skips = 0
             self.consecutive_overflows = 0
+            self.warmed_up = True
             return Decision(apply=True, skipped=False, nonfinite=None)
 
         if broken == "grad" and self.precision == "fp16":
             # The scaler's own overflow handling: skip this step, halve the scale. Only a collapsed scale
-            # (or a long run of overflows) means the gradients are non-finite in their own right.
+            # (or, once a step has worked, a long run of overflows) means the gradients are non-finite in
+            # their own right. The warm-up from a high initial scale (2**32 needs ~20 halvings) is the scaler
+            # searching; only the floor ends it.
             self.consecutive_overflows += 1
             scale = h.loss_scale if h.loss_scale is not None else float("inf")
-            if scale >= MIN_LOSS_SCALE and self.consecutive_overflows < 4 * self.max_consecutive_skips:
+            limit = 4 * self.max_consecutive_skips if self.warmed_up else float("inf")
+            if scale >= MIN_LOSS_SCALE and self.consecutive_overflows < limit:
                 return Decision(apply=False, skipped=True, nonfinite=None, reason="fp16 overflow (scaler)")
 
         return self._on_failure(broken)

@@ -88,6 +88,8 @@ class Plan:
     dose_advice: dict[str, str] = field(default_factory=dict)
     dose_explanation: dict[str, str] = field(default_factory=lambda: dict(DOSE_EXPLANATION))
     dose_note: dict[str, str] | None = None
+    sample_warnings: list[dict[str, Any]] = field(default_factory=list)
+    """Sample prompts that copy a training caption: ``{index, prompt, kind, files, matches, message}``."""
 
     @property
     def scheduled(self) -> bool:
@@ -183,6 +185,7 @@ def make_plan(cfg: Config, report: DatasetReport) -> Plan:
         dose_formula=dose_formula,
         dose_advice={"en": advice_en, "ko": advice_ko},
         dose_note=dict(_PRODIGY_NOTE) if cfg.optim.optimizer == "prodigy" else None,
+        sample_warnings=sample_prompt_warnings(cfg, report),
     )
 
 
@@ -200,6 +203,43 @@ def check_conv_blocks(cfg: Config) -> None:
         if not any(b == entry or b.startswith(entry + ".") or entry.startswith(b + ".") for b in blocks):
             raise UserError(f"lora.conv_blocks: this UNet has no block {entry!r}; its blocks are "
                             f"{', '.join(blocks)}")
+
+
+def sample_prompt_warnings(cfg: Config, report: DatasetReport) -> list[dict[str, Any]]:
+    """Sample prompts that, with the trigger filled in, are a training caption (ignoring case, spacing and tag
+    order). The settings seed: sample prompts test generalisation, so they must ask for what the data does
+    not have; a copied caption only shows memorisation. The trigger-only prompt is left out: likeness to the
+    data is what it checks, even where the captions are the bare trigger."""
+    from .sampling import expand_prompts
+
+    if not cfg.sample.enabled:
+        return []
+    captions: dict[frozenset[str], list[str]] = {}
+    for item in report.items:
+        captions.setdefault(_tag_set(item.caption), []).append(item.rel)
+    bare_trigger = _tag_set(cfg.dataset.trigger)
+    out = []
+    for p in expand_prompts(cfg.sample.prompts, cfg.dataset.trigger):
+        key = _tag_set(p["prompt"])
+        files = captions.get(key) if key and key != bare_trigger else None
+        if not files:
+            continue
+        n, shown = len(files), p["prompt"]
+        more_en, more_ko = (f" and {n - 1} more", f" 외 {n - 1}개") if n > 1 else ("", "")
+        out.append({**p, "files": files[:5], "matches": n, "message": {
+            "en": f'sample prompt {p["index"] + 1} "{shown}" is the caption of {files[0]}{more_en}: its pictures show '
+                  "what was memorised, not whether the LoRA follows a new prompt; ask for a pose, place or outfit "
+                  "the data does not have",
+            "ko": f'표본 프롬프트 {p["index"] + 1} "{shown}"은(는) {files[0]}{more_ko}의 캡션과 같음: 그 표본은 새 '
+                  "프롬프트를 따르는지가 아니라 외운 것을 보여 줌. 데이터에 없는 자세, 장소, 의상을 요청하세요",
+        }})
+    return out
+
+
+def _tag_set(text: str) -> frozenset[str]:
+    from .dataset import split_tags
+
+    return frozenset(t.lower().strip(" .") for t in split_tags(text)) - {""}
 
 
 def plan_from_config(cfg: Config) -> tuple[DatasetReport, Plan]:

@@ -1,0 +1,69 @@
+"""Sample prompts must not be copies of training captions (the settings seed: samples test generalisation).
+The plan says so before training, and the same warning is a finding with a knowledge-base signal."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import tiny_config, write_toy_dataset
+from trainer.config import DEFAULT_SAMPLE_PROMPTS
+from trainer.detectors import sample_prompt_finding
+from trainer.kb import load_kb
+from trainer.plan import plan_from_config
+
+HANGUL = re.compile(r"[\uac00-\ud7a3]")
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    """Eight pictures captioned "zxc, on <sky|grass|sand>"."""
+    return write_toy_dataset(tmp_path_factory.mktemp("data"))
+
+
+def plan_with(dataset, tmp_path, prompts, **overrides):
+    cfg = tiny_config(dataset, tmp_path, {"sample.enabled": True, "sample.prompts": prompts, **overrides})
+    return plan_from_config(cfg)[1]
+
+
+def test_a_sample_prompt_that_is_a_caption_in_another_order_and_case_is_a_plan_warning(dataset, tmp_path):
+    prompts = ["{trigger}", "On  Grass , ZXC", "{trigger}, wearing a red raincoat", "on grass"]
+    plan = plan_with(dataset, tmp_path, prompts)
+    [warning] = plan.sample_warnings
+    assert warning["index"] == 1 and warning["prompt"] == "On  Grass , ZXC"
+    grass = sorted(p.stem for p in (dataset / "10_zxc toy").glob("*.txt") if p.read_text() == "zxc, on grass")
+    assert warning["matches"] == len(grass) > 0
+    assert sorted(Path(f).stem for f in warning["files"]) == grass[:5]
+    assert "sample prompt 2" in warning["message"]["en"] and warning["files"][0] in warning["message"]["en"]
+    assert HANGUL.search(warning["message"]["ko"]) and warning["files"][0] in warning["message"]["ko"]
+    assert plan.to_json()["sample_warnings"] == plan.sample_warnings
+
+
+def test_the_trigger_filled_in_counts_but_the_trigger_only_prompt_does_not(dataset, tmp_path):
+    plan = plan_with(dataset, tmp_path, ["{trigger}, on sand", "{trigger}"])
+    assert [w["index"] for w in plan.sample_warnings] == [0]
+    # a dataset captioned with the bare trigger: the trigger-only prompt checks likeness, which is the point
+    bare = write_toy_dataset(tmp_path / "bare")
+    for caption in (bare / "10_zxc toy").glob("*.txt"):
+        caption.write_text("zxc", encoding="utf-8")
+    assert plan_with(bare, tmp_path, ["{trigger}", "ZXC."]).sample_warnings == []
+
+
+def test_the_default_prompts_and_a_run_without_samples_raise_nothing(dataset, tmp_path):
+    assert plan_with(dataset, tmp_path, list(DEFAULT_SAMPLE_PROMPTS)).sample_warnings == []
+    off = plan_with(dataset, tmp_path, ["zxc, on sky"], **{"sample.enabled": False})
+    assert off.sample_warnings == []
+
+
+def test_the_warning_is_a_finding_the_knowledge_base_explains(dataset, tmp_path):
+    plan = plan_with(dataset, tmp_path, ["{trigger}", "zxc, on sky"]).to_json()
+    f = sample_prompt_finding(plan)
+    assert f is not None and f.signal == "sample_prompt_seen" and f.level == "warning"
+    assert f.values["prompts"][0]["prompt"] == "zxc, on sky" and HANGUL.search(f.message["ko"])
+    kb = load_kb()
+    [cause] = kb.rank_causes({f.signal: 0.6})
+    assert cause.cause.id == "sample_prompts_from_data"
+    assert kb.prescriptions_for(cause.cause.id)[0].id == "unseen_sample_prompts"
+    assert sample_prompt_finding({}) is None
