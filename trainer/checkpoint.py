@@ -5,7 +5,6 @@ The same snapshot, held in memory, is what the guard's rollback restores.
 
 from __future__ import annotations
 
-import io
 import random
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ import numpy as np
 import torch
 
 from .export import NonFiniteTensorError, first_nonfinite
-from .io import atomic_write_bytes
+from .io import atomic_target
 
 
 def _tensors(obj: Any, prefix: str = "") -> dict[str, torch.Tensor]:
@@ -87,13 +86,18 @@ def restore(trainer, state: dict[str, Any]) -> None:
     trainer.epoch = int(state["epoch"])
 
 
+def nonfinite_in_state(state: dict[str, Any]) -> str | None:
+    """The first non-finite tensor of a resume state (LoRA, optimizer, EMA) by name, or None: a state that holds
+    one is neither written nor kept as the rollback target."""
+    return first_nonfinite(_tensors({"lora": state["lora"], "optimizer": state["optimizer"], "ema": state["ema"]}))
+
+
 def save_state(state: dict[str, Any], path: Path) -> None:
-    bad = first_nonfinite(_tensors({"lora": state["lora"], "optimizer": state["optimizer"], "ema": state["ema"]}))
+    bad = nonfinite_in_state(state)
     if bad is not None:
         raise NonFiniteTensorError(path, bad)
-    buf = io.BytesIO()
-    torch.save(state, buf)
-    atomic_write_bytes(path, buf.getvalue())
+    with atomic_target(path) as tmp:  # torch writes the file itself: no second copy in memory
+        torch.save(state, tmp)
 
 
 def load_state(path: Path) -> dict[str, Any]:

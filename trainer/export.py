@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,7 @@ from typing import Any
 import torch
 from safetensors.torch import save_file
 
-from .io import atomic_write_bytes
+from .io import atomic_target
 
 # The diffusers-layout file written beside each kohya-layout one (live and EMA weights).
 DIFFUSERS_TWIN = {"lora.safetensors": "lora_diffusers.safetensors", "lora_ema.safetensors": "lora_ema_diffusers.safetensors"}
@@ -55,11 +53,8 @@ def save_safetensors(tensors: dict[str, torch.Tensor], path: str | Path, metadat
     bad = first_nonfinite(tensors)
     if bad is not None:
         raise NonFiniteTensorError(path, bad)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
-        tmp_file = Path(tmp) / "t.safetensors"
-        save_file({k: v.contiguous() for k, v in tensors.items()}, str(tmp_file), metadata=metadata)
-        atomic_write_bytes(path, tmp_file.read_bytes())
+    with atomic_target(path) as tmp:  # safetensors writes the temp file itself: one write, then the rename
+        save_file({k: v.contiguous() for k, v in tensors.items()}, str(tmp), metadata=metadata)
 
 
 # ------------------------------------------------------------------------------------------- key names
@@ -285,18 +280,7 @@ def write_diffusers(path: Path, peft_states, lora_configs: dict[str, dict], fami
             kwargs[f"{arg}_lora_layers"] = peft_states[role]
             kwargs[f"{arg}_lora_adapter_metadata"] = meta(role)
     cls = StableDiffusionXLPipeline if family == "sdxl" else StableDiffusionPipeline
-    with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
-        cls.save_lora_weights(tmp, weight_name="w.safetensors", **kwargs)
-        atomic_write_bytes(path, (Path(tmp) / "w.safetensors").read_bytes())
+    with atomic_target(path) as tmp:  # diffusers writes <folder>/<weight_name>: the temp file's own name
+        cls.save_lora_weights(str(tmp.parent), weight_name=tmp.name, **kwargs)
     return path
 
-
-def rotate_checkpoints(checkpoints_dir: Path, keep_last: int) -> list[Path]:
-    """Delete all but the newest ``keep_last`` step folders; returns what was removed."""
-    if keep_last <= 0 or not checkpoints_dir.is_dir():
-        return []
-    steps = sorted(p for p in checkpoints_dir.iterdir() if p.is_dir() and p.name.startswith("step-"))
-    removed = steps[:-keep_last]
-    for p in removed:
-        shutil.rmtree(p, ignore_errors=True)
-    return removed

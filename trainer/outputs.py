@@ -5,13 +5,17 @@ A mixin of :class:`trainer.loop.Trainer`.
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
 
 from . import checkpoint as ckpt
 from .embedding import EMBEDDING_EMA_FILE, EMBEDDING_FILE, write_embedding
-from .export import DIFFUSERS_TWIN, NonFiniteTensorError, rotate_checkpoints, write_diffusers, write_kohya
+from .export import DIFFUSERS_TWIN, NonFiniteTensorError, write_diffusers, write_kohya
+from .io import atomic_folder, fsync_file
+from .rundir import rotate_checkpoints, write_checkpoint_marker
 from .sampling import sampling_pipeline, write_samples
 
 
@@ -46,21 +50,46 @@ class OutputsMixin:
         return written
 
     def save_checkpoint(self, step: int) -> Path | None:
+        """Save ``step`` as a checkpoint and make it the rollback target, or refuse both when the state is not finite.
+
+        Every rank checks the state it holds (the ranks hold the same weights, so they agree on the rollback
+        target); rank 0 writes the folder whole or not at all (:meth:`_write_checkpoint`).
+        """
         state = ckpt.snapshot(self)
+        if not self._state_is_finite(state, self.paths.step_dir(step) / "state.pt"):
+            return None
         self.last_good = state
         if not self.dist.is_main:
             return None
-        folder = self.paths.step_dir(step)
         try:
-            files = self.write_lora_files(folder, step)
-            ckpt.save_state(state, folder / "state.pt")
+            folder, files = self._write_checkpoint(step, state)
         except NonFiniteTensorError as e:
-            self.emit("alert", level="error", kind="save_refused", message=str(e), file=str(e.path), tensor=e.key)
+            self._refused(e)
             return None
-        removed = rotate_checkpoints(self.paths.checkpoints, self.config.save.keep_last)
-        self.emit("checkpoint_saved", path=str(folder), files=[f.name for f in files],
-                  removed=[p.name for p in removed])
+        removed = rotate_checkpoints(self.paths, self.config.save.keep_last, keep=folder)
+        self.emit("checkpoint_saved", path=str(folder), files=files, removed=[p.name for p in removed])
         return folder
+
+    def _state_is_finite(self, state: dict[str, Any], path: Path) -> bool:
+        bad = ckpt.nonfinite_in_state(state)
+        if bad is not None:
+            self._refused(NonFiniteTensorError(path, bad))
+        return bad is None
+
+    def _refused(self, e: NonFiniteTensorError) -> None:
+        self.emit("alert", level="error", kind="save_refused", message=str(e), file=str(e.path), tensor=e.key)
+
+    def _write_checkpoint(self, step: int, state: dict[str, Any]) -> tuple[Path, list[str]]:
+        """``checkpoints/step-NNNNNN/`` whole or not at all: LoRA files (live, EMA, embedding) and ``state.pt`` go
+        into a temp folder, each checked finite as it is written, then the marker, then one rename. A folder of
+        the same step (Save now, then Stop) is replaced the same way; a kill at any point leaves the previous
+        complete checkpoint where ``latest_checkpoint`` finds it."""
+        folder = self.paths.step_dir(step)
+        with atomic_folder(folder) as tmp:
+            files = [f.name for f in self.write_lora_files(tmp, step)]
+            ckpt.save_state(state, tmp / "state.pt")
+            write_checkpoint_marker(tmp, step)
+        return folder, [*files, "state.pt"]
 
     def sample(self, step: int) -> None:
         if not self.dist.is_main:
@@ -78,17 +107,30 @@ class OutputsMixin:
         self.emit("sample_ready", step=step, path=str(folder), samples=records,
                   seconds=round(time.perf_counter() - t0, 3))
 
-    def save_final(self) -> Path | None:
-        folder = self.paths.final
-        try:
-            self.write_lora_files(folder, self.global_step)
-            ckpt.save_state(ckpt.snapshot(self), self.paths.step_dir(self.global_step) / "state.pt")
-        except NonFiniteTensorError as e:
-            self.emit("alert", level="error", kind="save_refused", message=str(e), file=str(e.path), tensor=e.key)
+    def save_final(self, state: dict[str, Any] | None = None) -> Path | None:
+        """The last step's checkpoint, and ``final/`` holding its LoRA files (hard links where the filesystem
+        allows: every write replaces a file, so a link never sees a later change). Both appear whole.
+        ``state``: the snapshot every rank took together (several processes gather their generators)."""
+        state = state if state is not None else ckpt.snapshot(self)
+        step = self.global_step
+        if not self._state_is_finite(state, self.paths.step_dir(step) / "state.pt"):
             return None
-        step_dir = self.paths.step_dir(self.global_step)
-        for f in folder.glob("*.safetensors"):
-            (step_dir / f.name).write_bytes(f.read_bytes())
+        try:
+            step_dir, _ = self._write_checkpoint(step, state)
+        except NonFiniteTensorError as e:
+            self._refused(e)
+            return None
+        with atomic_folder(self.paths.final) as tmp:
+            for f in sorted(step_dir.glob("*.safetensors")):
+                _link_or_copy(f, tmp / f.name)
         self.emit("checkpoint_saved", path=str(step_dir), files=sorted(p.name for p in step_dir.iterdir()),
                   final=True, removed=[])
-        return folder / "lora.safetensors"
+        return self.paths.final / "lora.safetensors"
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # FAT, some network shares: no hard links
+        shutil.copyfile(src, dst)
+        fsync_file(dst)

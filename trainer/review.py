@@ -21,7 +21,7 @@ from PIL import Image
 from .config import Config, from_dict, read_toml
 from .errors import UserError
 from .io import read_jsonl
-from .rundir import RunPaths
+from .rundir import RunPaths, checkpoint_matches_marker
 
 LEAKAGE_LIMIT = 0.5  # the no-trigger sample has drifted this far from the base model's: the LoRA leaks
 BURN_LIMIT = 0.5  # trigger samples this burnt against step 0: colours deepen, lines roughen
@@ -91,7 +91,7 @@ def checkpoint_files(run_dir: str | Path) -> list[dict[str, Any]]:
     paths = RunPaths(Path(run_dir))
     out = []
     if paths.checkpoints.is_dir():
-        for d in sorted(paths.checkpoints.glob("step-*")):
+        for d in sorted(d for d in paths.checkpoints.glob("step-*") if checkpoint_matches_marker(d) is not False):
             step = int(d.name.split("-")[1])
             for name in ("lora.safetensors", "lora_ema.safetensors"):
                 if (d / name).is_file():

@@ -51,13 +51,12 @@ class AppContext:
 
     def run_choices(self) -> list[tuple[str, str]]:
         """(label, value) for every run in the workspace, newest first; the value is the folder inside runs/."""
-        from trainer.rundir import list_runs, read_status
+        from trainer.rundir import list_runs, run_status
 
         out = []
         for run in reversed(list_runs(self.runs_dir)):
             rel = run.relative_to(self.runs_dir).as_posix()
-            status = read_status(run).get("status", "?")
-            out.append((f"{rel} ({status})", rel))
+            out.append((f"{rel} ({status_label(run_status(run))})", rel))
         return out
 
     def run_path(self, rel: str, lang: str = "en") -> Path:
@@ -94,6 +93,15 @@ class AppContext:
         with self._lock:
             self._recommend_cache[key] = rec
         return rec
+
+
+def status_label(status: dict[str, Any]) -> str:
+    """A run's status as run lists show it; a killed run says it was interrupted and where it can resume."""
+    label = status.get("status", "?")
+    if label == "interrupted":
+        step = status.get("resume_step")
+        label += f", resume from step {step}" if step is not None else ", no checkpoint to resume from"
+    return label
 
 
 def make_context(workspace: str | Path, restricted: bool = False, lang: str = "en",

@@ -13,9 +13,10 @@ from trainer.config import diff_configs
 from trainer.errors import UserError
 from trainer.kb import GROUPS, apply_change, describe_change, load_kb
 from trainer.review import load_run_config
-from trainer.rundir import list_runs, read_status
+from trainer.rundir import list_runs, run_status
 
 from ..binding import UI, ok_box
+from ..context import status_label
 from ..i18n import t
 from ..widgets import run_picker
 
@@ -214,7 +215,7 @@ def journal_table(ui: UI, lang: str) -> Any:
         changes = "; ".join(f"{k}: {a} → {b}" for k, (a, b) in (entry.get("changes") or {}).items()
                             if k != "save.output_dir") or "—"
         rec = ctx.recommend(run)
-        rows.append([ctx.run_rel(run), parent, changes, read_status(run).get("status", "?"),
+        rows.append([ctx.run_rel(run), parent, changes, status_label(run_status(run)),
                      f"{t('step', lang)} {rec['step']}" if rec else "—"])
     headers = [t("run", lang), t("col_parent", lang), t("col_change", lang), t("col_status", lang),
                t("col_best", lang)]
