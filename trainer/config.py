@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -35,6 +36,21 @@ DEFAULT_SAMPLE_PROMPTS = [
     "{trigger}, wearing a red raincoat",
     "a person standing in a city street",
 ]
+
+
+MAX_STEPS = 1_000_000
+"""The most optimizer steps a run, a save interval or a sample interval may count: about 12 days at a step a
+second, far past any LoRA; a larger number is a typo (an extra zero, 1e23) that would only stall the plan."""
+
+
+def _at_most_max_steps(v: Any) -> Any:
+    # before int parsing, so 1e23 and inf get this message rather than pydantic's "unable to parse"
+    if isinstance(v, int | float) and not isinstance(v, bool) and v > MAX_STEPS:
+        raise PydanticCustomError("too_many_steps", f"at most {MAX_STEPS:,} steps; a larger count is a typo")
+    return v
+
+
+Steps = Annotated[int, BeforeValidator(_at_most_max_steps), Field(ge=0)]
 
 
 MAX_PATH_CHARS = 4096  # Linux's PATH_MAX; a longer path cannot be opened anywhere
@@ -72,7 +88,9 @@ TriggerText = Annotated[str, AfterValidator(lambda v: plain_text(v, MAX_TRIGGER_
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=False)
+    # allow_inf_nan=False: inf/nan (TOML inf, JSON Infinity, 1e999) in any float field is refused by name; no
+    # setting means "infinitely", and a non-finite number cannot even be sent to the browser as JSON
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=False, allow_inf_nan=False)
 
 
 class ModelConfig(_Section):
@@ -157,7 +175,7 @@ class OptimConfig(_Section):
     scheduler: Literal["constant", "constant_with_warmup", "cosine", "linear", "cosine_with_restarts"] = (
         "constant_with_warmup"
     )
-    warmup_steps: int = Field(0, ge=0)
+    warmup_steps: Steps = 0
     num_cycles: int = Field(1, ge=1, le=100)
     max_grad_norm: float = Field(1.0, ge=0.0)
     """0 turns clipping off."""
@@ -169,7 +187,7 @@ class OptimConfig(_Section):
 
 class TrainConfig(_Section):
     epochs: int = Field(10, ge=1, le=100000)
-    max_steps: int = Field(0, ge=0)
+    max_steps: Steps = 0
     """0 = computed from epochs."""
     batch_size: int = Field(1, ge=1, le=1024)
     grad_accum: int = Field(1, ge=1, le=1024)
@@ -179,9 +197,9 @@ class TrainConfig(_Section):
     noise_offset: float = Field(0.0, ge=0.0, le=1.0)
     min_snr_gamma: float = Field(0.0, ge=0.0, le=100.0)
     """0 turns min-SNR weighting off; 5 is the paper's value."""
-    fp16_init_scale: float = Field(65536.0, gt=0.0)
+    fp16_init_scale: float = Field(65536.0, gt=0.0, le=2.0**24)
     """The fp16 loss scaler's starting scale (GradScaler's default); it halves on overflow."""
-    fp16_growth_interval: int = Field(2000, ge=1)
+    fp16_growth_interval: Steps = Field(2000, ge=1)
     """Steps without overflow before the fp16 loss scale doubles."""
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
     channels_last: bool = True
@@ -201,9 +219,9 @@ class EmaConfig(_Section):
 class SaveConfig(_Section):
     output_dir: PathText = "runs"
     name: str = Field("lora", min_length=1, max_length=100)
-    every_steps: int = Field(0, ge=0)
+    every_steps: Steps = 0
     """0 = only the final save."""
-    keep_last: int = Field(0, ge=0)
+    keep_last: Steps = 0
     """0 = keep every checkpoint."""
 
     @field_validator("name")
@@ -215,7 +233,7 @@ class SaveConfig(_Section):
 
 
 class SampleConfig(_Section):
-    every_steps: int = Field(0, ge=0)
+    every_steps: Steps = 0
     """0 = sample at every checkpoint (and at step 0 and the end)."""
     prompts: list[str] = Field(default_factory=lambda: list(DEFAULT_SAMPLE_PROMPTS))
     negative_prompt: str = ""
@@ -233,7 +251,7 @@ class GuardConfig(_Section):
     max_rollbacks: int = Field(2, ge=0, le=20)
     detectors: bool = True
     """Run the detectors short of NaN (spikes, clipping, trends, weight growth, dose) while training."""
-    detect_every: int = Field(25, ge=1)
+    detect_every: Steps = Field(25, ge=1)
 
 
 class DoseConfig(_Section):

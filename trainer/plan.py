@@ -8,10 +8,12 @@ its own partial batch. That is why the real count can exceed the familiar
 from __future__ import annotations
 
 import math
+import operator
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .config import Config
+from .config import MAX_STEPS, Config
 from .dataset import DatasetReport, scan_dataset
 from .errors import UserError
 from .optim import schedule_mean
@@ -70,8 +72,8 @@ class Plan:
     naive_total_steps: float
     naive_total_steps_ceil: int
     warmup_steps: int
-    checkpoint_steps: list[int]
-    sample_steps: list[int]
+    checkpoint_steps: Schedule
+    sample_steps: Schedule
     dose: float
     dose_zone: str
     dose_low: float
@@ -97,7 +99,11 @@ class Plan:
         return _scheduled(self.schedule_mean)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        for name in ("checkpoint", "sample"):  # the list as before (capped), and the rule that answers for every step
+            schedule: Schedule = getattr(self, f"{name}_steps")
+            out[f"{name}_steps"], out[f"{name}_schedule"] = schedule.shown(), schedule.to_json()
+        return out
 
 
 def _scheduled(mean: float) -> bool:
@@ -131,11 +137,12 @@ def make_plan(cfg: Config, report: DatasetReport) -> Plan:
         epochs_effective = epochs
     naive = report.image_repeats * epochs / (bs * accum)
 
+    if total > MAX_STEPS:  # epochs × steps per epoch can pass the bound max_steps has
+        raise UserError(f"this plan makes {total:,} steps, more than the {MAX_STEPS:,} a run may have: lower "
+                        "train.epochs or the repeats, or set train.max_steps")
     checkpoints = _every(cfg.save.every_steps, total)
-    samples: list[int] = []
-    if cfg.sample.enabled:
-        every = _every(cfg.sample.every_steps, total) if cfg.sample.every_steps > 0 else checkpoints
-        samples = sorted({0, *every, total})
+    samples = (_every(cfg.sample.every_steps or cfg.save.every_steps, total, at_start=True) if cfg.sample.enabled
+               else Schedule(enabled=False))
 
     lr, rank, alpha = cfg.optim.lr, cfg.lora.rank, cfg.lora.alpha
     mean = schedule_mean(cfg, total)
@@ -248,10 +255,83 @@ def plan_from_config(cfg: Config) -> tuple[DatasetReport, Plan]:
     return report, make_plan(cfg, report)
 
 
-def _every(every: int, total: int) -> list[int]:
+def _every(every: int, total: int, at_start: bool = False) -> Schedule:
     """``every``, ``2·every``, ... below ``total``, then ``total`` itself (the final save always happens)."""
-    steps = list(range(every, total, every)) if every > 0 else []
-    return [*steps, total]
+    return Schedule(every=max(every, 0), total=total, at_start=at_start)
+
+
+SHOWN_STEPS = 100  # steps of a schedule that plan.json lists; its rule answers for all of them
+
+
+@dataclass(frozen=True, eq=False)
+class Schedule(Sequence[int]):
+    """The steps at which a run saves or samples: (0 when ``at_start``,) ``every``, ``2·every``, … below
+    ``total``, then ``total``. A sequence answered by arithmetic, never built as a list: a million steps with a
+    save every step cost nothing to plan. ``step in schedule`` is what the loop asks."""
+
+    every: int = 0
+    total: int = 0
+    at_start: bool = False
+    enabled: bool = True
+
+    @property
+    def _periodic(self) -> int:
+        return (self.total - 1) // self.every if self.every > 0 and self.total > 1 else 0
+
+    def __len__(self) -> int:
+        return int(self.at_start) + self._periodic + 1 if self.enabled else 0
+
+    def __contains__(self, step: object) -> bool:
+        try:
+            step = operator.index(step)
+        except TypeError:
+            return False
+        return self.enabled and (step == self.total or (self.at_start and step == 0)
+                or (self.every > 0 and 0 < step < self.total and step % self.every == 0))
+
+    def __getitem__(self, i):
+        n = len(self)
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(n))]
+        i = operator.index(i)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("schedule index out of range")
+        if self.at_start:
+            if i == 0:
+                return 0
+            i -= 1
+        return (i + 1) * self.every if i < self._periodic else self.total
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # equal to lists, which have no hash
+
+    def __str__(self) -> str:
+        head = ", ".join(map(str, self[:12]))
+        return head + (f", … {self.total} ({len(self)} steps, every {self.every})" if len(self) > 12 else "")
+
+    def shown(self) -> list[int]:
+        """The whole list when short; else its first ``SHOWN_STEPS - 1`` steps and the last."""
+        return list(self) if len(self) <= SHOWN_STEPS else [*self[: SHOWN_STEPS - 1], self[-1]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"every": self.every, "total": self.total, "at_start": self.at_start, "enabled": self.enabled,
+                "count": len(self)}
+
+    @classmethod
+    def from_plan_json(cls, plan: dict[str, Any], name: str) -> Schedule | list[int]:
+        """``name`` ("checkpoint" or "sample") from a ``plan.json`` dict; one written before schedules has only
+        the whole list."""
+        s = plan.get(f"{name}_schedule")
+        if not isinstance(s, dict):
+            return list(plan.get(f"{name}_steps") or [])
+        return cls(every=int(s["every"]), total=int(s["total"]), at_start=bool(s["at_start"]),
+                   enabled=bool(s.get("enabled", True)))
 
 
 def _num(x: float) -> str:

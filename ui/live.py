@@ -10,6 +10,8 @@ from typing import Any
 
 from PIL import Image
 
+from trainer.plan import Schedule
+
 from .i18n import t
 
 MAX_GALLERY = 48
@@ -69,7 +71,7 @@ def sampling_step(snap: dict[str, Any]) -> int | None:
         return None
     step = snap.get("step", 0)
     done = {e.get("step") for e in snap.get("samples", [])}
-    return step if step in started["plan"].get("sample_steps", []) and step not in done else None
+    return step if step in Schedule.from_plan_json(started["plan"], "sample") and step not in done else None
 
 
 def guard_alert(snap: dict[str, Any]) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ behind another tab's click.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import gradio as gr
@@ -128,8 +129,22 @@ def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
 
 
 def plot_json(fig: plots.Fig) -> PlotData:
-    """Figure JSON straight to the Plot component (no plotly objects on the one-second path)."""
-    return PlotData(type="plotly", plot=json.dumps(fig, allow_nan=False))
+    """Figure JSON straight to the Plot component (no plotly objects on the one-second path). A NaN or Inf
+    anywhere in it (a config's bound, a metric) goes as null, a gap: JSON has no such number."""
+    try:
+        return PlotData(type="plotly", plot=json.dumps(fig, allow_nan=False))
+    except ValueError:
+        return PlotData(type="plotly", plot=json.dumps(_finite_or_null(fig), allow_nan=False))
+
+
+def _finite_or_null(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite_or_null(v) for v in value]
+    return value
 
 
 def poll_view(ui: UI, state: dict[str, Any], lang: str) -> dict[str, Any]:
