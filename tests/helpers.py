@@ -9,6 +9,7 @@ from typing import Any
 from PIL import Image, ImageDraw
 
 from trainer.config import Config, apply_overrides, from_dict
+from trainer.loop import Hooks
 
 
 def write_toy_dataset(root: Path, n: int = 8, size: int = 64, trigger: str = "zxc", seed: int = 0) -> Path:
@@ -74,3 +75,17 @@ def images_of_both_formats(folder: Path, family: str) -> dict[str, Any]:
         pipe.load_lora_weights(str(folder), weight_name=name)
         images[name] = lora_image(pipe)
     return images
+
+
+class Overflow(Hooks):
+    """The backward passes numbered in ``attempts`` (1-based, this run's) overflow, as a real model's do while an
+    fp16 loss scale is too high: the scaler skips those steps and halves the scale. The tiny model's gradients
+    are too small to overflow at any initial scale a config may set."""
+
+    def __init__(self, attempts=()):
+        self.attempts, self.backward_passes = set(attempts), 0
+
+    def after_backward(self, trainer):
+        self.backward_passes += 1
+        if self.backward_passes in self.attempts:
+            trainer.trainable[0].grad.fill_(float("inf"))

@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from tests.helpers import tiny_config, write_toy_dataset
+from tests.helpers import Overflow, tiny_config, write_toy_dataset
 from trainer.events import MemorySink
 from trainer.io import read_jsonl
 from trainer.loop import Hooks, run_training
@@ -160,24 +160,11 @@ def test_healthy_run_on_the_default_preset_raises_nothing(dataset, tmp_path):
     assert_no_nonfinite_file(result.run_dir)
 
 
-class OverflowFirst(Hooks):
-    """The first ``n`` backward passes overflow, as a real model's do while GradScaler searches down from 65536:
-    the tiny model's gradients are too small to overflow at any initial scale a config may set."""
-
-    def __init__(self, n: int):
-        self.n = n
-
-    def after_backward(self, trainer):
-        if self.n > 0:
-            self.n -= 1
-            trainer.trainable[0].grad.fill_(float("inf"))
-
-
 def test_healthy_fp16_run_with_the_scalers_warmup_raises_nothing(dataset, tmp_path):
     cfg = tiny_config(dataset, tmp_path, {"train.precision": "fp16", "train.fp16_init_scale": 65536.0,
                                           "train.batch_size": 1, "train.max_steps": 2})
     sink = MemorySink()
-    result = run_training(cfg, sink, hooks=OverflowFirst(6))
+    result = run_training(cfg, sink, hooks=Overflow(range(1, 7)))
     assert result.status == "finished", result.message
     rows = read_jsonl(result.run_dir / "metrics.jsonl")
     # the warm-up: six skipped steps halve 65536 down to 1024, where the run settles

@@ -65,6 +65,32 @@ def test_accumulation_flushes_at_epoch_end_and_max_steps_overrides(kohya_set):
     assert "max_steps = 100" in plan.formula["en"]
 
 
+def test_several_processes_share_each_epoch_and_the_dose_counts_their_fewer_steps(kohya_set):
+    report = scan_dataset(config(kohya_set).dataset)
+    one = make_plan(config(kohya_set, train={"batch_size": 4, "grad_accum": 3, "epochs": 2}), report)
+    two = make_plan(config(kohya_set, train={"batch_size": 4, "grad_accum": 3, "epochs": 2}), report, world_size=2)
+    # 35 batches: 18 a process (the 35th's partner is the first batch again), in steps of 3: 6 an epoch
+    assert two.batches_per_epoch == 35 and two.world_size == 2
+    assert two.steps_per_epoch == 6 and two.total_steps == 12 and one.total_steps == 24
+    assert two.dose == pytest.approx(one.dose / 2)
+    assert two.naive_total_steps == pytest.approx(140 * 2 / 24)
+    assert "× 2 processes" in two.formula["en"] and "프로세스 2개" in two.formula["ko"]
+    assert "processes" not in one.formula["en"]
+
+
+def test_cli_plan_counts_the_processes(kohya_set, tmp_path, capsys):
+    from trainer.cli import main
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[dataset]\npath = "{kohya_set}"\ntrigger = "zxc"\n[train]\nbatch_size = 2\nepochs = 1\n')
+    assert main(["plan", str(cfg), "--json", "--processes", "2"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["world_size"] == 2 and out["total_steps"] == 35
+    with pytest.raises(SystemExit) as e:
+        main(["plan", str(cfg), "--processes", "0"])
+    assert e.value.code == 2
+
+
 def test_checkpoint_sample_and_warmup_steps(kohya_set):
     report = scan_dataset(config(kohya_set).dataset)
     cfg = config(kohya_set, train={"batch_size": 2, "epochs": 3}, save={"every_steps": 100},

@@ -15,7 +15,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-from tests.helpers import images_of_both_formats, lora_image, tiny_config, write_toy_dataset
+from tests.helpers import Overflow, images_of_both_formats, lora_image, tiny_config, write_toy_dataset
 from trainer.events import MemorySink
 from trainer.io import read_jsonl
 from trainer.loop import Hooks, run_training
@@ -107,9 +107,8 @@ def test_kohya_file_loads_in_diffusers_with_the_real_alpha(run30, tmp_path):
 
 
 def test_fp16_on_cpu_reports_a_moving_loss_scale_and_skips_overflow(dataset, tmp_path):
-    cfg = tiny_config(dataset, tmp_path, {"train.precision": "fp16", "train.max_steps": 3,
-                                          "train.fp16_init_scale": 2.0**40})
-    result = run_training(cfg, MemorySink())
+    cfg = tiny_config(dataset, tmp_path, {"train.precision": "fp16", "train.max_steps": 3})
+    result = run_training(cfg, MemorySink(), hooks=Overflow((1, 2)))
     assert result.status == "finished", result.message
     rows = read_jsonl(result.run_dir / "metrics.jsonl")
     scales = [r["loss_scale"] for r in rows]

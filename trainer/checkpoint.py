@@ -1,19 +1,18 @@
-"""Resume state: LoRA, optimizer, scheduler, scaler, EMA, RNG and step, in one ``state.pt`` per checkpoint.
+"""Resume state on disk: one ``state.pt`` per checkpoint, the :class:`~trainer.state.TrainState` snapshot.
 
 The same snapshot, held in memory, is what the guard's rollback restores.
 """
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from .export import NonFiniteTensorError, first_nonfinite
 from .io import atomic_target
+from .state import rng_state
 
 
 def _tensors(obj: Any, prefix: str = "") -> dict[str, torch.Tensor]:
@@ -30,60 +29,20 @@ def _tensors(obj: Any, prefix: str = "") -> dict[str, torch.Tensor]:
     return out
 
 
-def rng_state() -> dict[str, Any]:
-    return {
-        "torch": torch.get_rng_state(),
-        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-        "python": random.getstate(),
-        "numpy": np.random.get_state(),
-    }
-
-
-def set_rng_state(state: dict[str, Any]) -> None:
-    torch.set_rng_state(state["torch"])
-    if state.get("cuda") and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-
-
 def snapshot(trainer) -> dict[str, Any]:
-    """Everything needed to continue from this step, copied to the CPU."""
-    def cpu(obj):
-        if isinstance(obj, torch.Tensor):
-            return obj.detach().cpu().clone()
-        if isinstance(obj, dict):
-            return {k: cpu(v) for k, v in obj.items()}
-        if isinstance(obj, list):
-            return [cpu(v) for v in obj]
-        return obj
+    """The trainer's :class:`~trainer.state.TrainState` snapshot, with every rank's generators and the config.
 
-    return {
-        "format": 1,
-        "step": trainer.global_step,
-        "epoch": trainer.epoch,
-        "lora": trainer.lora.state_dicts(),
-        "optimizer": cpu(trainer.optimizer.state_dict()),
-        "scheduler": trainer.lr_scheduler.state_dict(),
-        "scaler": trainer.scaler.state_dict() if trainer.scaler is not None else None,
-        "ema": trainer.ema.state_dict() if trainer.ema is not None else None,
-        "rng": rng_state(),
-        "lr_factor": trainer.lr_factor,
-        "config": trainer.config.to_toml(),
-    }
+    Every rank calls it at the same steps (it gathers the generators when there are several).
+    """
+    rngs = trainer.dist.all_gather_object(rng_state())
+    snap = trainer.state.snapshot(rngs)
+    snap["config"] = trainer.config.to_toml()
+    return snap
 
 
-def restore(trainer, state: dict[str, Any]) -> None:
-    trainer.lora.load_state_dicts(state["lora"])
-    trainer.optimizer.load_state_dict(state["optimizer"])
-    trainer.lr_scheduler.load_state_dict(state["scheduler"])
-    if trainer.scaler is not None and state.get("scaler"):
-        trainer.scaler.load_state_dict(state["scaler"])
-    if trainer.ema is not None and state.get("ema"):
-        trainer.ema.load_state_dict(state["ema"])
-    set_rng_state(state["rng"])
-    trainer.global_step = int(state["step"])
-    trainer.epoch = int(state["epoch"])
+def restore(trainer, snap: dict[str, Any]) -> None:
+    """Put ``snap`` back into the trainer's state (see :meth:`TrainState.restore`)."""
+    trainer.state.restore(snap, legacy_position=trainer.position_of_step)
 
 
 def nonfinite_in_state(state: dict[str, Any]) -> str | None:

@@ -18,6 +18,16 @@ from .errors import UserError
 EXIT_OK, EXIT_BAD_INPUT, EXIT_GUARD, EXIT_USER_STOP = 0, 2, 3, 130
 
 
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 1024:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of processes from 1 to 1024")
+    return n
+
+
 def _print_json(obj) -> None:
     print(json.dumps(obj, indent=2, ensure_ascii=False))
 
@@ -27,7 +37,7 @@ def cmd_plan(args) -> int:
     from .plan import plan_from_config
 
     cfg = load_config(args.config, args.set)
-    report, plan = plan_from_config(cfg)
+    report, plan = plan_from_config(cfg, args.processes)
     if args.json:
         _print_json(plan.to_json())
         return EXIT_OK
@@ -126,6 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     with_config(p)
     p.add_argument("--json", action="store_true")
     p.add_argument("--lang", choices=["en", "ko"], default="en")
+    p.add_argument("--processes", type=_positive_int, default=1, metavar="N",
+                   help="plan for N processes sharing each step (torchrun --nproc_per_node N)")
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("check-dataset", help="scan a dataset folder and report problems")

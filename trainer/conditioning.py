@@ -56,6 +56,10 @@ class TextConditioner:
         pooled = None if self.family == "sd15" else torch.stack([self._cache[c][1] for c in captions])
         return hidden, pooled
 
+    def clear_cache(self) -> None:
+        """Forget cached embeddings (after the text encoders changed dtype)."""
+        self._cache.clear()
+
     def added_cond_kwargs(self, pooled, buckets: list[tuple[int, int]]) -> dict | None:
         if self.family != "sdxl":
             return None

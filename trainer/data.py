@@ -146,18 +146,42 @@ class LatentCache:
             if path.is_file():
                 from safetensors.torch import load_file
 
-                return load_file(str(path))["latents"]
-        latents = self.encode(image_tensor(s.path, s.bucket, flip)[None])[0].cpu()
+                latents = load_file(str(path))["latents"]
+                if bool(torch.isfinite(latents).all()):
+                    return latents
+                path.unlink(missing_ok=True)  # written by an older run or another tool: encode it again
+        latents = self._encode_finite(s, flip)
         if path is not None:
-            from safetensors.torch import save_file
+            from safetensors.torch import save
 
             from .io import atomic_write_bytes
 
-            tmp = path.with_suffix(".part")
-            save_file({"latents": latents.contiguous()}, str(tmp))
-            atomic_write_bytes(path, tmp.read_bytes())
-            tmp.unlink(missing_ok=True)
+            # a unique temp name per writer: several ranks fill the same cache at once
+            atomic_write_bytes(path, save({"latents": latents.contiguous()}))
         return latents
+
+    def _encode_finite(self, s: Sample, flip: bool) -> torch.Tensor:
+        """Encode one picture; a half-precision VAE that overflows (NaN latents, a known fp16 failure) is
+        retried in fp32, and a picture that still gives non-finite latents is refused by name."""
+        pixels = image_tensor(s.path, s.bucket, flip)[None]
+        latents = self.encode(pixels)[0].cpu()
+        if bool(torch.isfinite(latents).all()):
+            return latents
+        if self.vae_dtype != torch.float32:
+            dtype = self.vae_dtype
+            self.vae.to(dtype=torch.float32)
+            self.vae_dtype = torch.float32
+            try:
+                latents = self.encode(pixels)[0].cpu()
+            finally:
+                self.vae.to(dtype=dtype)
+                self.vae_dtype = dtype
+            if bool(torch.isfinite(latents).all()):
+                return latents
+        from .errors import UserError
+
+        raise UserError(f"{s.rel}: the VAE turns this picture into NaN/Inf latents even in fp32; check the file "
+                        "(re-save it as an 8-bit RGB PNG) or leave it out")
 
     def batch(self, batch: list[Sample], flips: list[bool]) -> torch.Tensor:
         return torch.stack([self.memory[(s.index, f)] for s, f in zip(batch, flips)]).to(self.device)

@@ -46,9 +46,30 @@ class Dist:
         torch_dist.broadcast_object_list(box, src=0)
         return box[0]
 
+    def all_gather_object(self, obj) -> list:
+        """``obj`` from every rank, in rank order (a one-item list with one process)."""
+        if self.world_size == 1:
+            return [obj]
+        out = [None] * self.world_size
+        torch_dist.all_gather_object(out, obj)
+        return out
+
+    def any(self, *flags: bool) -> list[bool]:
+        """Each flag set on any rank, so every rank takes the same branch (a save, a stop): a collective
+        that one rank enters alone waits forever."""
+        if self.world_size == 1:
+            return list(flags)
+        t = torch.tensor([float(f) for f in flags], device=self.device)
+        torch_dist.all_reduce(t, op=torch_dist.ReduceOp.MAX)
+        return [v > 0.5 for v in t.tolist()]
+
     def shard(self, batches: list) -> list:
-        """Each rank takes every world_size-th batch; an optimizer step then covers world_size × accum batches."""
-        return batches if self.world_size == 1 else batches[self.rank :: self.world_size]
+        """This rank's share of an epoch's batches: every world_size-th one, after the list is padded with
+        batches from its start to a multiple of world_size (as accelerate's ``even_batches`` does), so every
+        rank takes the same number of steps and none waits alone in an all-reduce."""
+        if self.world_size == 1:
+            return batches
+        return padded_to_multiple(batches, self.world_size)[self.rank :: self.world_size]
 
     def wrap(self, models: dict[str, torch.nn.Module]) -> dict[str, torch.nn.Module]:
         """Averages LoRA gradients across ranks after each backward (DDP would also work; this needs no wrapper
@@ -96,3 +117,14 @@ class Dist:
     def barrier(self) -> None:
         if self.world_size > 1:
             torch_dist.barrier()
+
+
+def padded_to_multiple(batches: list, world_size: int) -> list:
+    """``batches`` followed by its first few again, up to a multiple of ``world_size``."""
+    missing = -len(batches) % world_size
+    return batches + [batches[i % len(batches)] for i in range(missing)] if batches else batches
+
+
+def per_rank_batches(n_batches: int, world_size: int) -> int:
+    """How many of an epoch's ``n_batches`` each of ``world_size`` ranks takes (the padded share)."""
+    return -(-n_batches // world_size)

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from . import checkpoint as ckpt
 from .commands import Commands
 from .config import Config
 from .data import (
@@ -39,6 +40,7 @@ from .outputs import OutputsMixin
 from .preparation import PreparationMixin
 from .recovery import RecoveryMixin
 from .rundir import RunPaths, write_status
+from .state import DataPosition, TrainState
 
 EXIT_CODES = {"finished": 0, "stopped": 130, "guard_stopped": 3, "failed": 1}
 UPDATE_RATIO_EVERY = 10  # steps between measurements of ‖Δw‖/‖w‖ (one extra copy of the LoRA weights)
@@ -65,6 +67,9 @@ class Hooks:
 
     def batch_latents(self, trainer: Trainer, latents: torch.Tensor) -> torch.Tensor:
         return latents
+
+    def noise(self, trainer: Trainer, noise: torch.Tensor) -> torch.Tensor:
+        return noise
 
     def after_step(self, trainer: Trainer) -> None: ...
 
@@ -108,20 +113,63 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
         self.external_sink = sink
         self.sink: Sink = sink or (lambda ev: None)
         self.paths: RunPaths | None = None
-        self.global_step = 0
-        self.epoch = 0
-        self.lr_factor = 1.0
         self.started_at = time.time()
-        self.ema: LoraEMA | None = None
-        self.scaler = None
-        self.last_good: dict[str, Any] | None = None
+        self.state: TrainState | None = None  # built with the optimizer (prepare_optimization)
+        self.last_good: dict[str, Any] | None = None  # the rollback target: a snapshot whose tensors are finite
         self.last_batch_files: list[str] = []
         self.failure: dict[str, Any] | None = None
-        self._update_ref: list[torch.Tensor] | None = None
+        self._update_ref: tuple[int, list[torch.Tensor]] | None = None  # (step, LoRA weights at that step)
         self._rows: list[dict[str, Any]] = []
         self._loader = None  # a thread pool that loads the next step's images when latents are not cached
         self._pixels: dict[tuple[int, int], Any] = {}
         self._findings_emitted: set[str] = set()
+
+    # The run state's parts, read (and, for counters, written) through the one TrainState.
+    @property
+    def global_step(self) -> int:
+        return self.state.global_step if self.state is not None else 0
+
+    @global_step.setter
+    def global_step(self, value: int) -> None:
+        self.state.global_step = value
+
+    @property
+    def epoch(self) -> int:
+        return self.state.position.epoch if self.state is not None else 0
+
+    @property
+    def optimizer(self):
+        return self.state.optimizer
+
+    @property
+    def lr_scheduler(self):
+        return self.state.lr_scheduler
+
+    @property
+    def scaler(self):
+        return self.state.scaler if self.state is not None else None
+
+    @scaler.setter
+    def scaler(self, value) -> None:
+        self.state.scaler = value
+
+    @property
+    def ema(self) -> LoraEMA | None:
+        return self.state.ema if self.state is not None else None
+
+    @property
+    def lr_factor(self) -> float:
+        return self.state.lr_factor
+
+    @lr_factor.setter
+    def lr_factor(self, value: float) -> None:
+        self.state.lr_factor = value
+
+    def position_of_step(self, step: int) -> DataPosition:
+        """Where an uninterrupted run with no skipped step stands after ``step`` steps (format-1 files)."""
+        accum = self.config.train.grad_accum
+        epoch, in_epoch = divmod(step, self.steps_per_epoch)
+        return DataPosition(epoch, in_epoch * accum, step * accum)
 
     # ----------------------------------------------------------------------------------------- setup
 
@@ -143,27 +191,30 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
     # ------------------------------------------------------------------------------------------ loop
 
     def train(self) -> str:
+        """Optimizer steps until ``total_steps`` were applied. The data position moves by the batches each
+        step consumed, applied or skipped, so a skipped step never makes a batch come round twice."""
         cfg = self.config
+        accum = cfg.train.grad_accum
         if self.global_step == 0 and cfg.sample.enabled and 0 in self.plan.sample_steps:
             self.sample(0)
+        pos = self.state.position
         while self.global_step < self.total_steps:
-            epoch = self.global_step // self.steps_per_epoch
-            self.epoch = epoch
+            epoch = pos.epoch
             batches = self.dist.shard(epoch_batches(self.samples, cfg.train.batch_size, cfg.train.seed, epoch))
-            first = (self.global_step % self.steps_per_epoch) * cfg.train.grad_accum
-            for start in range(first, len(batches), cfg.train.grad_accum):
-                group = batches[start : start + cfg.train.grad_accum]
-                nxt = start + cfg.train.grad_accum
-                self.prefetch(epoch, nxt, batches[nxt : nxt + cfg.train.grad_accum])
+            while pos.batch < len(batches) and self.global_step < self.total_steps:
+                start = pos.batch
+                group = batches[start : start + accum]
+                nxt = start + accum
+                self.prefetch(epoch, nxt, batches[nxt : nxt + accum])
+                pos.advance(len(group))
                 outcome = self.optimizer_step(group, epoch, start)
                 if outcome in ("stop", "guard_stop"):
                     return "guard_stopped" if outcome == "guard_stop" else "stopped"
+                pos = self.state.position  # a rollback put back another position object
                 if outcome == "rollback":
-                    break  # the epoch and position are recomputed from the restored step
-                if self.global_step >= self.total_steps:
                     break
-            else:
-                continue
+            if pos.batch >= len(batches) and pos.epoch == epoch:
+                pos.next_epoch()
         return "finished"
 
     def prefetch(self, epoch: int, start: int, group) -> None:
@@ -189,7 +240,8 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
             return [False] * n
         import random
 
-        rng = random.Random(f"{self.config.train.seed}:{epoch}:{pos}:flip")
+        rank = f":{self.dist.rank}" if self.dist.rank else ""  # rank 0 draws what a single process draws
+        rng = random.Random(f"{self.config.train.seed}:{epoch}:{pos}{rank}:flip")
         return [rng.random() < 0.5 for _ in range(n)]
 
     def _batch_pixels(self, batch, epoch: int, pos: int, flips: list[bool]) -> torch.Tensor:
@@ -256,8 +308,10 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
         cfg = self.config
         # Every random draw of this micro-batch comes from (seed, step, micro) or from its place in the
         # epoch: identical after a resume, and computable ahead of time by the prefetcher.
-        gen = torch.Generator().manual_seed(hash((cfg.train.seed, self.global_step, micro)) & 0x7FFF_FFFF)
-        crng = _caption_rng(cfg.train.seed, epoch, self.global_step, micro)
+        # Each rank draws its own noise, timesteps and caption choices; rank 0 the same as a single process.
+        key = (cfg.train.seed, self.global_step, micro, *((self.dist.rank,) if self.dist.rank else ()))
+        gen = torch.Generator().manual_seed(hash(key) & 0x7FFF_FFFF)
+        crng = _caption_rng(cfg.train.seed, epoch, self.global_step, micro, self.dist.rank)
         flips = self._flips(epoch, pos, len(batch))
         captions = [process_caption(s.caption, cfg.dataset, crng) for s in batch]
         if self.latents is not None:
@@ -270,6 +324,7 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
         noise = torch.randn(latents.shape, generator=gen).to(self.device)
         if cfg.train.noise_offset:
             noise = noise + cfg.train.noise_offset * torch.randn((*latents.shape[:2], 1, 1), generator=gen).to(self.device)
+        noise = self.hooks.noise(self, noise)
         timesteps = torch.randint(0, self.noise_scheduler.config.num_train_timesteps, (latents.shape[0],),
                                   generator=gen).to(self.device)
         noisy = self.noise_scheduler.add_noise(latents, noise, timesteps)
@@ -297,15 +352,17 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
         return self._pixel_encoder
 
     def _update_norm(self) -> torch.Tensor | None:
-        """‖w_t − w_{t−k}‖ every k steps, for the 'learning stalled' detector; None on other steps."""
-        if self.global_step % UPDATE_RATIO_EVERY != 0:
+        """‖w_t − w_{t−k}‖ every k applied steps, for the 'learning stalled' detector; None on other steps.
+        A step retried after a skip has the same weights: it is measured once, not against itself."""
+        step = self.global_step
+        if step % UPDATE_RATIO_EVERY != 0 or (self._update_ref is not None and self._update_ref[0] == step):
             return None
         with torch.no_grad():
             current = [p.detach().float().clone() for p in self.trainable]
-            ref, self._update_ref = self._update_ref, current
+            ref, self._update_ref = self._update_ref, (step, current)
             if ref is None:
                 return None
-            return torch.stack(torch._foreach_norm(torch._foreach_sub(current, ref))).norm()
+            return torch.stack(torch._foreach_norm(torch._foreach_sub(current, ref[1]))).norm()
 
     def after_step(self, h: StepHealth, decision: Decision, epoch: int, seconds: float, where: str | None,
                    lr: float) -> str:
@@ -343,24 +400,24 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
         if not decision.apply:
             return "continue"
         step = self.global_step
-        wants_save = step in self.plan.checkpoint_steps or self.commands.take_save()
-        if wants_save and step < self.total_steps:
+        # every rank saves (and stops) at the same step: a save gathers every rank's random generators
+        save_now, stop = self.dist.any(self.commands.take_save(), self.commands.stop_requested)
+        if (step in self.plan.checkpoint_steps or save_now) and step < self.total_steps:
             self.save_checkpoint(step)
         if cfg.sample.enabled and ((step in self.plan.sample_steps and step < self.total_steps)
                                    or self.commands.take_sample()):
             self.sample(step)
-        if self.commands.stop_requested:
-            return "stop"
-        return "continue"
+        return "stop" if stop else "continue"
 
     # ------------------------------------------------------------------------------------- endings
 
     def finish(self, status: str) -> RunResult:
         final = None
-        if status in ("finished", "stopped") and self.dist.is_main:
-            final = self.save_final()
+        if status in ("finished", "stopped"):
+            state = ckpt.snapshot(self)  # on every rank: it gathers each rank's random generators
+            final = self.save_final(state) if self.dist.is_main else None
             if self.config.sample.enabled and status == "finished" and self.global_step in self.plan.sample_steps:
-                self.sample(self.global_step)
+                self.sample(self.global_step)  # rank 0 alone samples
         if self._loader is not None:
             self._loader.shutdown(wait=False, cancel_futures=True)
         if status != "failed" and self.config.guard.detectors:
@@ -400,10 +457,10 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
             write_status(self.paths, "failed", error="bad input")
 
 
-def _caption_rng(seed: int, epoch: int, step: int, micro: int):
+def _caption_rng(seed: int, epoch: int, step: int, micro: int, rank: int = 0):
     import random
 
-    return random.Random(f"{seed}:{epoch}:{step}:{micro}:captions")
+    return random.Random(f"{seed}:{epoch}:{step}:{micro}:{f'{rank}:' if rank else ''}captions")
 
 
 def _min_snr_weights(scheduler, timesteps, gamma: float, prediction_type: str) -> torch.Tensor:

@@ -15,6 +15,7 @@ from typing import Any
 
 from .config import MAX_STEPS, Config
 from .dataset import DatasetReport, scan_dataset
+from .distributed import per_rank_batches
 from .errors import UserError
 from .optim import schedule_mean
 
@@ -85,6 +86,8 @@ class Plan:
     """Mean of the lr multiplier over the run under the schedule (1 constant, ≈ 0.5 cosine): the dose uses
     the lr the steps really get, as the Review step's per-checkpoint doses do."""
     per_bucket: list[dict[str, int]] = field(default_factory=list)
+    world_size: int = 1
+    """Processes sharing each step (``torchrun --nproc_per_node``); steps per epoch count them."""
     formula: dict[str, str] = field(default_factory=dict)
     dose_formula: dict[str, str] = field(default_factory=dict)
     dose_advice: dict[str, str] = field(default_factory=dict)
@@ -110,8 +113,12 @@ def _scheduled(mean: float) -> bool:
     return abs(mean - 1.0) >= 5e-3
 
 
-def make_plan(cfg: Config, report: DatasetReport) -> Plan:
+def make_plan(cfg: Config, report: DatasetReport, world_size: int = 1) -> Plan:
     """Count batches per bucket, optimizer steps, checkpoint and sample steps, and the dose.
+
+    With ``world_size`` processes (``torchrun``), each takes an equal share of every epoch's batches (the
+    last few repeated to even them out), so an optimizer step covers ``world_size × accumulation`` batches
+    and an epoch has that many times fewer steps, as in sd-scripts and accelerate.
 
     An epoch's trailing partial accumulation still makes an optimizer step (the loop flushes it), hence
     ``ceil(batches / accumulation)`` per epoch.
@@ -128,14 +135,14 @@ def make_plan(cfg: Config, report: DatasetReport) -> Plan:
         for b in report.buckets if b["image_repeats"] > 0
     ]  # fmt: skip
     batches = sum(b["batches"] for b in per_bucket)
-    steps_per_epoch = math.ceil(batches / accum)
+    steps_per_epoch = math.ceil(per_rank_batches(batches, world_size) / accum)
     if cfg.train.max_steps > 0:
         total = cfg.train.max_steps
         epochs_effective = math.ceil(total / steps_per_epoch)
     else:
         total = steps_per_epoch * epochs
         epochs_effective = epochs
-    naive = report.image_repeats * epochs / (bs * accum)
+    naive = report.image_repeats * epochs / (bs * accum * world_size)
 
     if total > MAX_STEPS:  # epochs × steps per epoch can pass the bound max_steps has
         raise UserError(f"this plan makes {total:,} steps, more than the {MAX_STEPS:,} a run may have: lower "
@@ -186,8 +193,9 @@ def make_plan(cfg: Config, report: DatasetReport) -> Plan:
         alpha=alpha,
         schedule_mean=mean,
         per_bucket=per_bucket,
+        world_size=world_size,
         formula=_formula(
-            report.image_repeats, epochs, bs, accum, naive, steps_per_epoch, cfg.train.max_steps
+            report.image_repeats, epochs, bs, accum, naive, steps_per_epoch, cfg.train.max_steps, world_size
         ),
         dose_formula=dose_formula,
         dose_advice={"en": advice_en, "ko": advice_ko},
@@ -249,10 +257,10 @@ def _tag_set(text: str) -> frozenset[str]:
     return frozenset(t.lower().strip(" .") for t in split_tags(text)) - {""}
 
 
-def plan_from_config(cfg: Config) -> tuple[DatasetReport, Plan]:
-    """Scan ``cfg.dataset`` and plan the run on it."""
+def plan_from_config(cfg: Config, world_size: int = 1) -> tuple[DatasetReport, Plan]:
+    """Scan ``cfg.dataset`` and plan the run on it (for ``world_size`` processes)."""
     report = scan_dataset(cfg.dataset)
-    return report, make_plan(cfg, report)
+    return report, make_plan(cfg, report, world_size)
 
 
 def _every(every: int, total: int, at_start: bool = False) -> Schedule:
@@ -339,22 +347,27 @@ def _num(x: float) -> str:
 
 
 def _formula(
-    image_repeats: int, epochs: int, bs: int, accum: int, naive: float, steps_per_epoch: int, max_steps: int
+    image_repeats: int, epochs: int, bs: int, accum: int, naive: float, steps_per_epoch: int, max_steps: int,
+    world_size: int = 1,
 ) -> dict[str, str]:
     """The step count in words, with the numbers filled in, as the Steps page shows it."""
     bucketed = steps_per_epoch * epochs
+    procs_en = f" × {world_size} processes" if world_size > 1 else ""
+    procs_ko = f" × 프로세스 {world_size}개" if world_size > 1 else ""
     en = (
-        f"{image_repeats} image-repeats × {epochs} epochs ÷ (batch {bs} × accumulation {accum}) "
+        f"{image_repeats} image-repeats × {epochs} epochs ÷ (batch {bs} × accumulation {accum}{procs_en}) "
         f"= {_num(naive)} steps"
     )
-    ko = f"{image_repeats} 이미지×반복 × {epochs} 에폭 ÷ (배치 {bs} × 누적 {accum}) = {_num(naive)} 스텝"
+    ko = f"{image_repeats} 이미지×반복 × {epochs} 에폭 ÷ (배치 {bs} × 누적 {accum}{procs_ko}) = {_num(naive)} 스텝"
     if bucketed != math.ceil(naive - 1e-9) or not float(naive).is_integer():
         en += (
-            f". A batch never mixes bucket sizes, so each bucket's last batch may be partial: "
+            f". A batch never mixes bucket sizes, so each bucket's last batch may be partial"
+            f"{', and the processes take equal shares' if world_size > 1 else ''}: "
             f"{steps_per_epoch} steps per epoch × {epochs} = {bucketed} steps"
         )
         ko += (
-            f". 한 배치에는 같은 버킷의 그림만 들어가 버킷마다 마지막 배치가 덜 찰 수 있습니다: "
+            f". 한 배치에는 같은 버킷의 그림만 들어가 버킷마다 마지막 배치가 덜 찰 수 있습니다"
+            f"{'. 프로세스들은 같은 몫을 나눠 받습니다' if world_size > 1 else ''}: "
             f"에폭당 {steps_per_epoch} 스텝 × {epochs} = {bucketed} 스텝"
         )
     if max_steps > 0:

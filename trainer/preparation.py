@@ -6,6 +6,7 @@ A mixin of :class:`trainer.loop.Trainer`.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,9 @@ from .models import load_pipeline
 from .optim import build_optimizer, build_scheduler
 from .plan import make_plan
 from .precision import decide_precision, make_grad_scaler, resolve_device
-from .rundir import RunPaths, latest_checkpoint, new_run_dir, write_status
+from .rundir import RunPaths, latest_checkpoint, new_run_dir, run_status, write_status
 from .sampling import expand_prompts
+from .state import TrainState
 
 
 class PreparationMixin:
@@ -37,6 +39,10 @@ class PreparationMixin:
             self.paths = RunPaths(Path(resume))
             if not self.paths.config.is_file():
                 raise UserError(f"--resume {resume}: not a run folder (no config.toml)")
+            status = run_status(self.paths.root)
+            if status.get("status") == "running" and status.get("pid") not in (None, os.getpid()):
+                raise UserError(f"--resume {resume}: this run is still training (process {status['pid']}); "
+                                "stop it first, or wait for it to finish")
         else:
             self.report, self.plan = self._scan_and_plan(cfg)
             self.paths = new_run_dir(cfg.save.output_dir, cfg.save.name) if self.dist.is_main else None
@@ -58,7 +64,7 @@ class PreparationMixin:
         report = scan_dataset(cfg.dataset)
         if not report.usable:
             raise UserError(f"dataset.path {cfg.dataset.path}: no usable images (run check-dataset for details)")
-        return report, make_plan(cfg, report)
+        return report, make_plan(cfg, report, self.dist.world_size)
 
     def _write_journal(self, parent) -> None:
         entry: dict[str, Any] = {"run": str(self.paths.root), "parent": None, "changes": {}}
@@ -139,25 +145,42 @@ class PreparationMixin:
                                "weight_decay": 0.0})
             elif role != "unet":
                 groups.append({"params": self.lora.trainable(role), "lr": cfg.effective_te_lr, "name": role})
-        self.optimizer = build_optimizer(groups, cfg, self.device)
+        optimizer = build_optimizer(groups, cfg, self.device)
         self.total_steps = self.plan.total_steps
-        self.lr_scheduler = build_scheduler(self.optimizer, cfg, self.total_steps)
-        self.scaler = make_grad_scaler(self.precision, cfg.train.fp16_init_scale, cfg.train.fp16_growth_interval)
-        if cfg.ema.enabled:
-            self.ema = LoraEMA(self.trainable, cfg.ema.decay, cfg.ema.warmup)
+        self.state = TrainState(
+            lora=self.lora,
+            optimizer=optimizer,
+            lr_scheduler=build_scheduler(optimizer, cfg, self.total_steps),
+            scaler=self.new_scaler(),
+            ema=LoraEMA(self.trainable, cfg.ema.decay, cfg.ema.warmup) if cfg.ema.enabled else None,
+            precision=self.precision.precision,
+            new_scaler=self.new_scaler,
+            world_size=self.dist.world_size,
+            rank=self.dist.rank,
+        )
         self.guard = Guard(cfg.guard.on_nonfinite, self.precision.precision, cfg.guard.max_consecutive_skips,
                            cfg.guard.max_rollbacks)
         self.batches_per_epoch = self.plan.batches_per_epoch
         self.steps_per_epoch = self.plan.steps_per_epoch
         self.last_good = ckpt.snapshot(self)
 
+    def new_scaler(self):
+        """A fresh fp16 loss scaler for the current precision (None without fp16)."""
+        cfg = self.config.train
+        return make_grad_scaler(self.precision, cfg.fp16_init_scale, cfg.fp16_growth_interval)
+
     def resume_from_checkpoint(self) -> None:
         last = latest_checkpoint(self.paths)
         if last is None:
             raise UserError(f"--resume {self.paths.root}: it has no checkpoint to resume from")
         state = ckpt.load_state(last / "state.pt")
+        saved_world = int(state.get("world_size", 1))
+        if saved_world != self.dist.world_size:
+            # the data position is a place in each rank's share of the epoch; another split has other shares
+            raise UserError(f"--resume {self.paths.root}: {last.name} was trained by {saved_world} process(es); "
+                            f"resume it with {saved_world} (torchrun --nproc_per_node {saved_world}), not "
+                            f"{self.dist.world_size}")
         ckpt.restore(self, state)
-        self.lr_factor = float(state.get("lr_factor", 1.0))
         self.last_good = state
         if self.dist.is_main:  # rows past the checkpoint were never saved; they will be trained again
             rows = [r for r in read_jsonl(self.paths.metrics) if r.get("step", 0) <= self.global_step]

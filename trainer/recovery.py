@@ -11,7 +11,7 @@ from . import checkpoint as ckpt
 from .config import save_config
 from .guard import Decision
 from .numerics import StepHealth, first_bad_module, first_bad_tensor
-from .precision import decide_precision, make_grad_scaler
+from .precision import decide_precision
 
 
 class RecoveryMixin:
@@ -63,9 +63,7 @@ class RecoveryMixin:
     def rollback(self, decision: Decision) -> None:
         from .remedies import rollback_change
 
-        state = self.last_good
-        ckpt.restore(self, state)
-        self.lr_factor = float(state.get("lr_factor", 1.0))
+        ckpt.restore(self, self.last_good)  # restores from a copy: the snapshot stays the past
         change = rollback_change(self.config, self.precision, self.failure or {})
         self.apply_change(change)
         self._update_ref = None
@@ -91,13 +89,24 @@ class RecoveryMixin:
         self.emit("change_applied", **change)
 
     def switch_precision(self, precision: str) -> None:
-        """fp16 → bf16 mid-run: frozen weights recast, autocast dtype changed, the loss scaler dropped."""
+        """fp16 → bf16 mid-run: every frozen weight recast (the UNet and the text encoders, with or without
+        LoRA, and the VAE), the autocast dtype changed, the loss scaler dropped, and text embeddings cached
+        under the old precision recomputed."""
         self.precision = decide_precision(precision, self.device, self.pipe.vae.config.get("force_upcast", False))
-        for m in self.lora.models.values():
-            for p in m.parameters():
+        for part in ("unet", "text_encoder", "text_encoder_2"):
+            model = getattr(self.pipe, part, None)
+            if model is None:
+                continue
+            for p in model.parameters():
                 if not p.requires_grad and p.is_floating_point():
                     p.data = p.data.to(self.precision.weight_dtype)
-        self.scaler = make_grad_scaler(self.precision, self.config.train.fp16_init_scale, self.config.train.fp16_growth_interval)
+        self.pipe.vae.to(dtype=self.precision.vae_dtype)
+        for cache in (self.latents, getattr(self, "_pixel_encoder", None)):
+            if cache is not None:
+                cache.vae_dtype = self.precision.vae_dtype
+        self.text.clear_cache()
+        self.state.precision = self.precision.precision
+        self.scaler = self.new_scaler()
         self.guard.precision = self.precision.precision
         if self.last_good is not None:
             self.last_good["scaler"] = None

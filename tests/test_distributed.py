@@ -1,0 +1,97 @@
+"""Two processes under torchrun over whole epochs: equal shares (padded when the batches do not split evenly),
+the same weights on both ranks, different noise on each, and as many steps as the plan said."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.helpers import tiny_config, write_toy_dataset
+from trainer.io import read_jsonl
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parent.parent
+
+# 5 pictures × 10 repeats = 50 image-repeats, one bucket
+CASES = {
+    "even": {"train.batch_size": 5, "train.grad_accum": 1},  # 10 batches: 5 a rank, 5 steps an epoch
+    "uneven": {"train.batch_size": 2, "train.grad_accum": 2},  # 25 batches: 13 a rank (one repeated), 7 steps
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("dist")
+    data = write_toy_dataset(tmp / "data", n=5)
+    paths = []
+    for name, over in CASES.items():
+        cfg = tiny_config(data, tmp / "runs" / name, {"train.max_steps": 0, "train.epochs": 2, **over})
+        path = tmp / f"{name}.toml"
+        path.write_text(cfg.to_toml())
+        paths.append(str(path))
+    out = tmp / "out"
+    out.mkdir()
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+         "--master_port", str(_free_port()), "-m", "tests.dist_worker", str(out), *paths],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return {name: [torch.load(out / f"{name}-rank{r}.pt", weights_only=False) for r in (0, 1)] for name in CASES}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_two_ranks_run_whole_epochs_to_the_plans_step_count(ranks, case):
+    r0, r1 = ranks[case]
+    assert r0["status"] == r1["status"] == "finished"
+    assert r0["world_size"] == 2
+    plan = json.loads((Path(r0["run_dir"]) / "plan.json").read_text())
+    assert plan["world_size"] == 2
+    bs, accum = CASES[case]["train.batch_size"], CASES[case]["train.grad_accum"]
+    per_rank = math.ceil(math.ceil(50 / bs) / 2)
+    assert plan["steps_per_epoch"] == math.ceil(per_rank / accum)
+    assert plan["total_steps"] == 2 * plan["steps_per_epoch"]
+    assert r0["global_step"] == r1["global_step"] == r0["plan_total_steps"] == plan["total_steps"]
+    assert r0["epochs_seen"] == r1["epochs_seen"] == 2
+    rows = read_jsonl(Path(r0["run_dir"]) / "metrics.jsonl")
+    assert [r["step"] for r in rows if not r["skipped"]] == list(range(1, plan["total_steps"] + 1))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_both_ranks_end_with_the_same_weights_and_drew_their_own_noise(ranks, case):
+    r0, r1 = ranks[case]
+    for role, sd in r0["lora"].items():
+        for k, v in sd.items():
+            assert torch.equal(v, r1["lora"][role][k]), k
+    assert any(v.abs().sum() > 0 for k, v in r0["lora"]["unet"].items() if "lora_B" in k)  # it trained
+    assert len(r0["noise_heads"]) == len(r1["noise_heads"])
+    assert all(a != b for a, b in zip(r0["noise_heads"], r1["noise_heads"]))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_epoch_the_two_shares_cover_every_picture_repeat(ranks, case):
+    r0, r1 = ranks[case]
+    steps = len(r0["batches"]) // 2  # per epoch
+    for epoch in range(2):
+        seen = Counter()
+        for r in (r0, r1):
+            for files in r["batches"][epoch * steps : (epoch + 1) * steps]:
+                seen.update(files)
+        assert len(seen) == 5 and all(n >= 10 for n in seen.values()), seen
+        assert sum(seen.values()) - 50 <= CASES[case]["train.batch_size"]  # the padding repeats one batch at most
