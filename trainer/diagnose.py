@@ -17,7 +17,7 @@ from .detectors import Finding, metric_findings, nonfinite_findings, sample_find
 from .errors import UserError
 from .events import as_float
 from .io import atomic_write_json, read_jsonl
-from .rundir import RunPaths, read_status
+from .rundir import RunPaths, run_status
 
 LEVEL_WEIGHT = {"error": 1.0, "warning": 0.6, "info": 0.3}
 NONFINITE_WEIGHT = 5.0
@@ -111,8 +111,8 @@ def compare_with_parent(paths: RunPaths, findings: list[Finding]) -> dict[str, A
         "parent": parent,
         "changes": {k: list(v) for k, v in changes.items()},
         "one_change": len(changes) == 1,
-        "parent_status": read_status(ppaths.root).get("status"),
-        "status": read_status(paths.root).get("status"),
+        "parent_status": run_status(ppaths.root).get("status"),
+        "status": run_status(paths.root).get("status"),
         "resolved": sorted(parent_findings - mine),
         "new": sorted(mine - parent_findings),
         "still": sorted(parent_findings & mine),
@@ -139,7 +139,7 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
     ranked = kb.rank_causes(signals, config) if signals else []
     result = {
         "run_dir": str(paths.root),
-        "status": read_status(paths.root).get("status"),
+        "status": run_status(paths.root).get("status"),
         "observed": [f.to_json() for f in findings],
         "causes": [
             {"id": rc.cause.id, "score": round(rc.score, 4),

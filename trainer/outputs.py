@@ -32,7 +32,7 @@ class OutputsMixin:
     def write_lora_files(self, folder: Path, step: int) -> list[Path]:
         states = self.lora.adapter_state_dicts()
         written = [
-            write_kohya(folder / "lora.safetensors", states, self._export_ctx(step, "live")),
+            write_kohya(folder / "lora.safetensors", states, self._export_ctx(step, "live"), self.lora.config_by_role),
             write_diffusers(folder / DIFFUSERS_TWIN["lora.safetensors"], states, self.lora.config_by_role, self.family),
         ]
         emb = self.lora.embedding
@@ -44,7 +44,8 @@ class OutputsMixin:
                 if emb is not None:
                     written.append(write_embedding(folder / EMBEDDING_EMA_FILE, emb, self.family,
                                                    {"step": str(step), "weights": "ema"}))
-            written.append(write_kohya(folder / "lora_ema.safetensors", ema_states, self._export_ctx(step, "ema")))
+            written.append(write_kohya(folder / "lora_ema.safetensors", ema_states, self._export_ctx(step, "ema"),
+                                       self.lora.config_by_role))
             written.append(write_diffusers(folder / DIFFUSERS_TWIN["lora_ema.safetensors"], ema_states,
                                            self.lora.config_by_role, self.family))
         return written
