@@ -290,3 +290,36 @@ def test_latent_cache_refuses_nan_latents_and_re_encodes_a_nan_file(tmp_path):
     broken.encode = lambda pixels: torch.full((1, 4, 8, 8), float("nan"))
     with pytest.raises(UserError, match=samples[0].rel.replace("\\", "/").split("/")[-1]):
         broken.fill(samples[:1], (False,), lambda done, total: None)
+
+
+class SwitchToBf16(Hooks):
+    """Switches an fp16 run to bf16 after step 1, as a rollback's precision change does, and looks at the models."""
+
+    def __init__(self):
+        self.seen: dict | None = None
+
+    def after_step(self, trainer):
+        if trainer.global_step == 1 and self.seen is None:
+            cached_before = len(trainer.text._cache)
+            trainer.apply_change({"key": "train.precision", "old": "fp16", "new": "bf16"})
+            frozen = {part: {p.dtype for p in getattr(trainer.pipe, part).parameters()
+                             if not p.requires_grad and p.is_floating_point()}
+                      for part in ("unet", "text_encoder")}
+            self.seen = {"cached_before": cached_before, "cached_after": len(trainer.text._cache),
+                         "frozen": frozen, "vae": {p.dtype for p in trainer.pipe.vae.parameters()},
+                         "scaler": trainer.scaler, "trainable": {p.dtype for p in trainer.trainable}}
+
+
+@pytest.mark.slow
+def test_a_switch_to_bf16_recasts_every_frozen_model_and_drops_fp16_text_embeddings(dataset, tmp_path):
+    cfg = tiny_config(dataset, tmp_path, {"train.precision": "fp16", "train.max_steps": 3})  # no text-encoder LoRA
+    hooks = SwitchToBf16()
+    result = run_training(cfg, MemorySink(), hooks=hooks)
+    assert result.status == "finished", result.message
+    seen = hooks.seen
+    assert seen["frozen"] == {"unet": {torch.bfloat16}, "text_encoder": {torch.bfloat16}}
+    assert seen["vae"] == {torch.float32}  # a CPU's VAE stays fp32 in every precision
+    assert seen["trainable"] == {torch.float32} and seen["scaler"] is None
+    assert seen["cached_before"] > 0 and seen["cached_after"] == 0
+    rows = read_jsonl(result.run_dir / "metrics.jsonl")
+    assert rows[0]["loss_scale"] is not None and rows[-1]["loss_scale"] is None
