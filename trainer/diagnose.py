@@ -2,6 +2,10 @@
 
 Reads only the run folder (config, plan, metrics, events, samples, journal), so it works on a finished, a
 stopped or a crashed run, and on runs from another machine. Writes ``diagnosis.json``.
+
+The run's verdict (:mod:`trainer.verdict`) comes with it and orders it: a signal that is weak on the run's model
+counts as weak, and a cause that points away from the verdict ("overtrained" on a run judged fit) is kept as a
+lesser, weighed observation after the causes that agree, never as the top cause.
 """
 
 from __future__ import annotations
@@ -21,6 +25,10 @@ from .rundir import RunPaths, run_status
 
 LEVEL_WEIGHT = {"error": 1.0, "warning": 0.6, "info": 0.3}
 NONFINITE_WEIGHT = 5.0
+# An lr a hundred times the preset's explains more than anything it caused, the non-finite values included.
+LR_FIRST_WEIGHT = 6.0
+WEAK_SIGNAL_FACTOR = 0.25  # a signal that is weak evidence on this run's model (trainer.verdict.weak_signals)
+CAUSE_STRENGTH = ((1.0, "strong"), (0.5, "moderate"), (0.0, "weak"))  # a cause's score, in words
 
 
 def _load_config(paths: RunPaths) -> Config:
@@ -43,14 +51,27 @@ def collect_findings(run_dir: Path, config: Config | None = None, with_samples: 
     findings += metric_findings(rows, plan, config) if plan else []
     if with_samples and paths.samples.is_dir():
         findings += sample_findings(paths.samples)
+    from .risks import lr_far_finding
+
+    lr_far = lr_far_finding(config)
+    findings += [lr_far] if lr_far else []
     for ev in events:
         if ev.get("type") == "alert" and ev.get("kind") == "distilled_base":
             findings.append(Finding("distilled_base", "warning", {"en": ev["message"], "ko": ev["message"]}))
     return findings
 
 
-def _prescriptions(kb, ranked, config: Config) -> list[dict[str, Any]]:
-    from .kb import describe_change
+def earlier_checkpoint(verdict) -> int | None:
+    """The checkpoint "use an earlier checkpoint" means for this run (a Verdict or its JSON): the verdict's, when
+    a later one exists; None when the run has no earlier checkpoint to use."""
+    v = verdict if isinstance(verdict, dict) else verdict.to_json()
+    steps = [c["step"] for c in v.get("checkpoints") or []]
+    rec = v.get("recommended_step")
+    return rec if rec is not None and steps and rec < max(steps) else None
+
+
+def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+    from .kb import describe_change, moves_as_meant
 
     out, seen = [], set()
     for rc in ranked:
@@ -60,6 +81,12 @@ def _prescriptions(kb, ranked, config: Config) -> list[dict[str, Any]]:
             seen.add(p.id)
             change = None
             applicable = True
+            detail = {"en": p.text("detail", "en"), "ko": p.text("detail", "ko")}
+            if p.id == "earlier_checkpoint" and verdict is not None:
+                step = earlier_checkpoint(verdict)
+                applicable = step is not None  # never a checkpoint the run does not have
+                if step is not None:
+                    detail = {"en": f"Step {step}: " + detail["en"], "ko": f"{step}스텝: " + detail["ko"]}
             if p.change is not None:
                 if "bf16_supported" in p.change.requires and not _bf16_available():
                     applicable = False
@@ -68,10 +95,12 @@ def _prescriptions(kb, ranked, config: Config) -> list[dict[str, Any]]:
 
                     new_cfg = apply_change(config, p.change)
                     diff = diff_configs(config, new_cfg)
+                    if not moves_as_meant(config, p.change):
+                        diff = {}  # it would move the setting against the prescription's meaning
                 except (UserError, ValueError):
                     diff = {}
                 if not diff:
-                    applicable = False  # already so in this config: no change to make
+                    applicable = False  # already so in this config (or only the other way): no change to make
                 change = {
                     "key": p.change.key, "op": p.change.op, "value": p.change.value,
                     "requires": list(p.change.requires),
@@ -82,8 +111,8 @@ def _prescriptions(kb, ranked, config: Config) -> list[dict[str, Any]]:
             out.append({
                 "id": p.id, "for_cause": rc.cause.id,
                 "title": {"en": p.text("title", "en"), "ko": p.text("title", "ko")},
-                "detail": {"en": p.text("detail", "en"), "ko": p.text("detail", "ko")},
-                "change": change, "applicable": applicable,
+                "detail": detail, "change": change, "applicable": applicable,
+                "lesser": rc.cause.id in lesser, "step": p.step,
             })
     return out
 
@@ -129,26 +158,43 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
         raise UserError(f"{run_dir} is not a run folder (no config.toml)")
     config = _load_config(paths)
     findings = collect_findings(paths.root, config)
+    from .verdict import LABEL_TEXT, run_verdict
+
+    verdict = run_verdict(paths.root, findings=findings)
     kb = load_kb()
     signals: dict[str, float] = {}
     for f in findings:
         if f.signal in kb.signals:
             # A non-finite failure outranks any number of softer findings: it is what stopped the run.
             weight = NONFINITE_WEIGHT if f.signal.startswith("nonfinite_") else LEVEL_WEIGHT[f.level]
+            if f.signal == "lr_far_from_preset" and f.level == "error":
+                weight = LR_FIRST_WEIGHT
+            if f.signal in verdict.weak_signals:
+                weight *= WEAK_SIGNAL_FACTOR
             signals[f.signal] = max(signals.get(f.signal, 0.0), weight)
+    for signal, weight in verdict.signals().items():  # what the pictures showed, as the verdict weighed it
+        if signal in kb.signals:
+            signals[signal] = max(signals.get(signal, 0.0), weight)
     ranked = kb.rank_causes(signals, config) if signals else []
+    # causes that point away from the verdict go after those that agree with it, as lesser observations
+    lesser = frozenset(rc.cause.id for rc in ranked if rc.cause.leans and verdict.label not in rc.cause.leans)
+    ranked = [rc for rc in ranked if rc.cause.id not in lesser] + [rc for rc in ranked if rc.cause.id in lesser]
+    why_lesser = {"en": f"this run's verdict is {LABEL_TEXT[verdict.label]['en']}",
+                  "ko": f"이 실행의 판정은 {LABEL_TEXT[verdict.label]['ko']}입니다"}
     result = {
         "run_dir": str(paths.root),
         "status": run_status(paths.root).get("status"),
-        "observed": [f.to_json() for f in findings],
+        "verdict": verdict.to_json(),
+        "observed": [{**f.to_json(), "weak": f.signal in verdict.weak_signals} for f in findings],
         "causes": [
-            {"id": rc.cause.id, "score": round(rc.score, 4),
+            {"id": rc.cause.id, "score": round(rc.score, 4), "strength": cause_strength(rc.score),
+             "lesser": rc.cause.id in lesser, "why_lesser": why_lesser if rc.cause.id in lesser else None,
              "title": {"en": rc.cause.text("title", "en"), "ko": rc.cause.text("title", "ko")},
              "explanation": {"en": rc.cause.text("explanation", "en"), "ko": rc.cause.text("explanation", "ko")},
              "evidence": [list(e) for e in rc.evidence]}
             for rc in ranked
         ],
-        "prescriptions": _prescriptions(kb, ranked, config),
+        "prescriptions": _prescriptions(kb, ranked, config, verdict, lesser),
         "parent": compare_with_parent(paths, findings),
         "healthy": not any(f.level in ("warning", "error") for f in findings),
     }
@@ -157,8 +203,17 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
     return result
 
 
+def cause_strength(score: float) -> str:
+    """A cause's ranking score in words (strong / moderate / weak evidence): nobody can read "1.70"."""
+    return next(word for floor, word in CAUSE_STRENGTH if score >= floor)
+
+
 def format_diagnosis(result: dict[str, Any], lang: str = "en") -> str:
+    from .verdict import STRENGTH_TEXT
+
     lines = [f"run: {result['run_dir']}  status: {result.get('status')}"]
+    if result.get("verdict"):
+        lines.append(("verdict: " if lang == "en" else "판정: ") + result["verdict"]["summary"][lang])
     lines.append("observed:" if lang == "en" else "관찰:")
     for f in result["observed"] or []:
         lines.append(f"  [{f['level']}] {f['message'][lang]}")
@@ -167,9 +222,10 @@ def format_diagnosis(result: dict[str, Any], lang: str = "en") -> str:
     if result["causes"]:
         lines.append("likely causes:" if lang == "en" else "가능한 원인:")
         for c in result["causes"][:5]:
-            lines.append(f"  {c['score']:.2f}  {c['title'][lang]}")
+            lesser = f" — {c['why_lesser'][lang]}" if c.get("lesser") else ""
+            lines.append(f"  {c['title'][lang]} ({STRENGTH_TEXT[c.get('strength', 'weak')][lang]}){lesser}")
         lines.append("prescriptions (change one at a time):" if lang == "en" else "처방 (한 번에 하나만):")
-        for p in [p for p in result["prescriptions"] if p["applicable"]][:6]:
+        for p in [p for p in result["prescriptions"] if p["applicable"] and not p.get("lesser")][:6]:
             extra = f"  [{p['change']['describe'][lang]}]" if p["change"] and p["change"]["describe"][lang] else ""
             lines.append(f"  - {p['title'][lang]}{extra}")
     if result.get("parent"):
@@ -177,3 +233,36 @@ def format_diagnosis(result: dict[str, Any], lang: str = "en") -> str:
         lines.append(f"compared with parent {par['parent']}: changes {par['changes']}, resolved {par['resolved']}, "
                      f"new {par['new']}")
     return "\n".join(lines)
+
+
+def alert_prescription(run_dir: str | Path | None, signal: str, lang: str = "en") -> dict[str, str] | None:
+    """The first prescription for a guard alert while the run's diagnosis is not written yet, weighed as
+    :func:`diagnose` weighs it: an lr a hundred times the preset's comes first (back to the preset's lr, not half
+    of it), and a change this config cannot make, or only the wrong way, is skipped. ``{title, detail, change}``
+    in ``lang``; None when nothing applies."""
+    from .kb import apply_change, describe_change, load_kb, moves_as_meant
+    from .risks import lr_far_finding
+
+    kb = load_kb()
+    paths = RunPaths(Path(run_dir)) if run_dir else None
+    config = _load_config(paths) if paths is not None and paths.config.is_file() else None
+    signals = {signal: NONFINITE_WEIGHT if signal.startswith("nonfinite_") else LEVEL_WEIGHT["warning"]}
+    lr_far = lr_far_finding(config) if config is not None else None
+    if lr_far is not None:
+        signals[lr_far.signal] = LR_FIRST_WEIGHT if lr_far.level == "error" else LEVEL_WEIGHT[lr_far.level]
+    for rc in kb.rank_causes(signals, config):
+        for p in kb.prescriptions_for(rc.cause.id):
+            change = ""
+            if p.change is not None and config is not None:
+                if "bf16_supported" in p.change.requires and not _bf16_available():
+                    continue
+                try:
+                    if not diff_configs(config, apply_change(config, p.change)) or not moves_as_meant(config, p.change):
+                        continue
+                except (UserError, ValueError):
+                    continue
+                change = describe_change(p.change, lang, config)
+            elif p.change is not None:
+                change = describe_change(p.change, lang)
+            return {"title": p.text("title", lang), "detail": p.text("detail", lang), "change": change}
+    return None

@@ -9,6 +9,7 @@ the entry, never a silent gap in the Troubleshoot page.
 from __future__ import annotations
 
 import functools
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -22,7 +23,9 @@ from .knowledge import KB_PATH
 
 LANGS = ("en", "ko")
 GROUPS = ("numerics", "late_blur", "prompt_specific", "pictures", "strength", "data")
-OPS = ("set", "mul", "min", "max")
+OPS = ("set", "mul", "min", "max", "preset")
+INTENTS = ("raise", "lower")
+VERDICTS = ("fit", "under", "over", "broken")  # trainer.verdict.LABELS
 # Keys where 0 means "off": capping one at v must switch the feature on, not keep it off.
 _ZERO_MEANS_OFF = {"optim.max_grad_norm"}
 _HANGUL = re.compile(r"[\uac00-\ud7a3]")
@@ -48,6 +51,7 @@ class Change:
     op: str
     value: Any
     requires: tuple[str, ...] = ()  # capabilities the machine must have (bf16_supported); the caller checks
+    intent: str | None = None  # raise | lower: which way the change means to move the setting (see :func:`intent`)
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,6 +66,7 @@ class Cause(Entry):
     prescriptions: tuple[str, ...] = ()
     # config values without which this cause cannot happen (fp16 overflow needs train.precision = fp16)
     only_when: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    leans: tuple[str, ...] = ()  # the run verdicts this cause points to; empty: it points to none in particular
 
     def applies_to(self, cfg: Config) -> bool:
         return all(cfg.get(k) in allowed for k, allowed in self.only_when.items())
@@ -70,6 +75,7 @@ class Cause(Entry):
 @dataclass(frozen=True, eq=False)
 class Prescription(Entry):
     change: Change | None = None
+    step: str | None = None  # the wizard step where the user acts on advice that is no setting (dataset, review)
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,8 +111,8 @@ class RankedCause(NamedTuple):
 _KINDS: dict[str, tuple[type[Entry], tuple[str, ...], set[str]]] = {
     "signal": (Note, ("title",), set()),
     "symptom": (Symptom, ("title", "description"), {"group", "signals", "causes"}),
-    "cause": (Cause, ("title", "explanation"), {"prescriptions", "only_when"}),
-    "prescription": (Prescription, ("title", "detail"), {"change"}),
+    "cause": (Cause, ("title", "explanation"), {"prescriptions", "only_when", "leans"}),
+    "prescription": (Prescription, ("title", "detail"), {"change", "step"}),
     "checklist": (Checklist, ("title",), {"symptom", "items"}),
     "strength_rule": (StrengthRule, ("title", "detail"), {"verdict", "best_strength_range", "symptom", "prescriptions"}),
     "stage": (Note, ("title", "looks"), {"pick"}),
@@ -229,7 +235,7 @@ def apply_change(config: Config | dict, change: Change | Prescription | dict) ->
     node = data
     for s in sections:
         node = node[s]
-    node[leaf] = _new_value(key, cfg.get(key), ch)
+    node[leaf] = _preset_value(cfg, key) if ch.op == "preset" else _new_value(key, cfg.get(key), ch)
     out = from_dict(data, origin=f"the change to {key}")
     out.preset = preset
     return out
@@ -245,16 +251,57 @@ def describe_change(
     v = _fmt(ch.value)
     if lang == "ko":
         line = {"set": f"{key} 값을 {v}(으)로 바꿉니다", "mul": f"{key} 값을 {v}배로 바꿉니다",
-                "min": f"{key} 값을 {v} 이하로 제한합니다", "max": f"{key} 값을 {v} 이상으로 올립니다"}[ch.op]  # fmt: skip
+                "min": f"{key} 값을 {v} 이하로 제한합니다", "max": f"{key} 값을 {v} 이상으로 올립니다",
+                "preset": f"{key} 값을 프리셋의 값으로 되돌립니다"}[ch.op]  # fmt: skip
     else:
         line = {"set": f"set {key} to {v}", "mul": f"multiply {key} by {v}",
-                "min": f"cap {key} at {v}", "max": f"raise {key} to at least {v}"}[ch.op]  # fmt: skip
+                "min": f"cap {key} at {v}", "max": f"raise {key} to at least {v}",
+                "preset": f"set {key} back to the preset's value"}[ch.op]  # fmt: skip
     if cfg is not None:
         line += f" ({_fmt(cfg.get(key))} → {_fmt(apply_change(cfg, ch).get(key))})"
     return line
 
 
+def intent(change: Change | Prescription | dict) -> str | None:
+    """Which way a change means to move its setting: declared for a "set" of a number, else from the op (mul by
+    more or less than 1, max raises, min lowers); None for a switch, a name, or back to the preset."""
+    ch = _as_change(change)
+    if ch.intent is not None:
+        return ch.intent
+    if ch.op == "mul" and isinstance(ch.value, int | float) and ch.value != 1:
+        return "raise" if ch.value > 1 else "lower"
+    return {"max": "raise", "min": "lower"}.get(ch.op)
+
+
+def moves_as_meant(config: Config | dict, change: Change | Prescription | dict) -> bool:
+    """Whether the change, applied to this config, moves the setting the way it means to. "Put LoRA on the
+    convolutions" (conv_rank set to 8) to strengthen a run whose conv_rank is 16 would lower it: not offered.
+    A change that moves nothing is "as meant" here; callers refuse it as a no-op."""
+    cfg, ch = _as_config(config), _as_change(change)
+    way = intent(ch)
+    if way is None:
+        return True
+    key = _effective_key(cfg, ch.key)
+    old, new = cfg.get(key), apply_change(cfg, ch).get(key)
+    if key in _ZERO_MEANS_OFF:  # 0 is "off", i.e. no limit at all
+        old, new = (math.inf if v == 0 else v for v in (old, new))
+    return new == old or (new > old if way == "raise" else new < old)
+
+
 # ---------------------------------------------------------------------------------------------- helpers
+
+
+def _preset_value(cfg: Config, key: str) -> Any:
+    """``key`` as the run's preset sets it (the defaults' value for a run without a preset)."""
+    from .errors import UserError
+    from .presets import preset_config
+
+    if not cfg.preset:
+        return Config().get(key)
+    try:
+        return preset_config(cfg.preset).get(key)
+    except (UserError, OSError, ValueError) as e:
+        raise UserError(f"the preset {cfg.preset!r} cannot be read for its {key}: {e}") from None
 
 
 def _as_config(config: Config | dict) -> Config:
@@ -267,7 +314,8 @@ def _as_change(change: Change | Prescription | dict) -> Change:
             raise ValueError(f"prescription {change.id!r} is not a config change")
         return change.change
     if isinstance(change, dict):
-        return Change(change["key"], change["op"], change.get("value"), tuple(change.get("requires", ())))
+        return Change(change["key"], change["op"], change.get("value"), tuple(change.get("requires", ())),
+                      change.get("intent"))
     return change
 
 
@@ -335,9 +383,18 @@ def _entry(kind: str, raw: dict[str, Any]) -> Entry:
         attrs["only_when"] = {k: tuple(v) for k, v in attrs["only_when"].items()}
     if "change" in attrs:
         c = attrs["change"]
-        if not {"key", "op", "value"} <= set(c) <= {"key", "op", "value", "requires"} or c["op"] not in OPS:
-            raise KBError(f"{where}: change needs key, op (one of {OPS}) and value, nothing else; got {c}")
-        attrs["change"] = Change(c["key"], c["op"], c["value"], tuple(c.get("requires", ())))
+        needed = {"key", "op"} if c.get("op") == "preset" else {"key", "op", "value"}
+        if not needed <= set(c) <= {"key", "op", "value", "requires", "intent"} or c["op"] not in OPS:
+            raise KBError(f"{where}: change needs key, op (one of {OPS}) and value (none for preset), optionally "
+                          f"requires and intent, nothing else; got {c}")
+        numeric_set = c["op"] == "set" and isinstance(c["value"], int | float) and not isinstance(c["value"], bool)
+        if c.get("intent") not in (*INTENTS, None) or (numeric_set and "intent" not in c):
+            raise KBError(f"{where}: a change that sets a number needs intent = one of {INTENTS}; got {c}")
+        attrs["change"] = Change(c["key"], c["op"], c.get("value"), tuple(c.get("requires", ())), c.get("intent"))
+    if "leans" in attrs and not set(attrs["leans"]) <= set(VERDICTS):
+        raise KBError(f"{where}: leans must name verdicts among {VERDICTS}; got {attrs['leans']}")
+    if "step" in attrs and attrs["step"] not in ("dataset", "review"):
+        raise KBError(f"{where}: step must be dataset or review; got {attrs['step']!r}")
     return cls(id=eid, texts=texts, **attrs)
 
 

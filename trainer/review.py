@@ -25,7 +25,6 @@ from .rundir import RunPaths, checkpoint_matches_marker
 
 LEAKAGE_LIMIT = 0.5  # the no-trigger sample has drifted this far from the base model's: the LoRA leaks
 BURN_LIMIT = 0.5  # trigger samples this burnt against step 0: colours deepen, lines roughen
-FIT_LIKENESS = 0.85  # share of the best likeness at which the character counts as "fits"
 ADHERENCE_SLACK = 0.15  # adherence this far under its best counts as "the prompt starts to be ignored"
 BASE_LIKENESS_LIMIT = 0.3  # step 0 looking this much like the character: the likeness measure is void
 MEASURE_SIDE = 128  # pictures are measured at most this big: the measures need shapes and colours, not detail
@@ -214,114 +213,28 @@ def dose_by_step(run_dir: str | Path, config: Config | None = None) -> dict[int,
 # ------------------------------------------------------------------------------------ recommendation
 
 
-def _degraded(row: dict[str, Any] | None) -> bool:
-    if row is None:
-        return False
-    return (row["leakage"] or 0.0) > LEAKAGE_LIMIT or (row["burn"] or 0.0) > BURN_LIMIT
-
-
-def _reason(en: str, ko: str) -> dict[str, str]:
-    return {"en": en, "ko": ko}
-
-
 def recommend_checkpoint(run_dir: str | Path) -> dict[str, Any] | None:
     """The checkpoint to use, with the reason in English and Korean, or None when the run saved none.
 
-    Demo character (measurable likeness): the checkpoints whose likeness reached the "fits" plateau, with
-    leakage, burn and adherence not yet degraded; the best of them by likeness + adherence − leakage − burn.
-    Any other run: the dose reached at each checkpoint against the preset's zone, the last checkpoint
-    inside it (nearest the zone's middle) before leakage or burn set in.
+    It is the run verdict's checkpoint (:func:`trainer.verdict.run_verdict`), so Review recommends what
+    Troubleshoot and the Plan say: among the checkpoints judged fit, on the demo character the best by likeness
+    + adherence − leakage − burn (burn weighted as the weak score it is there), on any other run the one whose
+    dose sits nearest the middle of the preset's zone; with none fit, the furthest along when all are under,
+    the least pushed when they went over. ``verdict`` carries the whole judgement.
     """
-    config = load_run_config(run_dir)
-    ckpts = {c["step"]: c for c in checkpoint_files(run_dir) if c["weights"] == "live" and not c["final"]}
-    if not ckpts:
-        finals = [c for c in checkpoint_files(run_dir) if c["weights"] == "live"]
-        if not finals:
-            return None
-        ckpts = {finals[0]["step"]: finals[0]}
-    measured = {r["step"]: r for r in measure_steps(run_dir)}
-    steps = sorted(ckpts)
-    likes = {s: measured[s]["likeness"] for s in steps if s in measured and measured[s]["likeness"] is not None}
-    if likes:
-        pick, reason = _pick_by_likeness(steps, measured, likes)
-    else:
-        pick, reason = _pick_by_dose(steps, measured, dose_by_step(run_dir, config), config)
-    c = ckpts[pick]
-    return {"step": pick, "file": c["file"], "label": c["label"], "reason": reason,
-            "measures": [measured.get(s) or {"step": s} for s in steps]}
+    from .verdict import run_verdict
 
-
-def _pick_by_likeness(steps, measured, likes) -> tuple[int, dict[str, str]]:
-    best_like = max(likes.values())
-    if best_like < 0.3:
-        last = steps[-1]
-        return last, _reason(
-            f"The character has not appeared yet (best likeness {best_like:.2f}); step {last} is the furthest "
-            "along. Train longer or raise the learning rate.",
-            f"아직 캐릭터가 나타나지 않았습니다(최고 닮음 {best_like:.2f}). {last}스텝이 가장 많이 진행됐습니다. "
-            "더 오래 학습하거나 학습률을 올리세요.")
-    adh = [measured[s]["adherence"] for s in likes if measured[s]["adherence"] is not None]
-    best_adh = max(adh) if adh else None
-    fits = [s for s in likes if likes[s] >= FIT_LIKENESS * best_like]
-    healthy = [s for s in fits if not _degraded(measured[s]) and (
-        best_adh is None or measured[s]["adherence"] is None or measured[s]["adherence"] >= best_adh - ADHERENCE_SLACK)]
-
-    def score(s: int) -> float:
-        r = measured[s]
-        return likes[s] + (r["adherence"] or 0.0) - (r["leakage"] or 0.0) - (r["burn"] or 0.0)
-
-    pool = healthy or fits
-    pick = max(pool, key=lambda s: (score(s), -s))
-    r = measured[pick]
-    nums = (f"likeness {likes[pick]:.2f} (best {best_like:.2f}), adherence {_fmt(r['adherence'])}, "
-            f"leakage {_fmt(r['leakage'])}, burn {_fmt(r['burn'])}")
-    later = [s for s in steps if s > pick]
-    tail_en = f" Later checkpoints ({', '.join(map(str, later))}) add little and drift further." if later else ""
-    tail_ko = f" 이후 체크포인트({', '.join(map(str, later))})는 더 닮지 않고 더 흐트러집니다." if later else ""
-    if healthy:
-        return pick, _reason(
-            f"Step {pick}: the character fits ({nums}) while the prompt is still followed and nothing leaks or "
-            f"burns.{tail_en}",
-            f"{pick}스텝: 캐릭터가 충분히 닮았고({nums}) 프롬프트를 아직 따르며 누출이나 색 탐이 없습니다.{tail_ko}")
-    return pick, _reason(
-        f"Step {pick} is the least damaged of the checkpoints that look like the character ({nums}); every one "
-        "of them already leaks, burns or ignores the prompt. Lower the dose (lr or steps) and train again.",
-        f"닮은 체크포인트 중 {pick}스텝이 가장 덜 망가졌습니다({nums}). 모두 이미 누출되거나 색이 타거나 프롬프트를 "
-        "무시합니다. 학습량(학습률이나 스텝)을 낮춰 다시 학습하세요.")
-
-
-def _pick_by_dose(steps, measured, doses, config: Config) -> tuple[int, dict[str, str]]:
-    low, high = config.dose.fit_low, config.dose.fit_high
-    dose = {s: doses.get(s, 0.0) for s in steps}
-    first_bad = next((s for s in steps if _degraded(measured.get(s))), None)
-    usable = [s for s in steps if first_bad is None or s < first_bad] or steps[:1]
-    inside = [s for s in usable if low <= dose[s] <= high]
-    middle = math.sqrt(low * high)
-    if inside:
-        pick = min(inside, key=lambda s: (abs(math.log(max(dose[s], 1e-12) / middle)), -s))
-        en = (f"Step {pick} reached a dose of {dose[pick]:.3g}, inside this preset's zone {low:g}–{high:g} where a "
-              "LoRA usually fits")
-        ko = f"{pick}스텝의 학습량은 {dose[pick]:.3g}로, LoRA가 보통 알맞게 되는 이 프리셋의 범위 {low:g}–{high:g} 안입니다"
-    elif all(dose[s] < low for s in usable):
-        pick = usable[-1]
-        en = (f"Every checkpoint is under this preset's zone (step {pick}: dose {dose[pick]:.3g} < {low:g}); the "
-              "latest is the furthest along. It may not look alike yet: train longer")
-        ko = (f"모든 체크포인트가 이 프리셋의 범위보다 아래입니다({pick}스텝: 학습량 {dose[pick]:.3g} < {low:g}). "
-              "가장 나중 것이 가장 많이 배웠지만 아직 덜 닮았을 수 있으니 더 학습하세요")
-    else:
-        pick = usable[0] if dose[usable[0]] > high else max(s for s in usable if dose[s] < low)
-        en = (f"Step {pick} (dose {dose[pick]:.3g}) is the checkpoint nearest the zone {low:g}–{high:g}; later ones "
-              "are past it and likely memorise the training pictures")
-        ko = (f"{pick}스텝(학습량 {dose[pick]:.3g})이 범위 {low:g}–{high:g}에 가장 가깝습니다. 이후 것은 범위를 넘어 "
-              "학습 그림을 외웠을 가능성이 큽니다")
-    if first_bad is not None:
-        r = measured[first_bad]
-        en += (f". From step {first_bad} the pictures degrade (leakage {_fmt(r['leakage'])}, burn {_fmt(r['burn'])}), "
-               "so later checkpoints are left out")
-        ko += (f". {first_bad}스텝부터 그림이 망가져(누출 {_fmt(r['leakage'])}, 탐 {_fmt(r['burn'])}) 이후 체크포인트는 "
-               "뺐습니다")
-    return pick, _reason(en + ". Check it with the strength sweep.", ko + ". 강도 비교로 확인하세요.")
-
-
-def _fmt(v: float | None) -> str:
-    return "—" if v is None else f"{v:.2f}"
+    load_run_config(run_dir)  # a folder that is not a run is a UserError, before anything is read
+    files = [c for c in checkpoint_files(run_dir) if c["weights"] == "live"]
+    if not files:
+        return None
+    verdict = run_verdict(run_dir)
+    step = verdict.recommended_step
+    if step is None:
+        return None
+    c = next((c for c in files if c["step"] == step and not c["final"]), None) or next(
+        c for c in files if c["step"] == step)
+    why = {lang: "; ".join(e[lang] for e in verdict.evidence) for lang in ("en", "ko")}
+    reason = {"en": f"{verdict.summary['en']} Why: {why['en']}.", "ko": f"{verdict.summary['ko']} 근거: {why['ko']}."}
+    return {"step": step, "file": c["file"], "label": c["label"], "reason": reason,
+            "measures": [dict(cv.measures) or {"step": cv.step} for cv in verdict.checkpoints], "verdict": verdict}

@@ -1,0 +1,241 @@
+"""trainer.verdict: one judgement per run and checkpoint, and Plan, Review, Troubleshoot and the guard reading it.
+
+Synthetic run folders (tests/test_review.py's ``fake_run``): pictures drawn by the demo world's renderer, so the
+measures read them as a real demo run's samples would be read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from tests.test_review import _burnt, _world, fake_run
+from trainer import review
+from trainer.config import from_dict
+from trainer.demo import character_scene, render_scene, write_character_dataset
+from trainer.diagnose import alert_prescription, diagnose
+from trainer.io import atomic_write_text
+from trainer.kb import describe_change, load_kb, moves_as_meant
+from trainer.plan import plan_from_config
+from trainer.presets import preset_config
+from trainer.risks import start_risks
+from trainer.verdict import (
+    LABEL_TEXT,
+    checkpoint_verdicts,
+    plan_verdict,
+    run_verdict,
+    symptom_causes,
+    symptom_reading,
+)
+
+
+def _character() -> Image.Image:
+    return render_scene(character_scene("grass"), 64)
+
+
+def demo_run(tmp_path: Path, picture, steps=(10, 20, 30), **kw) -> Path:
+    write_character_dataset(tmp_path / "data", n_images=4)
+    return fake_run(tmp_path, list(steps), picture, dataset=tmp_path / "data", **kw)
+
+
+def _set_config(run: Path, **sections) -> None:
+    """Rewrite the run's config.toml with some sections changed (e.g. the preset's LoRA shape)."""
+    cfg = review.load_run_config(run).to_dict()
+    for section, values in sections.items():
+        cfg[section].update(values)
+    preset = cfg.pop("preset", "")
+    new = from_dict(cfg)
+    new.preset = preset
+    atomic_write_text(run / "config.toml", new.to_toml())
+
+
+def _alert(run: Path, kind: str = "nonfinite_grad", step: int = 5) -> None:
+    ev = {"type": "alert", "kind": kind, "first": kind.removeprefix("nonfinite_"), "step": step,
+          "broke_at_step": step, "module": "unet.x", "lr": 1.0, "precision": "fp32"}
+    (run / "events.jsonl").write_text(json.dumps(ev) + "\n", encoding="utf-8")
+
+
+def _healthy_demo(step: int, kind: str) -> Image.Image:
+    """The demo character shows on trigger prompts from step 20; no-trigger pictures stay the world's."""
+    if kind == "no_trigger" or step == 0 or step == 10:
+        return _world()
+    return _character()
+
+
+# ------------------------------------------------------------------------------------------ the verdict
+
+
+def test_a_healthy_demo_run_is_fit_although_its_saturated_character_raises_burn(tmp_path):
+    # burn of the character against step 0's world picture is ~0.58, over BURN_LIMIT: the demo's own colours
+    run = demo_run(tmp_path, _healthy_demo)
+    rows = {r["step"]: r for r in review.measure_steps(run)}
+    assert rows[20]["burn"] > review.BURN_LIMIT
+    v = run_verdict(run)
+    assert v.label == "fit" and v.recommended_step in (20, 30)
+    assert [c.label for c in v.checkpoints] == ["under", "fit", "fit"]
+    assert any("weak" in e["en"] and "burn" in e["en"] for e in v.evidence)  # shown, weighed as weak
+    rec = review.recommend_checkpoint(run)
+    assert rec["step"] == v.recommended_step
+    # the old Review called every one of these saves damaged and asked for a lower dose
+    assert "Lower the dose" not in rec["reason"]["en"] and "burns or ignores" not in rec["reason"]["en"]
+
+
+def test_the_same_burn_on_a_run_without_demo_measures_says_over(tmp_path):
+    run = fake_run(tmp_path, [10, 20], lambda step, kind: _burnt(_world()) if step == 20 and kind != "no_trigger"
+                   else _world(), lr=1e-3, fit=(0.005, 0.05))
+    labels = {c.step: c.label for c in checkpoint_verdicts(run)}
+    assert labels == {10: "fit", 20: "over"}
+    v = run_verdict(run)
+    assert v.label == "fit" and v.recommended_step == 10
+    assert "20" in v.summary["en"] and "overfit" in v.summary["en"]
+
+
+def test_leakage_on_the_demo_makes_a_checkpoint_over_and_the_run_over_when_all_leak(tmp_path):
+    def picture(step: int, kind: str) -> Image.Image:
+        if step == 0:
+            return _world()
+        return _character()  # the character everywhere, even without the trigger
+
+    run = demo_run(tmp_path, picture, steps=(10, 20))
+    v = run_verdict(run)
+    assert [c.label for c in v.checkpoints] == ["over", "over"]
+    assert v.label == "over" and v.recommended_step == 10  # the least pushed save
+    assert "leakage" in v.evidence[0]["en"] and "누출" in v.evidence[0]["ko"]
+
+
+def test_all_under_says_under_and_recommends_the_furthest_along(tmp_path):
+    run = demo_run(tmp_path, lambda step, kind: _world(), steps=(10, 20))
+    v = run_verdict(run)
+    assert v.label == "under" and v.recommended_step == 20
+    assert "Train longer" in v.summary["en"]
+
+
+def test_a_guard_alert_makes_the_run_broken(tmp_path):
+    run = demo_run(tmp_path, _healthy_demo)
+    _alert(run)
+    v = run_verdict(run)
+    assert v.label == "broken"
+    assert "non-finite" in v.evidence[0]["en"]
+
+
+def test_the_plan_speaks_the_run_verdicts_words():
+    plan = {"dose": 2.09, "dose_low": 0.4, "dose_high": 3.0}
+    v = plan_verdict(plan)
+    assert v.forecast and v.label == "fit" and v.title("en") == LABEL_TEXT["fit"]["en"]
+    assert plan_verdict({**plan, "dose": 9.0}).label == "over"
+    assert plan_verdict({**plan, "dose": 0.1}).label == "under"
+    assert "2.09" in v.evidence[0]["en"] and "moderate" in v.evidence[0]["en"]
+
+
+# -------------------------------------------------------------------------------------- the diagnosis
+
+
+def test_a_fit_run_never_shows_overtraining_as_its_top_cause(tmp_path):
+    run = demo_run(tmp_path, _healthy_demo)
+    d = diagnose(run, write=False)
+    assert d["verdict"]["label"] == "fit"
+    over = {"overtraining", "lr_too_high", "alpha_rank_aggressive", "concept_bleed"}
+    main = [c["id"] for c in d["causes"] if not c["lesser"]]
+    assert not over & set(main), main
+    for c in d["causes"]:
+        assert c["strength"] in ("strong", "moderate", "weak")
+        if c["id"] in over:
+            assert c["lesser"] and "fit" in c["why_lesser"]["en"]
+    assert not [p for p in d["prescriptions"] if p["applicable"] and not p["lesser"] and p["id"] == "lower_lr"]
+    burn = next(o for o in d["observed"] if o["signal"] == "sample_burn")
+    assert burn["weak"]
+
+
+def test_earlier_checkpoint_is_offered_only_when_the_run_has_one(tmp_path):
+    def picture(step: int, kind: str) -> Image.Image:
+        if step == 0:
+            return _world()
+        return _character()
+
+    run = demo_run(tmp_path, picture, steps=(10,))  # one save, and it leaks: over
+    d = diagnose(run, write=False)
+    assert d["verdict"]["label"] == "over"
+    earlier = [p for p in d["prescriptions"] if p["id"] == "earlier_checkpoint"]
+    assert earlier and not earlier[0]["applicable"]
+
+
+def test_a_change_that_moves_a_setting_against_its_meaning_is_not_offered(tmp_path):
+    cfg = preset_config("demo-character")  # conv_rank 16
+    conv = load_kb().prescription("conv_lora_on")  # "put LoRA on the convolutions": set conv_rank to 8
+    assert "16 → 8" in describe_change(conv, "en", cfg)
+    assert not moves_as_meant(cfg, conv)
+    cfg.lora.conv_rank = 0
+    assert moves_as_meant(cfg, conv)
+    run = demo_run(tmp_path, lambda step, kind: _world(), steps=(10, 20))  # under: the underfit prescriptions
+    _set_config(run, lora={"conv_rank": 16, "conv_blocks": ["up_blocks.1"]})
+    d = diagnose(run, write=False)
+    rx = {p["id"]: p for p in d["prescriptions"]}
+    assert d["verdict"]["label"] == "under" and rx["conv_lora_on"]["applicable"] is False
+    assert rx["raise_steps"]["applicable"] is True
+
+
+def test_an_lr_thousands_of_times_the_presets_is_sent_back_to_the_presets(tmp_path):
+    run = demo_run(tmp_path, _healthy_demo, lr=3.0)
+    _set_config(run, dose={"fit_low": 0.4, "fit_high": 3.0})
+    cfg = review.load_run_config(run)
+    cfg.preset = "demo-character"
+    atomic_write_text(run / "config.toml", cfg.to_toml())
+    _alert(run)
+    d = diagnose(run, write=False)
+    first = next(p for p in d["prescriptions"] if p["applicable"])
+    assert first["id"] == "preset_lr", [p["id"] for p in d["prescriptions"]]
+    assert "3 → 0.003" in first["change"]["describe"]["en"]
+    rx = alert_prescription(run, "nonfinite_grad", "en")  # the alert box before the diagnosis is written
+    assert rx["title"] == "Go back to the preset's learning rate" and "0.003" in rx["change"]
+
+
+def test_a_symptom_that_points_against_the_verdict_is_read_in_its_light(tmp_path):
+    def picture(step: int, kind: str) -> Image.Image:
+        return _world() if step == 0 else _character()
+
+    run = demo_run(tmp_path, picture, steps=(10, 20))
+    v = run_verdict(run)
+    assert v.label == "over"
+    note = symptom_reading("not_alike", v)
+    assert note and "over-trained" in note["en"] and "more likely means" in note["en"]
+    assert "과적합" in note["ko"]
+    order = [(c.id, lesser) for c, lesser in symptom_causes("not_alike", v)]
+    assert order[-1] == ("underfit", True) and not any(lesser for _, lesser in order[:-1])
+    assert symptom_reading("burnt_colours", v) is None  # it agrees with the verdict: nothing to explain
+
+
+# ---------------------------------------------------------------------------------- dangerous settings
+
+
+@pytest.fixture(scope="module")
+def demo_config(tmp_path_factory):
+    from trainer.demo import TRIGGER, write_prior_dataset
+
+    root = tmp_path_factory.mktemp("demo")
+    write_character_dataset(root / "data")
+    write_prior_dataset(root / "prior")
+    cfg = preset_config("demo-character")
+    cfg.dataset.path, cfg.dataset.reg_path, cfg.dataset.trigger = str(root / "data"), str(root / "prior"), TRIGGER
+    return cfg
+
+
+def test_the_default_demo_starts_without_asking(demo_config):
+    _, plan = plan_from_config(demo_config)
+    assert plan_verdict(plan).label == "fit"
+    assert start_risks(demo_config, plan) == []
+
+
+def test_a_far_lr_or_dose_asks_first_naming_the_number_and_the_presets(demo_config):
+    cfg = demo_config.model_copy(deep=True)
+    cfg.optim.lr = 0.03  # 10x the preset's: the dose goes to ~21, 7x the zone's top
+    _, plan = plan_from_config(cfg)
+    risks = start_risks(cfg, plan)
+    assert len(risks) == 2
+    assert "0.03" in risks[1]["en"] and "0.003" in risks[1]["en"] and "10× the preset's" in risks[1]["en"]
+    assert f"{plan.dose:.3g}" in risks[0]["en"] and "0.4–3" in risks[0]["en"]
+    assert all(r["ko"] and r["ko"] != r["en"] for r in risks)
+    cfg.optim.lr = 0.0003  # a tenth: asks too, saying it may learn nothing
+    _, plan = plan_from_config(cfg)
+    assert any("1/10 of the preset's" in r["en"] and "learn nothing" in r["en"] for r in start_risks(cfg, plan))
