@@ -156,10 +156,15 @@ def test_walk_the_wizard_train_and_review(page):
 def test_a_run_that_goes_nan_shows_the_alert(page):
     walk_to_train(page, {"max_steps": "40"}, {"lr": "10", "max_grad_norm": "0", "sample_enabled": "off"})
     button(page, "Start").click()
+    asked = page.locator("#ld-confirm-box")  # an lr 3,333 times the preset's asks first, naming both numbers
+    asked.wait_for(state="visible")
+    assert "learning rate 10" in asked.inner_text() and "0.003" in asked.inner_text()
+    button(page, "Start anyway").click()
     alert = page.locator("#ld-alert-box")
     alert.wait_for(state="visible", timeout=240_000)
     text = alert.inner_text()
-    for part in ("What broke first", "Where", "At step", "Batch files", "Try first:"):
+    for part in ("What broke first", "Where", "At step", "Batch files", "Try first:",
+                 "Go back to the preset's learning rate"):  # not "halve it": half of 10 is still 1,667× too high
         assert part in text, text
     assert "stopped by the numerics guard" in wait_until_ended(page)
     page.wait_for_timeout(1500)

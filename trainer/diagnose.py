@@ -158,7 +158,7 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
         raise UserError(f"{run_dir} is not a run folder (no config.toml)")
     config = _load_config(paths)
     findings = collect_findings(paths.root, config)
-    from .verdict import LABEL_TEXT, run_verdict
+    from .verdict import LABEL_TEXT, run_verdict, symptom_lean
 
     verdict = run_verdict(paths.root, findings=findings)
     kb = load_kb()
@@ -176,8 +176,16 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
         if signal in kb.signals:
             signals[signal] = max(signals.get(signal, 0.0), weight)
     ranked = kb.rank_causes(signals, config) if signals else []
-    # causes that point away from the verdict go after those that agree with it, as lesser observations
-    lesser = frozenset(rc.cause.id for rc in ranked if rc.cause.leans and verdict.label not in rc.cause.leans)
+    # causes that point away from the verdict go after those that agree with it, as lesser observations: by their
+    # own lean, or because every symptom that brought them up points away from it (caption bias raised only by
+    # "samples melt late" on a fit run)
+    leans = {sid: symptom_lean(sid, config) for sid in {sym for rc in ranked for _, sym in rc.evidence}}
+
+    def away(lean: str | None) -> bool:
+        return lean is not None and lean != verdict.label
+
+    lesser = frozenset(rc.cause.id for rc in ranked if (rc.cause.leans and verdict.label not in rc.cause.leans)
+                       or all(away(leans[sym]) for _, sym in rc.evidence))
     ranked = [rc for rc in ranked if rc.cause.id not in lesser] + [rc for rc in ranked if rc.cause.id in lesser]
     why_lesser = {"en": f"this run's verdict is {LABEL_TEXT[verdict.label]['en']}",
                   "ko": f"이 실행의 판정은 {LABEL_TEXT[verdict.label]['ko']}입니다"}

@@ -11,7 +11,7 @@ from .config import Config
 from .detectors import Finding
 from .errors import UserError
 
-LR_FAR = 10.0  # an lr this many times the preset's, or this many times smaller, asks first
+LR_FAR = 10.0  # an lr more than this many times the preset's, or that many times smaller, asks first
 LR_FIRST = 100.0  # this far off, going back to the preset's lr is the diagnosis' first prescription
 DOSE_FAR = 3.0  # a dose this many times the top of the preset's zone asks first
 
@@ -38,7 +38,8 @@ def lr_ratio(cfg: Config, extra_dirs: list[Path] | None = None) -> tuple[float, 
 
 
 def _far(ratio: float, limit: float) -> bool:
-    return ratio >= limit or ratio <= 1.0 / limit
+    slack = 1 + 1e-9  # 0.03 / 0.003 is 10.000000000000002: exactly 10× is not "more than 10×"
+    return ratio > limit * slack or ratio < 1.0 / (limit * slack)
 
 
 def _times(ratio: float) -> dict[str, str]:
@@ -48,8 +49,8 @@ def _times(ratio: float) -> dict[str, str]:
 
 
 def lr_far_finding(cfg: Config, extra_dirs: list[Path] | None = None) -> Finding | None:
-    """The lr at least ``LR_FAR`` times the preset's (or that many times smaller): a warning, an error from
-    ``LR_FIRST`` on (then the diagnosis names it before anything it caused)."""
+    """The lr more than ``LR_FAR`` times the preset's (or that many times smaller): a warning, an error past
+    ``LR_FIRST`` (then the diagnosis names it before anything it caused)."""
     found = lr_ratio(cfg, extra_dirs)
     if found is None or not _far(found[0], LR_FAR):
         return None
@@ -64,7 +65,7 @@ def lr_far_finding(cfg: Config, extra_dirs: list[Path] | None = None) -> Finding
 
 def start_risks(cfg: Config, plan: Any, extra_dirs: list[Path] | None = None) -> list[dict[str, str]]:
     """What Start asks to confirm, each naming the number and the preset's value: a dose more than
-    ``DOSE_FAR`` times the top of the zone, an lr ``LR_FAR`` times off the preset's. Empty: start at once."""
+    ``DOSE_FAR`` times the top of the zone, an lr more than ``LR_FAR`` times off the preset's. Empty: start at once."""
     out = []
     dose, high = plan.dose, plan.dose_high
     if high > 0 and dose > DOSE_FAR * high:

@@ -42,6 +42,7 @@ LABEL_TEXT = {
     "over": {"en": "over-trained", "ko": "과적합(과하게 학습됨)"},
     "broken": {"en": "broken (nan/inf)", "ko": "망가짐(nan/inf)"},
 }
+OUTWEIGHED = {"en": "outweighed: ", "ko": "더 강한 근거에 밀림: "}
 STRENGTH_TEXT = {
     "strong": {"en": "strong evidence", "ko": "강한 근거"},
     "moderate": {"en": "moderate evidence", "ko": "보통 근거"},
@@ -63,13 +64,17 @@ class Observation:
     text: dict[str, str]
     signal: str | None = None  # the knowledge-base signal it is, when it is one (the diagnosis ranks causes by it)
 
-    def line(self) -> dict[str, str]:
-        """The observation for people, with its strength in words."""
-        return {lang: f"{self.text[lang]} ({STRENGTH_TEXT[self.strength][lang]})" for lang in ("en", "ko")}
+    def line(self, outweighed: bool = False) -> dict[str, str]:
+        """The observation for people, with its strength in words; ``outweighed`` when the verdict went the other way."""
+        lead = OUTWEIGHED if outweighed else {"en": "", "ko": ""}
+        return {lang: f"{lead[lang]}{self.text[lang]} ({STRENGTH_TEXT[self.strength][lang]})" for lang in ("en", "ko")}
 
 
 @dataclass(frozen=True)
 class CheckpointVerdict:
+    """One saved checkpoint's verdict: ``evidence`` lines (deciding first, the outweighed after), the dose it had
+    reached, the picture measures of its samples (:func:`trainer.review.measure_steps`)."""
+
     step: int
     label: str
     evidence: list[dict[str, str]]
@@ -151,8 +156,7 @@ def plan_verdict(plan: Any) -> Verdict:
         "over": _t("expect memorised pictures that ignore the prompt: lower the learning rate, steps or alpha",
                    "그림을 외워 프롬프트를 무시할 수 있습니다. 학습률, 스텝이나 alpha를 낮추세요"),
     }[label]
-    summary = _t(f"Expected: {LABEL_TEXT[label]['en']} by the dose; {advice['en']}.",
-                 f"학습량으로 본 예상: {LABEL_TEXT[label]['ko']}. {advice['ko']}.")
+    summary = _t(f"From the dose alone: {advice['en']}.", f"학습량만으로 본 예상입니다. {advice['ko']}.")
     return Verdict(label, [obs.line()], None, summary, (obs,), forecast=True)
 
 
@@ -242,8 +246,9 @@ def checkpoint_verdicts(run_dir: str | Path, config: Config | None = None) -> li
             obs.append(_dose_observation(dose, config.dose.fit_low, config.dose.fit_high, dose_strength,
                                          _t(f"step {step}'s", f"{step}스텝의")))
         label = decide(obs)
-        deciding = [o for o in obs if o.points_to == label] + [o for o in obs if o.points_to != label]
-        out.append(CheckpointVerdict(step, label, [o.line() for o in deciding], dose, dict(row or {}), tuple(obs)))
+        lines = [o.line() for o in obs if o.points_to == label]
+        lines += [o.line(outweighed=o.points_to is not None) for o in obs if o.points_to != label]
+        out.append(CheckpointVerdict(step, label, lines, dose, dict(row or {}), tuple(obs)))
     return out
 
 
@@ -279,6 +284,7 @@ _NUMBER_SIGNALS = {  # detector findings on the numbers: which way they point, a
     "grad_spike": ("over", "weak"),
     "clip_saturated": ("over", "weak"),
 }
+WEAK_NUMBER_SIGNALS = tuple(s for s, (_, strength) in _NUMBER_SIGNALS.items() if strength == "weak")
 
 
 def _finding_observations(findings: list[Any]) -> list[Observation]:
@@ -338,13 +344,16 @@ def run_verdict(run_dir: str | Path, findings: list[Any] | None = None) -> Verdi
     for c in others:
         lines.append(_t(f"step {c.step}: {LABEL_TEXT[c.label]['en']} — {c.evidence[0]['en']}",
                         f"{c.step}스텝: {LABEL_TEXT[c.label]['ko']} — {c.evidence[0]['ko']}"))
-    lines += [o.line() for o in run_obs if o.points_to != "broken"]
+    lines += [o.line(outweighed=o.points_to not in (None, label)) for o in run_obs if o.points_to != "broken"]
     demo = any(c.measures.get("likeness") is not None for c in cvs)
+    # where the pictures were measured, the trends of the numbers are weak beside them (the seeds: judge by
+    # pictures, not by the loss); on the demo so are the pixel scores
+    weak = (DEMO_WEAK_SIGNALS if demo else ()) + (WEAK_NUMBER_SIGNALS if any(c.measures for c in cvs) else ())
     deciding = next((c for c in cvs if c.label == label), rec)  # the first save that shows the run's verdict
     observations = tuple(run_obs) + (rec.observations if rec else ()) + (
         deciding.observations if deciding is not None and deciding is not rec else ())
     return Verdict(label, lines, recommended, _summary(label, recommended, cvs, broken), observations, tuple(cvs),
-                   weak_signals=DEMO_WEAK_SIGNALS if demo else ())
+                   weak_signals=weak)
 
 
 def _step_word(step: int, lang: str) -> str:
@@ -364,14 +373,16 @@ def _summary(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken: 
     if label == "fit":
         tail = _t(f" Later checkpoints ({', '.join(map(str, later))}) start to overfit.",
                   f" 이후 체크포인트({', '.join(map(str, later))})는 과적합이 시작됩니다.") if later else _t("", "")
-        return _t(f"Fit: use step {rec}; nothing needs to change.{tail['en']}",
-                  f"알맞음: {rec}스텝을 쓰세요. 바꿀 것이 없습니다.{tail['ko']}")
+        use = _t(f"use step {rec}; ", f"{rec}스텝을 쓰세요. ") if rec is not None else _t("", "")
+        return _t(f"Fit: {use['en']}nothing needs to change.{tail['en']} Confirm it with the strength sweep.",
+                  f"알맞음: {use['ko']}바꿀 것이 없습니다.{tail['ko']} 강도 비교로 확인하세요.")
     if label == "under":
-        return _t(f"Under-trained: even the last checkpoint (step {rec}) has not learned enough. Train longer or "
-                  "raise the learning rate (one of the two).",
-                  f"미적합: 마지막 체크포인트({rec}스텝)도 아직 덜 배웠습니다. 더 오래 학습하거나 학습률을 올리세요"
-                  "(둘 중 하나만).")
-    where = _t(f" Step {rec} is the least pushed save.", f" {rec}스텝이 가장 덜 밀린 저장본입니다.") \
+        last = _t(f"even the last checkpoint (step {rec})", f"마지막 체크포인트({rec}스텝)도") if rec is not None \
+            else _t("the run", "이 실행은")
+        return _t(f"Under-trained: {last['en']} has not learned enough. Train longer or raise the learning rate "
+                  "(one of the two).",
+                  f"미적합: {last['ko']} 아직 덜 배웠습니다. 더 오래 학습하거나 학습률을 올리세요(둘 중 하나만).")
+    where = _t(f" Step {rec} is the least pushed save.", f" {rec}스텝이 가장 덜 밀린 체크포인트입니다.") \
         if rec is not None else _t("", "")
     return _t(f"Over-trained: the run pushed too far.{where['en']} Lower the dose (learning rate or steps) and "
               "train again.",

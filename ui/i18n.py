@@ -250,6 +250,24 @@ TEXTS: dict[str, tuple[str, str]] = {
     "group_pictures": ("Pictures", "그림"),
     "group_strength": ("Strength", "강도"),
     "group_data": ("Data", "데이터"),
+    # the one verdict (trainer.verdict), shown alike on Plan, Review and Troubleshoot; dangerous settings ask first
+    "verdict_run": ("Verdict: {label}", "판정: {label}"),
+    "verdict_plan": ("Expected verdict: {label}", "예상 판정: {label}"),
+    "verdict_rests_on": ("What it rests on", "근거"),
+    "col_verdict": ("verdict", "판정"),
+    "lesser_causes": ("Also weighed, less likely for this run", "함께 따져 본 원인 (이 실행에서는 가능성 낮음)"),
+    "lesser_here": ("less likely for this run", "이 실행에서는 가능성 낮음"),
+    "nothing_to_fix": ("Nothing to change: use the recommended checkpoint.", "바꿀 것이 없습니다. 추천 체크포인트를 쓰세요."),
+    "weak_signal": ("weak evidence here", "여기서는 약한 근거"),
+    "no_earlier_checkpoint": ("this run has no earlier checkpoint to use", "이 실행에는 쓸 수 있는 앞 시점 체크포인트가 없습니다"),
+    "rx_wrong_way": ("not for this run: it would move {setting} the other way", "이 실행에는 해당 없음: {setting}을(를) 반대로 옮깁니다"),
+    "err_rx_wrong_way": ("in this run that change would move {setting} the other way ({old} → {new}); pick another change",
+                         "이 실행에서는 그 변경이 {setting}을(를) 반대 방향으로 옮깁니다({old} → {new}). 다른 것을 고르세요"),
+    "confirm_title": ("These settings are far from the preset's. Start anyway?",
+                      "설정이 프리셋과 크게 다릅니다. 그래도 시작할까요?"),
+    "confirm_hint": ("Press “Start anyway” to train with them, or change them first.",
+                     "이대로 학습하려면 ‘그래도 시작’을 누르고, 아니면 먼저 바꾸세요."),
+    "confirm_start": ("Start anyway", "그래도 시작"),
 }
 
 

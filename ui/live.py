@@ -94,19 +94,9 @@ def top_prescription(run_dir: str | Path | None, alert: dict[str, Any], lang: st
                         return {"title": p["title"][lang], "detail": p["detail"][lang], "change": change}
             except (OSError, ValueError, KeyError):
                 pass
-    from trainer.kb import describe_change, load_kb
+    from trainer.diagnose import alert_prescription
 
-    kb = load_kb()
-    config = None
-    if run_dir and (Path(run_dir) / "config.toml").is_file():
-        from trainer.review import load_run_config
-
-        config = load_run_config(run_dir)
-    for rc in kb.rank_causes({alert["kind"]: 1.0}, config):
-        for p in kb.prescriptions_for(rc.cause.id):
-            change = describe_change(p.change, lang, config) if p.change is not None else ""
-            return {"title": p.text("title", lang), "detail": p.text("detail", lang), "change": change}
-    return None
+    return alert_prescription(run_dir, alert["kind"], lang)  # weighed as the diagnosis weighs it
 
 
 def alert_html(snap: dict[str, Any], lang: str, prescription: dict[str, str] | None) -> str:

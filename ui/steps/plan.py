@@ -17,11 +17,13 @@ from trainer.errors import UserError
 from trainer.models import DISTILLED_WARNING, detect_distilled
 from trainer.plan import Plan, make_plan
 from trainer.presets import PRESET_DIR, preset_config
+from trainer.verdict import LABEL_TEXT, plan_verdict
 
 from ..binding import UI, error_box
 from ..fields import BY_NAME, NAMES, config_from_values
 from ..i18n import t
 from ..plots import dose_gauge
+from ..verdict_view import verdict_markdown
 from ..widgets import field_widgets
 from . import gates
 from .dataset import scan_for
@@ -93,10 +95,11 @@ def render_plan(plan: Plan, lang: str) -> dict[str, Any]:
         t("plan_saves", lang, ckpts=_steps_list(plan.checkpoint_steps), samples=_steps_list(plan.sample_steps)),
     ])
     buckets = [[f"{b['width']}×{b['height']}", b["image_repeats"], b["batches"]] for b in plan.per_bucket]
-    dose_text = [plan.dose_formula[lang], plan.dose_explanation[lang]]
+    verdict = plan_verdict(plan)  # the words Review and Troubleshoot use for the run, forecast from the dose
+    dose_text = [verdict_markdown(verdict, lang, evidence=0), plan.dose_formula[lang], plan.dose_explanation[lang]]
     if plan.dose_note:
         dose_text.append(plan.dose_note[lang])
-    zone = t(f"zone_{plan.dose_zone}", lang)
+    zone = LABEL_TEXT[verdict.label][lang]
     return {
         "plan_formula": formula,
         "plan_buckets": gr.Dataframe(value=buckets, headers=[t("col_bucket", lang), t("col_image_repeats", lang),

@@ -22,6 +22,7 @@ from trainer.errors import UserError
 
 from ..binding import UI, ok_box
 from ..i18n import kind_label, t
+from ..verdict_view import checkpoint_labels, verdict_markdown
 from ..widgets import run_picker
 from . import gates
 
@@ -138,9 +139,10 @@ def review_view(ui: UI, review_run: str | None, lang: str) -> dict[str, Any]:
     rec = ui.ctx.recommend(run)
     labels = [c["label"] for c in review.checkpoint_files(run)]
     value = rec["label"] if rec else (labels[-1] if labels else None)
+    verdicts = checkpoint_labels(rec.get("verdict") if rec else None, lang)
     return {
-        "grid_html": grid_html(grid, rec["step"] if rec else None, lang),
-        "leak_df": measures_table(run, lang),
+        "grid_html": grid_html(grid, rec["step"] if rec else None, lang, verdicts),
+        "leak_df": measures_table(run, lang, rec),
         "rec_md": recommendation_markdown(rec, lang),
         "ckpt": gr.Dropdown(choices=labels, value=value),
         "review_msg": "",
@@ -158,8 +160,9 @@ def _data_uri(path: str) -> str:
     return f"data:image/{fmt};base64,{base64.b64encode(buf.getvalue()).decode()}"
 
 
-def grid_html(grid: dict[str, Any], recommended: int | None, lang: str) -> str:
-    """Steps as rows, prompt kinds as columns; the pictures inline (small), the recommended row marked."""
+def grid_html(grid: dict[str, Any], recommended: int | None, lang: str, verdicts: dict[int, str] | None = None) -> str:
+    """Steps as rows, prompt kinds as columns; the pictures inline (small), the recommended row marked, each
+    checkpoint's verdict under its step."""
     if not grid["steps"]:
         return f"<p>{t('no_samples', lang)}</p>"
     e = html.escape
@@ -173,19 +176,21 @@ def grid_html(grid: dict[str, Any], recommended: int | None, lang: str) -> str:
             path = grid["cells"].get((step, k))
             cells.append(f"<td><img src='{_data_uri(path)}' alt='{e(k)} {step}'></td>" if path else "<td>—</td>")
         cls = " class='ld-rec'" if step == recommended else ""
-        rows.append(f"<tr{cls}><th>{t('step', lang)} {step}{mark}</th>{''.join(cells)}</tr>")
+        judged = f"<br><small>{e(verdicts[step])}</small>" if verdicts and step in verdicts else ""
+        rows.append(f"<tr{cls}><th>{t('step', lang)} {step}{mark}{judged}</th>{''.join(cells)}</tr>")
     return (f"<table class='ld-grid'><thead><tr><th></th>{head}</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>")
 
 
-def measures_table(run: Path, lang: str) -> Any:
+def measures_table(run: Path, lang: str, rec: dict[str, Any] | None = None) -> Any:
     doses = review.dose_by_step(run)
+    verdicts = checkpoint_labels(rec.get("verdict") if rec else None, lang)
     rows = []
     for r in review.measure_steps(run):
-        rows.append([r["step"], _num(doses.get(r["step"])), _num(r["leakage"]), _num(r["burn"]),
-                     _num(r["likeness"]), _num(r["adherence"])])
-    headers = [t("step", lang), t("col_dose", lang), t("col_leakage", lang), t("col_burn", lang),
-               t("col_likeness", lang), t("col_adherence", lang)]
+        rows.append([r["step"], verdicts.get(r["step"], "—"), _num(doses.get(r["step"])), _num(r["leakage"]),
+                     _num(r["burn"]), _num(r["likeness"]), _num(r["adherence"])])
+    headers = [t("step", lang), t("col_verdict", lang), t("col_dose", lang), t("col_leakage", lang),
+               t("col_burn", lang), t("col_likeness", lang), t("col_adherence", lang)]
     return gr.Dataframe(value=rows, headers=headers)
 
 
@@ -196,4 +201,6 @@ def _num(v: float | None) -> str:
 def recommendation_markdown(rec: dict[str, Any] | None, lang: str) -> str:
     if rec is None:
         return t("no_checkpoints", lang)
-    return f"### ⭐ {t('recommended', lang, label=rec['label'])}\n\n{rec['reason'][lang]}"
+    verdict = rec.get("verdict")
+    head = f"{verdict_markdown(verdict, lang)}\n\n" if verdict is not None else ""
+    return f"{head}**⭐ {t('recommended', lang, label=rec['label'])}**" + ("" if head else f"\n\n{rec['reason'][lang]}")

@@ -9,6 +9,7 @@ behind another tab's click.
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from typing import Any
@@ -18,6 +19,8 @@ from gradio.components.plot import PlotData
 
 from trainer.config import save_config
 from trainer.errors import UserError
+from trainer.plan import make_plan
+from trainer.risks import start_risks
 from trainer.runner import TERMINAL
 
 from .. import live, plots
@@ -26,6 +29,7 @@ from ..fields import NAMES, config_from_values
 from ..i18n import t
 from ..paths import safe_name
 from . import gates, review
+from .dataset import scan_for
 
 POLL_OUTPUTS = ["poll_state", "status_md", "alert_html", "to_troubleshoot", "warnings_md", "loss_plot", "grad_plot",
                 "lr_plot", "scale_plot", "samples_gallery", "stop_btn", "sample_btn", "save_btn", "review_run",
@@ -40,6 +44,10 @@ def build(ui: UI) -> None:
         ui.add("sample_btn", gr.Button(t("sample_now", lang), interactive=False), "sample_now", "value")
         ui.add("save_btn", gr.Button(t("save_now", lang), interactive=False), "save_now", "value")
     ui.add("train_msg", gr.HTML(""))
+    # Start asks first when the settings are far from the preset's; API clients pass confirm=True to skip asking
+    ui.add("confirm", gr.Checkbox(False, visible=False))
+    ui.add("confirm_btn", gr.Button(t("confirm_start", lang), variant="stop", visible=False, elem_id="ld-confirm"),
+           "confirm_start", "value")
     ui.add("status_md", gr.Markdown(t("status_idle", lang), elem_id="ld-status"))
     ui.add("alert_html", gr.HTML("", elem_id="ld-alert"))
     ui.add("to_troubleshoot", gr.Button(t("to_troubleshoot", lang), variant="stop", visible=False),
@@ -60,21 +68,33 @@ def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
     ctx = ui.ctx
     runner = ctx.runner
 
-    def start(*, lang: str, **values: Any) -> dict[str, Any]:
+    def start(*, lang: str, confirm: bool = False, report_state: Any = None, **values: Any) -> dict[str, Any]:
         if runner.active:
             raise UserError(t("err_run_active", lang))
         cfg = config_from_values(values, ctx.runs_dir, [ctx.presets_dir])
         ctx.policy.resolve_dataset(cfg.dataset, lang)
         cfg.model.base = ctx.policy.check_base(cfg.model.base, lang)
+        if not confirm:
+            report, _ = scan_for(ui, values, lang, report_state)
+            risks = start_risks(cfg, make_plan(cfg, report), [ctx.presets_dir])
+            if risks:
+                return {"train_msg": confirm_box(risks, lang), "confirm_btn": gr.Button(visible=True)}
         save_config(cfg, ctx.configs_dir / f"{safe_name(cfg.save.name, 'config')}.toml")
         ok, _ = runner.start(cfg)
         if not ok:
             raise UserError(t("err_run_active", lang))
         return {"train_msg": ok_box(t("started", lang)), "stop_btn": gr.Button(interactive=True),
-                "sample_btn": gr.Button(interactive=True), "save_btn": gr.Button(interactive=True)}
+                "sample_btn": gr.Button(interactive=True), "save_btn": gr.Button(interactive=True),
+                "confirm_btn": gr.Button(visible=False)}
 
-    ui.on(ui["start_btn"].click, start, ["lang", *NAMES], ["train_msg", "stop_btn", "sample_btn", "save_btn"],
+    start_outputs = ["train_msg", "stop_btn", "sample_btn", "save_btn", "confirm_btn"]
+    ui.on(ui["start_btn"].click, start, ["lang", "confirm", "report_state", *NAMES], start_outputs,
           api_name="start", message="train_msg")
+
+    def start_anyway(*, lang: str, report_state: Any = None, **values: Any) -> dict[str, Any]:
+        return start(lang=lang, confirm=True, report_state=report_state, **values)
+
+    ui.on(ui["confirm_btn"].click, start_anyway, ["lang", "report_state", *NAMES], start_outputs, message="train_msg")
 
     def command(name: str, method):
         def run_command(*, lang: str) -> dict[str, Any]:
@@ -126,6 +146,13 @@ def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
 
     ui.on(ui["train_next"].click, next_step, ["lang"],
           ["wizard", "step_review", "review_run", "train_msg", *review.VIEW_OUTPUTS], message="train_msg")
+
+
+def confirm_box(risks: list[dict[str, str]], lang: str) -> str:
+    """What Start asks before it trains settings far from the preset's: each number against the preset's."""
+    items = "".join(f"<li>{html.escape(r[lang])}</li>" for r in risks)
+    return (f'<div class="ld-error" id="ld-confirm-box">⚠️ <b>{html.escape(t("confirm_title", lang))}</b>'
+            f"<ul>{items}</ul>{html.escape(t('confirm_hint', lang))}</div>")
 
 
 def plot_json(fig: plots.Fig) -> PlotData:

@@ -10,15 +10,19 @@ from typing import Any
 import gradio as gr
 
 from trainer.config import diff_configs
+from trainer.diagnose import cause_strength, earlier_checkpoint
 from trainer.errors import UserError
-from trainer.kb import GROUPS, apply_change, describe_change, load_kb
+from trainer.kb import GROUPS, apply_change, describe_change, load_kb, moves_as_meant
 from trainer.review import load_run_config
 from trainer.rundir import list_runs, run_status
+from trainer.verdict import STRENGTH_TEXT, symptom_causes, symptom_reading
 
 from ..binding import UI, ok_box
 from ..context import status_label
 from ..i18n import t
+from ..verdict_view import verdict_markdown
 from ..widgets import run_picker
+from . import gates
 
 LEVEL_ICON = {"error": "🔴", "warning": "🟠", "info": "🔵"}
 
@@ -36,6 +40,9 @@ def build(ui: UI) -> None:
     ui.add("findings_md", gr.Markdown("", elem_id="ld-findings"))
     ui.add("symptom", gr.Dropdown(choices=symptom_choices(lang), value=None, label=t("symptom", lang)), "symptom")
     ui.add("symptom_md", gr.Markdown(""))
+    with gr.Row():  # advice that is no setting, as buttons that go where it is done
+        ui.add("ts_go_dataset", gr.Button("", visible=False, elem_id="ld-go-dataset"))
+        ui.add("ts_go_review", gr.Button("", visible=False, elem_id="ld-go-review"))
     with gr.Row():
         ui.add("rx", gr.Dropdown(choices=[], value=None, label=t("one_change", lang), scale=3, allow_custom_value=True), "one_change")
         ui.add("start_change", gr.Button(t("start_change", lang), variant="primary", scale=1), "start_change",
@@ -56,9 +63,9 @@ def wire(ui: UI) -> None:
         diag = run_diagnosis(run)
         out["findings_md"] = findings_markdown(diag, lang)
         out["rx"] = gr.Dropdown(choices=rx_choices(run, diag, symptom, lang), value=None)
-        return out
+        return {**out, **action_buttons(diag, lang)}
 
-    outputs = ["findings_md", "rx", "journal_df", "symptom", "ts_msg"]
+    outputs = ["findings_md", "rx", "journal_df", "symptom", "ts_msg", "ts_go_dataset", "ts_go_review"]
     ui.on(ui["ts_refresh"].click, findings, ["lang", "ts_run", "symptom"], outputs, api_name="troubleshoot",
           message="ts_msg")
     ui.on([ui["ts_run"].change, ui["step_troubleshoot"].select, ui["lang"].change], findings, ["lang", "ts_run", "symptom"], outputs,
@@ -69,10 +76,13 @@ def wire(ui: UI) -> None:
             return {"symptom_md": ""}
         run = ctx.run_path(ts_run, lang) if ts_run else None
         diag = run_diagnosis(run) if run else None
-        return {"symptom_md": symptom_markdown(symptom, run, lang),
-                "rx": gr.Dropdown(choices=rx_choices(run, diag, symptom, lang), value=None)}
+        cfg = load_run_config(run) if run else None
+        return {"symptom_md": symptom_markdown(symptom, run, lang, diag),
+                "rx": gr.Dropdown(choices=rx_choices(run, diag, symptom, lang), value=None),
+                **action_buttons(diag, lang, symptom, cfg)}
 
-    ui.on(ui["symptom"].change, show_symptom, ["lang", "symptom", "ts_run"], ["symptom_md", "rx"],
+    ui.on(ui["symptom"].change, show_symptom, ["lang", "symptom", "ts_run"],
+          ["symptom_md", "rx", "ts_go_dataset", "ts_go_review"],
           api_name="symptom", message="ts_msg")
 
     def preview(*, lang: str, rx: str | None, ts_run: str | None) -> dict[str, Any]:
@@ -99,6 +109,16 @@ def wire(ui: UI) -> None:
 
     ui.on(ui["start_change"].click, start_change, ["lang", "ts_run", "rx"], ["ts_msg", "journal_df"],
           api_name="start_change", message="ts_msg")
+
+    def go(step: str):
+        def go_to() -> dict[str, Any]:
+            return {"wizard": gr.Tabs(selected=gates.STEP_IDS[step])}
+
+        go_to.__name__ = f"go_{step}"
+        return go_to
+
+    for step in ("dataset", "review"):
+        ui.on(ui[f"ts_go_{step}"].click, go(step), [], ["wizard"])
 
 
 def run_diagnosis(run: Path) -> dict[str, Any] | None:
@@ -127,6 +147,9 @@ def one_change_config(ui: UI, run: Path, rx: str, lang: str):
     diff = diff_configs(cfg, new)
     if not diff:
         raise UserError(t("err_rx_noop", lang))
+    if not moves_as_meant(cfg, p.change):
+        key, (old, value) = next(iter(diff.items()))
+        raise UserError(t("err_rx_wrong_way", lang, setting=key, old=old, new=value))
     ctx.policy.resolve_dataset(new.dataset, lang)
     ctx.policy.check_base(new.model.base, lang)
     new.save.output_dir = str(ctx.runs_dir)
@@ -138,14 +161,25 @@ def findings_markdown(diag: dict[str, Any] | None, lang: str) -> str:
     if diag is None:
         return t("no_diagnose", lang)
     lines = [f"### {t('findings_title', lang, status=diag.get('status') or '?')}"]
+    verdict = diag.get("verdict")
+    if verdict:
+        lines.append(verdict_markdown(verdict, lang, evidence=4) + "\n")
     observed = diag.get("observed") or []
     lines.append(f"**{t('observed', lang)}**")
-    lines += [f"- {LEVEL_ICON.get(f['level'], '•')} {f['message'][lang]}" for f in observed] or [f"- {t('nothing_unusual', lang)}"]
-    if diag.get("causes"):
+    lines += [f"- {LEVEL_ICON.get(f['level'], '•')} {f['message'][lang]}" + (f" ({t('weak_signal', lang)})" if f.get("weak")
+              else "") for f in observed] or [f"- {t('nothing_unusual', lang)}"]
+    causes = diag.get("causes") or []
+    main, lesser = [c for c in causes if not c.get("lesser")], [c for c in causes if c.get("lesser")]
+    if main:
         lines.append(f"\n**{t('likely_causes', lang)}**")
-        for i, c in enumerate(diag["causes"][:5], 1):
-            lines.append(f"{i}. {c['title'][lang]} ({c['score']:.2f})")
-    rxs = [p for p in diag.get("prescriptions") or [] if p.get("applicable", True)]
+        for i, c in enumerate(main[:5], 1):
+            lines.append(f"{i}. {c['title'][lang]} — {_strength(c, lang)}")
+    if lesser:
+        lines.append(f"\n**{t('lesser_causes', lang)}**")
+        lines += [f"- {c['title'][lang]} — {_strength(c, lang)}; {c['why_lesser'][lang]}" for c in lesser[:5]]
+    rxs = [p for p in diag.get("prescriptions") or [] if p.get("applicable", True) and not p.get("lesser")]
+    if not rxs and verdict and verdict["label"] == "fit":
+        lines.append(f"\n{t('nothing_to_fix', lang)}")
     if rxs:
         lines.append(f"\n**{t('prescriptions', lang)}**")
         for i, p in enumerate(rxs[:6], 1):
@@ -159,6 +193,41 @@ def findings_markdown(diag: dict[str, Any] | None, lang: str) -> str:
     return "\n".join(lines)
 
 
+def _strength(cause: dict[str, Any], lang: str) -> str:
+    """A cause's weight in words (a diagnosis.json from before words had only the score)."""
+    return STRENGTH_TEXT[cause.get("strength") or cause_strength(cause["score"])][lang]
+
+
+def action_buttons(diag: dict[str, Any] | None, lang: str, symptom: str | None = None, cfg: Any = None) -> dict[str, Any]:
+    """The first piece of advice that is done on the Dataset or Review step (the diagnosis', then the chosen
+    symptom's causes that agree with the verdict), as a button going there."""
+    titles = [(p["step"], p["title"][lang]) for p in (diag or {}).get("prescriptions") or []
+              if p.get("step") and p.get("applicable", True) and not p.get("lesser")]
+    if symptom:
+        kb = load_kb()
+        titles += [(p.step, p.text("title", lang)) for c, lesser in symptom_causes(symptom, (diag or {}).get("verdict"), cfg)
+                   if not lesser for p in kb.prescriptions_for(c.id) if p.step and not _not_for_run(p, cfg, diag, lang)]
+    out = {}
+    for step in ("dataset", "review"):
+        title = next((title for s, title in titles if s == step), None)
+        out[f"ts_go_{step}"] = gr.Button(f"{title} →" if title else "", visible=title is not None)
+    return out
+
+
+def _not_for_run(p: Any, cfg: Any, diag: dict[str, Any] | None, lang: str) -> str | None:
+    """Why a prescription does not fit this run (a checkpoint it lacks, a change the wrong way), or None."""
+    verdict = (diag or {}).get("verdict")
+    if p.id == "earlier_checkpoint" and verdict is not None and earlier_checkpoint(verdict) is None:
+        return t("no_earlier_checkpoint", lang)
+    if p.change is not None and cfg is not None:
+        try:
+            if not moves_as_meant(cfg, p.change):
+                return t("rx_wrong_way", lang, setting=p.change.key)
+        except (UserError, ValueError):
+            return None
+    return None
+
+
 def kb_entry(kind: str, entry_id: str, lang: str) -> Any:
     """A knowledge-base entry by id; an id it does not hold (an API client's value) is a message, not a KeyError."""
     try:
@@ -167,14 +236,27 @@ def kb_entry(kind: str, entry_id: str, lang: str) -> Any:
         raise UserError(t("err_unknown_kb_id", lang, kind=kind, id=entry_id)) from None
 
 
-def symptom_markdown(symptom_id: str, run: Path | None, lang: str) -> str:
+def symptom_markdown(symptom_id: str, run: Path | None, lang: str, diag: dict[str, Any] | None = None) -> str:
+    """The symptom's causes and prescriptions, read in the light of the run's verdict: causes that point away
+    from it come last, marked, and advice this run cannot take (a checkpoint it lacks, a change the wrong way)
+    says so instead of being offered."""
     kb = load_kb()
     s = kb.symptom(symptom_id)
     cfg = load_run_config(run) if run else None
-    lines = [f"### {s.text('title', lang)}", s.text("description", lang), f"\n**{t('causes', lang)}**"]
-    for i, c in enumerate(kb.causes_for(symptom_id, cfg), 1):
-        lines.append(f"{i}. **{c.text('title', lang)}** — {c.text('explanation', lang)}")
+    verdict = (diag or {}).get("verdict")
+    lines = [f"### {s.text('title', lang)}", s.text("description", lang)]
+    reading = symptom_reading(symptom_id, verdict, cfg)
+    if reading:
+        lines.append(f"\n> {reading[lang]}")
+    lines.append(f"\n**{t('causes', lang)}**")
+    for i, (c, lesser) in enumerate(symptom_causes(symptom_id, verdict, cfg), 1):
+        why = f" *({t('lesser_here', lang)})*" if lesser else ""
+        lines.append(f"{i}. **{c.text('title', lang)}**{why} — {c.text('explanation', lang)}")
         for p in kb.prescriptions_for(c.id):
+            not_here = _not_for_run(p, cfg, diag, lang)
+            if not_here:
+                lines.append(f"    - ~~{p.text('title', lang)}~~ ({not_here})")
+                continue
             change = f" `{describe_change(p.change, lang, cfg)}`" if p.change else ""
             lines.append(f"    - {p.text('title', lang)}{change}")
     return "\n".join(lines)
@@ -184,15 +266,19 @@ def rx_choices(run: Path | None, diag: dict[str, Any] | None, symptom: str | Non
     """Prescriptions that are one config change: the run's findings first, then the chosen symptom's."""
     kb = load_kb()
     cfg = load_run_config(run) if run else None
-    ids: list[str] = [p["id"] for p in (diag or {}).get("prescriptions", []) if p.get("change") and p.get("applicable", True)]
+    rxs = [p for p in (diag or {}).get("prescriptions", []) if p.get("change") and p.get("applicable", True)]
+    ids: list[str] = [p["id"] for p in rxs if not p.get("lesser")]
     if symptom:
-        for c in kb.causes_for(symptom, cfg):
+        for c, _ in symptom_causes(symptom, (diag or {}).get("verdict"), cfg):
             ids += [p.id for p in kb.prescriptions_for(c.id) if p.change]
+    ids += [p["id"] for p in rxs if p.get("lesser")]
     out = []
     for pid in dict.fromkeys(ids):
         p = kb.prescription(pid)
         try:
             change = describe_change(p.change, lang, cfg)
+            if cfg is not None and not moves_as_meant(cfg, p.change):
+                continue  # it would move the setting against what the prescription means
         except (UserError, ValueError):
             continue  # out of range for this config: not a change that can be made
         out.append((f"{p.text('title', lang)} — {change}", pid))

@@ -1,0 +1,128 @@
+"""One voice (issue 18): on the default demo run, nothing changed, the Steps page's forecast, Review and
+Troubleshoot show the same verdict in a real Chromium, and the Review grid is saved as a picture in
+``test-artifacts/``.
+
+The default run (about 2.5 minutes on 2 cores) is trained once for the module, headless, with exactly the config
+the app's Start would use on a fresh workspace; the app then opens on that workspace and the browser reads it.
+``LORA_DOCTOR_DEFAULT_RUN=<run folder>`` adopts a finished run instead of training one, when its config is the
+default's (paths and the run's name aside): for iterating on the pages, or on a machine too busy to train."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.test_browser import ARTIFACTS, CHROMIUM, button, pytestmark, shot, sync_api, wait_text  # noqa: F401
+
+VERDICT = re.compile(r"[Vv]erdict: (fit|under-trained|over-trained|broken)")
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory):
+    from trainer.loop import run_training
+    from trainer.runner import Runner
+    from ui.context import make_context
+    from ui.fields import config_from_values
+
+    workspace = tmp_path_factory.mktemp("ws")
+    ctx = make_context(workspace, runner=Runner())  # the demo dataset, prior scenes and the starting values
+    cfg = config_from_values(dict(ctx.defaults), ctx.runs_dir, [ctx.presets_dir])
+    if os.environ.get("LORA_DOCTOR_DEFAULT_RUN"):
+        return workspace, adopt(Path(os.environ["LORA_DOCTOR_DEFAULT_RUN"]), cfg)
+    result = run_training(cfg)
+    assert result.status == "finished", result
+    return workspace, result.run_dir
+
+
+def adopt(src: Path, cfg) -> Path:
+    """A finished run of the default config, copied into the workspace, its paths made the workspace's."""
+    from trainer.config import from_dict, read_toml
+    from trainer.io import atomic_write_text
+
+    theirs = from_dict(read_toml(src / "config.toml"))
+    paths = {"dataset": ("path", "reg_path"), "save": ("output_dir", "name")}
+
+    def settings(c) -> dict:
+        d = c.to_dict()
+        d.pop("preset", None)
+        for section, keys in paths.items():
+            for key in keys:
+                d[section].pop(key)
+        d["sample"]["prompts"] = [p.replace("{trigger}", c.dataset.trigger) for p in d["sample"]["prompts"]]
+        return d
+
+    assert settings(theirs) == settings(cfg), f"{src} was not trained with the default config"
+    assert (src / "status.json").read_text().count('"finished"'), f"{src} did not finish"
+    dest = Path(cfg.save.output_dir) / cfg.save.name / src.name
+    shutil.copytree(src, dest)
+    for section, keys in paths.items():
+        for key in keys:
+            setattr(getattr(theirs, section), key, getattr(getattr(cfg, section), key))
+    atomic_write_text(dest / "config.toml", theirs.to_toml())
+    return dest
+
+
+@pytest.fixture(scope="module")
+def app(default_run):
+    from ui.testing import running_app
+
+    with running_app(default_run[0]) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+def verdict_on(page, selector: str) -> str:
+    """The verdict the element shows, in the words every step uses."""
+    wait_text(page, selector, "erdict: ", 300)
+    found = VERDICT.search(page.locator(selector).inner_text())
+    assert found, page.locator(selector).inner_text()
+    return found.group(1)
+
+
+def test_plan_review_and_troubleshoot_agree_on_the_default_demo_run(app, default_run, browser):
+    from trainer.verdict import LABEL_TEXT, run_verdict
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    try:
+        page.goto(app.url)  # the wizard walked with its own buttons, nothing changed on the way
+        page.wait_for_function("() => document.body.innerText.includes('usable pictures')")
+        button(page, "Next: steps →").click()
+        plan = verdict_on(page, "#ld-plan")
+        shot(page, "verdict-2-steps")
+        button(page, "Next: preset →").click()
+        page.wait_for_selector("#ld-card-demo-character")
+        button(page, "Next: train →").click()
+        page.wait_for_selector("#ld-start")
+        button(page, "Next: review →").click()
+        review = verdict_on(page, "#ld-recommend")
+        page.wait_for_function("() => document.querySelectorAll('#ld-grid img').length >= 16")  # 4 saves + step 0
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.locator("#ld-grid").screenshot(path=str(ARTIFACTS / "review-grid-default-demo.png"))
+        shot(page, "verdict-5-review")
+        recommended = page.locator("#ld-recommend").inner_text()
+
+        button(page, "Next: troubleshoot →").click()
+        troubleshoot = verdict_on(page, "#ld-findings")
+        findings = page.locator("#ld-findings").inner_text()
+        shot(page, "verdict-6-troubleshoot")
+    finally:
+        context.close()
+
+    verdict = run_verdict(default_run[1])
+    assert plan == review == troubleshoot == LABEL_TEXT[verdict.label]["en"], (plan, review, troubleshoot)
+    assert verdict.recommended_step is not None and f"step-{verdict.recommended_step:06d}" in recommended
+    # what the issue saw on this run: "fit" beside "lower the dose" and "Learning rate too high (1.70)"
+    assert "Lower the dose" not in recommended and not re.search(r"\(\d+\.\d\d\)", findings)
