@@ -34,6 +34,7 @@ _POSITION_SIGMA = 0.09  # fraction of the image side; positions sit 0.22 apart
 _SIZE_SLOPE = 0.08  # log-ratio scale of the small/large decision
 _DRIFT_FULL = 40.0  # mean Lab distance that counts as "totally different"
 _TEMPLATE_SIDE = 24
+_ASPECT_CHANGE = 1.35  # an object's box this much taller (or wider) than the base picture's shows another silhouette
 
 
 def _rgb(img: ImageLike) -> np.ndarray:
@@ -367,7 +368,8 @@ def world_leakage_scores(img: ImageLike, base_img: ImageLike) -> dict[str, float
     A tiny model's samples move a few pixels whenever any weight changes, so pixel drift alone calls every
     LoRA leaky; what the seed's no-trigger check asks is whether the picture still shows the same thing.
     ``content``: the share of the base picture's object colour, shape and background that now reads as
-    something else (colour and shape only count when the base picture has an object); ``character``: how much
+    something else (colour and shape only count when the base picture has an object; a shape reads as something
+    else when ``detect_shape`` differs or its box's proportions do, see ``_silhouette_changed``); ``character``: how much
     more the character shows than in the base picture; ``leakage``: the larger; ``drift``: the pixel drift of
     ``leakage_scores``, for reference.
     """
@@ -375,11 +377,33 @@ def world_leakage_scores(img: ImageLike, base_img: ImageLike) -> dict[str, float
     base_has_object = _segment(b)[0].sum() >= 4
     checks = [detect_background(a) != detect_background(b)]
     if base_has_object:
-        checks += [detect_colour(a) != detect_colour(b), detect_shape(a) != detect_shape(b)]
+        checks += [detect_colour(a) != detect_colour(b), _silhouette_changed(a, b)]
     content = float(np.mean(checks))
     pixel = leakage_scores(a, b)
     return {"content": content, "character": pixel["character"], "drift": pixel["drift"],
             "leakage": max(content, pixel["character"])}
+
+
+def _aspect(rgb: np.ndarray) -> float | None:
+    """Height over width of the object's box, or None without an object."""
+    mask = _segment(rgb)[0]
+    if mask.sum() < 4:
+        return None
+    ys, xs = np.nonzero(mask)
+    return float((np.ptp(ys) + 1) / (np.ptp(xs) + 1))
+
+
+def _silhouette_changed(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether the object of ``a`` reads as another shape than that of ``b``. ``detect_shape`` matches the object's
+    box stretched to a square, so a circle with the character's hat on top still matches "circle" best (seen on
+    the demo's "a red circle on grass": its box 22 px tall and 13 wide against the base's 19 by 19); the box's
+    proportions tell them apart. Every world shape's box is about square, at either size."""
+    if detect_shape(a) != detect_shape(b):
+        return True
+    ra, rb = _aspect(a), _aspect(b)
+    if ra is None or rb is None:
+        return ra != rb
+    return max(ra / rb, rb / ra) > _ASPECT_CHANGE
 
 
 def leakage(img: ImageLike, base_img: ImageLike) -> float:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,10 @@ ABSORBED_WORDS: tuple[str, ...] = ("magenta", "pink", "purple", "yellow", "strip
 TRAIN_BACKGROUNDS: tuple[str, ...] = ("sky", "grass", "sand")
 TRAIN_POSITIONS: tuple[str, ...] = ("left", "center", "bottom")
 TRAIN_OUTFITS: tuple[str, ...] = ("red", "green")
+# Share of the prior images drawn in the words the character's captions use ("red" of "wearing a red hat", "on grass",
+# "left"...). Uniform world scenes hold those words too rarely (2 red shapes and 3 grass scenes in 30): the LoRA then
+# drew "a red circle on grass" with the character's hat on it.
+PRIOR_CAPTION_WORDS_SHARE = 0.5
 
 SUPERSAMPLE = 4  # draw at 4x and box-downsample: cheap antialiasing
 _JITTER_POS = 0.03  # fraction of the image side
@@ -288,13 +293,15 @@ def _png_bytes(img: Image.Image) -> bytes:
     return buf.getvalue()
 
 
-def write_world_dataset(out_dir: str | Path, n: int, seed: int, size: int = 64) -> dict[str, Any]:
-    """Write ``n`` world scenes as ``world_NNNNN.png`` + ``.txt`` into ``out_dir``; return counts per attribute."""
+def write_world_dataset(out_dir: str | Path, n: int, seed: int, size: int = 64,
+                        draw: Callable[[np.random.Generator], Scene] = sample_scene) -> dict[str, Any]:
+    """Write ``n`` world scenes (``draw``: uniformly random by default) as ``world_NNNNN.png`` + ``.txt`` into
+    ``out_dir``; return counts per attribute."""
     out = Path(out_dir)
     rng = np.random.default_rng(seed)
     counts: dict[str, Counter[str]] = {k: Counter() for k in ("shape", "colour", "background", "position", "size")}
     for i in range(n):
-        scene = sample_scene(rng)
+        scene = draw(rng)
         atomic_write_bytes(out / f"world_{i:05d}.png", _png_bytes(render_scene(scene, size, rng)))
         atomic_write_text(out / f"world_{i:05d}.txt", caption(scene) + "\n")
         for k, c in counts.items():
@@ -302,11 +309,34 @@ def write_world_dataset(out_dir: str | Path, n: int, seed: int, size: int = 64) 
     return {"folder": str(out), "n": n, "seed": seed, "size": size, "counts": {k: dict(c) for k, c in counts.items()}}
 
 
-def write_prior_dataset(out_dir: str | Path, n: int = 30, seed: int = 1, repeats: int = 1, size: int = 64) -> Path:
+def caption_word_scene(rng: np.random.Generator) -> Scene:
+    """A world scene in the words the character's captions use: a shape in a hat colour of its dataset
+    (``TRAIN_OUTFITS``) on one of its backgrounds, at one of its positions."""
+    while True:
+        colour, background = str(rng.choice(TRAIN_OUTFITS)), str(rng.choice(TRAIN_BACKGROUNDS))
+        if (colour, background) not in CLASHES:
+            break
+    return Scene(str(rng.choice(SHAPES)), colour, background, str(rng.choice(TRAIN_POSITIONS)),
+                 str(rng.choice(list(SIZES))))
+
+
+def write_prior_dataset(out_dir: str | Path, n: int = 30, seed: int = 1, repeats: int = 1, size: int = 64,
+                        caption_words_share: float = PRIOR_CAPTION_WORDS_SHARE) -> Path:
     """Prior images for the character's LoRA (``dataset.reg_path``): world scenes with their own captions, in a
     kohya ``<repeats>_world`` folder. Trained beside the character, they hold the world's prompts where the
-    base model drew them, so the character stays behind its trigger. Returns ``out_dir``."""
-    write_world_dataset(Path(out_dir) / f"{repeats}_world", n, seed, size)
+    base model drew them, so the character stays behind its trigger. ``caption_words_share`` of them are drawn
+    in the words the character's captions use (:func:`caption_word_scene`), the rest uniformly; none shows the
+    review's no-trigger scene (its shape and colour on its background). Returns ``out_dir``."""
+
+    review = next(p.expected for p in demo_prompt_specs() if not p.expected.get("character"))
+
+    def draw(rng: np.random.Generator) -> Scene:
+        while True:  # the review's no-trigger scene itself stays out: that check asks about unseen pictures
+            scene = caption_word_scene(rng) if rng.random() < caption_words_share else sample_scene(rng)
+            if (scene.shape, scene.colour, scene.background) != (review["shape"], review["colour"], review["background"]):
+                return scene
+
+    write_world_dataset(Path(out_dir) / f"{repeats}_world", n, seed, size, draw)
     return Path(out_dir)
 
 
