@@ -162,6 +162,19 @@ def test_dose_recommendation_stops_before_leakage_starts(tmp_path):
     assert "step 40" in rec["reason"]["en"]
 
 
+def test_the_pictures_are_measured_once_until_a_file_changes(tmp_path, monkeypatch):
+    run = fake_run(tmp_path, [10, 20], lambda step, kind: _world())
+    calls = []
+    real = review._measure_steps
+    monkeypatch.setattr(review, "_measure_steps", lambda root: calls.append(root) or real(root))
+    first = review.measure_steps(run)
+    first[0]["leakage"] = "changed by a caller"  # callers get copies
+    assert review.measure_steps(run) != first and len(calls) == 1
+    no_trigger = run / "samples" / "step-000020" / "03_no_trigger.png"
+    _burnt(_world()).save(no_trigger)
+    assert review.measure_steps(run)[1]["leakage"] > review.LEAKAGE_LIMIT and len(calls) == 2
+
+
 def test_a_folder_that_is_not_a_run_is_a_user_error(tmp_path):
     with pytest.raises(UserError):
         review.recommend_checkpoint(tmp_path)
@@ -177,11 +190,13 @@ def test_strength_sweep_renders_every_strength_and_prompt_and_reuses_the_result(
     cfg = tiny_config(data, tmp_path / "runs", {"train.max_steps": 3, "optim.lr": 5e-2, "sample.steps": 2})
     result = run_training(cfg, MemorySink())
     assert result.status == "finished", result.message
-    calls: list[tuple[int, int]] = []
+    calls: list[tuple[float, int, float | None]] = []
     records = strength.strength_sweep(result.run_dir, "final/lora.safetensors", (0.0, 1.2),
-                                    progress=lambda done, total: calls.append((done, total)))
+                                    progress=lambda done, total, at: calls.append((done, total, at)))
     assert [(r["strength"], r["kind"]) for r in records] == [(s, k) for s in (0.0, 1.2) for k in KINDS]
-    assert calls[0] == (0, 8) and calls[-1] == (8, 8)
+    assert calls[0] == (0, 8, None) and calls[-1] == (8, 8, 1.2)
+    assert (4, 8, 0.0) in calls and any(0 < done < 4 for done, _, _ in calls)  # each denoising step counts
+    assert [done for done, _, _ in calls] == sorted(done for done, _, _ in calls)
     first = records[0]["file"]
     assert Path(first).parent == result.run_dir / "review" / "final_lora"
     weak = np.asarray(Image.open(records[0]["file"]), dtype=np.float32)
@@ -189,3 +204,35 @@ def test_strength_sweep_renders_every_strength_and_prompt_and_reuses_the_result(
     assert np.abs(weak - strong).max() > 0  # the strength changes the picture
     again = strength.strength_sweep(result.run_dir, "final/lora.safetensors", (0.0, 1.2))
     assert again == records
+
+
+@pytest.mark.slow
+def test_sweeps_share_one_loaded_base_and_draw_what_a_fresh_one_draws(tmp_path, monkeypatch):
+    """The kept pipeline is loaded once for two checkpoints, and each sweep's pictures equal those of a sweep on
+    a freshly loaded base (the first sweep's LoRA and trigger embedding came off again)."""
+    import trainer.models
+    from tests.helpers import tiny_config, write_toy_dataset
+    from trainer.events import MemorySink
+    from trainer.loop import run_training
+
+    data = write_toy_dataset(tmp_path / "data", n=4)
+    cfg = tiny_config(data, tmp_path / "runs", {"train.max_steps": 4, "save.every_steps": 2, "optim.lr": 5e-2,
+                                                "sample.steps": 2, "lora.trigger_embedding": True})
+    result = run_training(cfg, MemorySink())
+    assert result.status == "finished", result.message
+    loads = []
+    real_load = trainer.models.load_pipeline
+    monkeypatch.setattr(trainer.models, "load_pipeline", lambda *a, **k: loads.append(1) or real_load(*a, **k))
+    kept = strength.SweepPipelines()
+    shared = {c: strength.strength_sweep(result.run_dir, c, (0.5, 1.0), pipelines=kept)
+              for c in ("checkpoints/step-000002/lora.safetensors", "checkpoints/step-000004/lora.safetensors")}
+    assert len(loads) == 1
+    for ckpt, records in shared.items():
+        kept_pictures = [np.asarray(Image.open(r["file"])) for r in records]
+        (Path(records[0]["file"]).parent / "manifest.json").unlink()  # not the cached result: draw again
+        fresh = strength.strength_sweep(result.run_dir, ckpt, (0.5, 1.0))
+        assert all(np.array_equal(a, np.asarray(Image.open(r["file"]))) for a, r in zip(kept_pictures, fresh)), ckpt
+    assert len(loads) == 3
+    kept.release()
+    strength.strength_sweep(result.run_dir, "final/lora.safetensors", (1.0,), pipelines=kept)
+    assert len(loads) == 4

@@ -12,6 +12,7 @@ import os
 import re
 import warnings
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,8 +99,10 @@ class DatasetReport:
 # ------------------------------------------------------------------------------------------- public API
 
 
-def scan_dataset(cfg: DatasetConfig | None = None, /, **overrides: Any) -> DatasetReport:
-    """Scan ``cfg.path``; keyword overrides (``path=``, ``trigger=``, ...) replace config fields.
+def scan_dataset(cfg: DatasetConfig | None = None, /, *, progress: Callable[[int, int], None] | None = None,
+                 **overrides: Any) -> DatasetReport:
+    """Scan ``cfg.path``; keyword overrides (``path=``, ``trigger=``, ...) replace config fields. ``progress(done,
+    total)`` after each picture file (every one is opened and hashed: seconds for a big folder).
 
     Raises :class:`UserError` for a missing path, a file instead of a folder, or a folder with no images.
     """
@@ -127,12 +130,16 @@ def scan_dataset(cfg: DatasetConfig | None = None, /, **overrides: Any) -> Datas
     captions: dict[str, str] = {}  # rel → the caption file's text (only real, non-empty ones)
     seen: dict[str, str] = {}  # content hash → rel of the first file with it
     folder_rows = []
+    done, total = 0, sum(len(f.files) for f in folders)
     for f in folders:
         problems.extend(f.problems)
         count = 0
         # prior images are captioned without the trigger on purpose
         folder_cfg = cfg.model_copy(update={"trigger": ""}) if f.prior else cfg
         for path in f.files:
+            if progress:
+                progress(done, total)
+            done += 1
             rel = f.prefix + path.relative_to(f.root).as_posix()
             try:
                 item, notes, text = _scan_image(path, rel, f, folder_cfg, buckets, seen)
@@ -148,6 +155,8 @@ def scan_dataset(cfg: DatasetConfig | None = None, /, **overrides: Any) -> Datas
             if text and not f.prior:  # tag counts and the trigger share describe the dataset itself
                 captions[rel] = text
         folder_rows.append({"name": f.name, "repeats": f.repeats, "images": count})
+    if progress:
+        progress(total, total)
     return _summarise(root, cfg, items, captions, problems, folder_rows)
 
 

@@ -240,7 +240,7 @@ def weight_growth_finding(rows: list[dict]) -> Finding | None:
         {"en": f"the LoRA weights' norm grew {growth:.0%} (step {s0}: {first:.4g} → step {s1}: {last:.4g}); "
                "the seeds' 'burnt colours, rough lines' over-training",
          "ko": f"LoRA 가중치 norm이 {growth:.0%} 커짐 ({s0}스텝 {first:.4g} → {s1}스텝 {last:.4g}); "
-               "색이 타고 선이 거칠어지는 과학습 신호"},
+               "색이 타고 선이 거칠어지는 과적합 신호"},
         [s0, s1], {"first": first, "last": last, "growth": growth},
     )
 
@@ -331,6 +331,7 @@ def sample_findings(samples_dir: Path) -> list[Finding]:
     from PIL import Image
 
     from .demo.measures import burn, leakage_scores
+    from .sampling import kind_words
 
     manifests = sorted(samples_dir.glob("step-*/manifest.json"))
     if len(manifests) < 2:
@@ -355,16 +356,17 @@ def sample_findings(samples_dir: Path) -> list[Finding]:
     out = []
     if burn_hits:
         step, kind, b = burn_hits[0]
+        en, ko = kind_words(kind, "en"), kind_words(kind, "ko")
         out.append(Finding("sample_burn", "warning",
-                           {"en": f"samples drift in saturation/contrast from step 0 (burn {b:.2f} at step {step}, {kind})",
-                            "ko": f"표본의 채도·대비가 0스텝보다 과해짐 ({step}스텝 {kind}, 탐 지수 {b:.2f})"},
+                           {"en": f"samples drift in saturation/contrast from step 0 (burn {b:.2f} at step {step}, {en})",
+                            "ko": f"샘플의 채도·대비가 0스텝보다 과해짐 ({step}스텝 {ko}, 탐 지수 {b:.2f})"},
                            sorted({h[0] for h in burn_hits}), {"burn": [[s, k, v] for s, k, v in burn_hits[:12]]}))
     if leak_hits:
         step, leak = leak_hits[0]
         out.append(Finding("leakage", "warning",
                            {"en": f"the no-trigger sample drifts from the base model's (leakage {leak:.2f} at step {step}): "
                                   "the LoRA is leaking into everything",
-                            "ko": f"트리거 없는 표본이 기반 모델의 그림에서 멀어짐 ({step}스텝 누출 {leak:.2f}): "
+                            "ko": f"트리거 없는 샘플이 기반 모델의 그림에서 멀어짐 ({step}스텝 누출 {leak:.2f}): "
                                   "다른 것까지 물들고 있음"},
                            [s for s, _ in leak_hits], {"leakage": [[s, v] for s, v in leak_hits]}))
     return out

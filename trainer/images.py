@@ -1,5 +1,6 @@
 """Reading a picture file for training: the first frame, EXIF-upright, 8-bit RGB, transparency on white; and the
-facts about a file the dataset scan reports (orientation, bit depth, transparency)."""
+facts about a file the dataset scan reports (orientation, bit depth, transparency); and a sample enlarged for
+showing (``for_display``)."""
 
 from __future__ import annotations
 
@@ -73,3 +74,25 @@ def to_rgb(im: Image.Image) -> Image.Image:
         white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
         return Image.alpha_composite(white, rgba).convert("RGB")
     return im.convert("RGB")
+
+
+# ------------------------------------------------------------------------------------------- showing
+
+DISPLAY_SIDE = 256  # a sample smaller than this is enlarged for showing: the demo's 64 px pictures become 256 px
+
+
+def display_scale(size: tuple[int, int], side: int = DISPLAY_SIDE) -> int:
+    """The whole factor a picture of ``size`` (width, height) is enlarged by for showing: the largest that keeps it
+    within ``side`` × ``side``, at least 1 (a picture already that big is shown as it is)."""
+    return max(1, side // max(1, max(size)))
+
+
+def for_display(im: Image.Image, side: int = DISPLAY_SIDE) -> Image.Image:
+    """An RGB copy of a sample a person can judge on a screen: a small picture (the demo's 64 px) enlarged by a
+    whole factor, nearest neighbour, so each pixel becomes a block of its own colour and nothing is invented or
+    blurred; a picture already ``side`` px or more is only converted."""
+    rgb = to_rgb(im)
+    k = display_scale(rgb.size, side)
+    if k == 1:
+        return rgb.copy() if rgb is im else rgb  # a copy: the caller may close the file it came from
+    return rgb.resize((rgb.width * k, rgb.height * k), Image.Resampling.NEAREST)

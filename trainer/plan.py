@@ -245,7 +245,7 @@ def sample_prompt_warnings(cfg: Config, report: DatasetReport) -> list[dict[str,
             "en": f'sample prompt {p["index"] + 1} "{shown}" is the caption of {files[0]}{more_en}: its pictures show '
                   "what was memorised, not whether the LoRA follows a new prompt; ask for a pose, place or outfit "
                   "the data does not have",
-            "ko": f'표본 프롬프트 {p["index"] + 1} "{shown}"은(는) {files[0]}{more_ko}의 캡션과 같음: 그 표본은 새 '
+            "ko": f'샘플 프롬프트 {p["index"] + 1} "{shown}"은(는) {files[0]}{more_ko}의 캡션과 같음: 그 샘플은 새 '
                   "프롬프트를 따르는지가 아니라 외운 것을 보여 줌. 데이터에 없는 자세, 장소, 의상을 요청하세요",
         }})
     return out

@@ -9,6 +9,7 @@ compared with the base model's (leakage) and the trigger samples with step 0 (bu
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable
@@ -140,7 +141,32 @@ def measure_steps(run_dir: str | Path) -> list[dict[str, Any]]:
     """Per sampled step after 0: ``leakage`` (no-trigger sample vs step 0's, the base model's picture; for the
     demo character, what the picture shows rather than its pixels),
     ``burn`` (mean over trigger samples vs step 0), and for the demo character ``likeness`` and ``adherence``
-    (means over trigger samples). Values are None where the pictures needed are missing."""
+    (means over trigger samples). Values are None where the pictures needed are missing.
+
+    Measured once per state of the run's files: Review, its recommendation, the verdict and the diagnosis
+    each ask, and a page visit asked several times for the same pictures."""
+    root = Path(run_dir).resolve()
+    return [dict(row) for row in _measured(root, _sample_files_stamp(root))]
+
+
+def _sample_files_stamp(root: Path) -> tuple[tuple[str, int, int], ...]:
+    """What :func:`measure_steps` reads (the config and every sample file), by name, size and time."""
+    out = []
+    for path in [root / "config.toml", *sorted(RunPaths(root).samples.glob("step-*/*"))]:
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        out.append((str(path), st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=16)
+def _measured(root: Path, stamp: tuple) -> tuple[dict[str, Any], ...]:
+    return tuple(_measure_steps(root))
+
+
+def _measure_steps(run_dir: Path) -> list[dict[str, Any]]:
     from .demo.measures import adherence, burn, leakage_scores, likeness, world_leakage_scores
 
     manifests = sample_manifests(run_dir)

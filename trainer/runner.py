@@ -145,11 +145,14 @@ class Runner:
 
     # ---------------------------------------------------------------------------------- snapshot
 
-    def snapshot(self) -> dict[str, Any]:
-        """A consistent copy of the run's state for display, with rates and an ETA computed here."""
+    def snapshot(self, rows_from: int = 0) -> dict[str, Any]:
+        """A consistent copy of the run's state for display, with rates and an ETA computed here. ``metrics``
+        holds the rows from index ``rows_from`` on (a poller that has the earlier ones copies only the new
+        ones); ``rows`` counts them all."""
         with self._lock:
             s = self.state
-            rows = list(s.metrics)
+            rows = s.metrics[rows_from:]
+            recent = [r["sec_per_step"] for r in s.metrics[-20:] if not r.get("skipped")]
             out = {
                 "version": self.version,
                 "active": self.active,
@@ -158,6 +161,7 @@ class Runner:
                 "step": s.step,
                 "total_steps": s.total_steps,
                 "metrics": rows,
+                "rows": len(s.metrics),
                 "alerts": list(s.alerts),
                 "samples": list(s.samples),
                 "checkpoints": list(s.checkpoints),
@@ -165,7 +169,6 @@ class Runner:
                 "progress": s.progress,
                 "message": s.message,
             }
-        recent = [r["sec_per_step"] for r in rows[-20:] if not r.get("skipped")]
         sec = sum(recent) / len(recent) if recent else None
         out["it_per_sec"] = (1.0 / sec) if sec else None
         out["eta_seconds"] = (sec * max(out["total_steps"] - out["step"], 0)) if sec else None

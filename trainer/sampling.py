@@ -9,6 +9,7 @@ are (no casting); train mode and the global RNG state are restored afterwards.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,21 @@ import torch
 from .io import atomic_write_bytes, atomic_write_json
 
 PROMPT_KINDS = ("trigger", "trigger_unseen", "trigger_outfit", "no_trigger")
+# What each kind is called where people read it (English, Korean); the UI's words take these too.
+PROMPT_KIND_WORDS = {
+    "trigger": ("trigger only", "트리거만"),
+    "trigger_unseen": ("trigger + unseen pose/background", "트리거 + 새 자세/배경"),
+    "trigger_outfit": ("trigger + other outfit", "트리거 + 다른 옷"),
+    "no_trigger": ("no trigger", "트리거 없음"),
+}
+
+
+def kind_words(kind: str, lang: str) -> str:
+    """A prompt kind for people; ``kind#3`` (two prompts of one kind) keeps its number, an unknown kind its id."""
+    base, _, index = kind.partition("#")
+    en, ko = PROMPT_KIND_WORDS.get(base, (base, base))
+    label = ko if lang == "ko" else en
+    return f"{label} #{index}" if index else label
 
 
 def expand_prompts(prompts: list[str], trigger: str) -> list[dict[str, Any]]:
@@ -71,24 +87,40 @@ def png_bytes(image) -> bytes:
 
 @torch.no_grad()
 def render(sampler, prompt: str, sample_cfg, size: tuple[int, int], device, precision_plan, seed: int):
+    return render_batch(sampler, [prompt], sample_cfg, size, device, precision_plan, seed)[0]
+
+
+@torch.no_grad()
+def render_batch(sampler, prompts: list[str], sample_cfg, size: tuple[int, int], device, precision_plan, seed: int,
+                 on_step: Callable[[int], None] | None = None) -> list:
+    """Several prompts drawn in one batch, each from the same starting noise (``seed``) as :func:`render` draws
+    it alone: the same pictures up to float rounding, in about a third of the time on a CPU (one UNet call per
+    denoising step for all of them). ``on_step(i)`` after each of the ``sample_cfg.steps`` denoising steps."""
     generator = torch.Generator(device="cpu").manual_seed(seed)
     width, height = size
     latents = torch.randn(
         (1, sampler.unet.config.in_channels, height // sampler.vae_scale_factor, width // sampler.vae_scale_factor),
         generator=generator,
-    ).to(device)
+    ).repeat(len(prompts), 1, 1, 1).to(device)
+    negative = [sample_cfg.negative_prompt] * len(prompts) if sample_cfg.negative_prompt else None
+
+    def step_done(pipe, i, timestep, tensors):
+        on_step(i + 1)
+        return {}
+
     with precision_plan.autocast():
         out = sampler(
-            prompt=prompt,
-            negative_prompt=sample_cfg.negative_prompt or None,
+            prompt=list(prompts),
+            negative_prompt=negative,
             num_inference_steps=sample_cfg.steps,
             guidance_scale=sample_cfg.guidance,
             width=width,
             height=height,
             latents=latents,
             output_type="pil",
+            callback_on_step_end=step_done if on_step else None,
         )
-    return out.images[0]
+    return out.images
 
 
 def write_samples(

@@ -7,6 +7,7 @@ from typing import Any
 
 import gradio as gr
 
+from . import live
 from .binding import UI
 from .context import AppContext
 from .fields import NAMES
@@ -23,10 +24,19 @@ CSS = """
 .ld-alert h3 {margin:0 0 8px 0;color:#b71c1c}
 .ld-alert th {text-align:left;padding-right:12px;white-space:nowrap;vertical-align:top}
 .ld-rx {margin-top:10px;padding-top:8px;border-top:1px solid #f5c2c0}
-.ld-grid img {width:96px;height:96px;image-rendering:pixelated;border-radius:4px}
+.ld-grid img {max-width:min(256px,20vw);height:auto;image-rendering:pixelated;border-radius:4px}
 .ld-grid th, .ld-grid td {padding:4px;text-align:center;font-size:12px}
 .ld-grid tr.ld-rec {background:#fff8e1}
 .ld-card-text {font-size:12px;min-height:48px}
+#ld-header {flex-wrap:wrap}
+#ld-title {flex:1 1 300px;min-width:min(300px,100%)}
+#ld-title h1 {word-break:keep-all;overflow-wrap:normal}
+.ld-captions .thumbnail-item {aspect-ratio:auto;height:auto;overflow:visible;display:flex;flex-direction:column}
+.ld-captions .thumbnail-item > img {aspect-ratio:1;height:auto}
+.ld-captions .caption-label {position:static;white-space:normal;overflow:visible;text-overflow:clip;max-width:none;
+  opacity:1;border:none;border-radius:0;background:none;overflow-wrap:anywhere;text-align:center}
+#ld-sweep .grid-wrap {max-height:none;height:auto;overflow-y:visible}
+#ld-sweep img {image-rendering:pixelated}
 """
 
 STEPS = (("dataset", "step_dataset", dataset), ("plan", "step_plan", plan), ("preset", "step_preset", preset),
@@ -39,16 +49,18 @@ def build_app(ctx: AppContext) -> gr.Blocks:
     ui = UI(ctx)
     lang = ctx.lang
     with gr.Blocks(title="LoRA Doctor", delete_cache=DELETE_CACHE, analytics_enabled=False) as demo:
-        with gr.Row():
-            ui.add("title", gr.Markdown(t("title", lang)), "title", "value")
+        with gr.Row(elem_id="ld-header"):
+            ui.add("title", gr.Markdown(t("title", lang), elem_id="ld-title"), "title", "value")
             ui.add("lang", gr.Radio(choices=[("한국어", "ko"), ("English", "en")], value=lang, show_label=False,
                                     scale=0, min_width=220, elem_id="ld-lang"))
         ui.add("report_state", gr.State(None))
         ui.add("poll_state", gr.State(None))
-        with gr.Walkthrough(selected=0) as wizard:
+        # Tabs, not gr.Walkthrough: a walkthrough disables every step after the selected one, so going back
+        # to an earlier step (or reloading the page) locked finished runs' Review out; tabs keep what opened open
+        with gr.Tabs(selected=0, elem_id="ld-wizard") as wizard:
             ui.add("wizard", wizard)
             for i, (key, name, module) in enumerate(STEPS):
-                with gr.Step(t(name, lang), id=i, interactive=i == 0, elem_id=f"ld-{key}") as step:
+                with gr.Tab(t(name, lang), id=i, interactive=i == 0, elem_id=f"ld-{key}") as step:
                     ui.add(name, step, name)
                     module.build(ui)
         timer = gr.Timer(1.0)
@@ -59,6 +71,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         review.wire(ui)
         troubleshoot.wire(ui)
         _wire_language(ui)
+        _remember_language(ui, demo)
         _wire_first_load(ui, demo)
     return demo
 
@@ -76,11 +89,36 @@ def _wire_language(ui: UI) -> None:
                 out[f"card_{p.id}_md"] = gr.update(value=p.blurb(lang))
         out["device_md"] = preset.device_text(ui, lang)
         out["preset"] = gr.update(choices=preset.preset_choices(ui, lang), label=t("preset_label", lang))
+        runs = ui.ctx.run_choices(lang)  # the runs' statuses, in words of this language
+        for name in ("review_run", "ts_run"):
+            out[name] = {**out.get(name, gr.update()), "choices": runs}
         return out
 
     names = [n for n in NAMES if n in ui.c] + [name for name, _, _ in ui.texts]
     names += [f"card_{pid}" for pid in ui.cards] + [f"card_{pid}_md" for pid in ui.cards] + ["device_md", "preset"]
+    names += ["review_run", "ts_run"]
     ui.on(ui["lang"].change, relabel, ["lang"], list(dict.fromkeys(names)), show_progress="hidden")
+
+
+LANG_KEY = "lora-doctor-lang"
+# On load: ``?lang=ko`` in the address, else the language this browser chose last, else the app's own.
+LANG_READ_JS = f"""(current) => {{
+    const asked = new URLSearchParams(window.location.search).get("lang");
+    let saved = null;
+    try {{ saved = window.localStorage.getItem("{LANG_KEY}"); }} catch (e) {{}}
+    const lang = asked || saved;
+    return ["ko", "en"].includes(lang) ? lang : current;
+}}"""
+LANG_SAVE_JS = f"""(lang) => {{
+    try {{ window.localStorage.setItem("{LANG_KEY}", lang); }} catch (e) {{}}
+}}"""
+
+
+def _remember_language(ui: UI, demo: gr.Blocks) -> None:
+    """The chosen language survives a reload: the browser keeps it (localStorage) and sets it again on load,
+    which relabels the page through the language switch's own change event. No server call either way."""
+    ui["lang"].change(None, ui["lang"], None, js=LANG_SAVE_JS)
+    demo.load(None, ui["lang"], ui["lang"], js=LANG_READ_JS)
 
 
 def _wire_first_load(ui: UI, demo: gr.Blocks) -> None:
@@ -137,6 +175,7 @@ def launch_app(demo: gr.Blocks, security: Security, host: str = "127.0.0.1", por
         show_error=False,
         app_kwargs=app_kwargs(security),
         css=CSS,
+        js=live.PAGE_JS,
         footer_links=["gradio", "settings"],
     )
     if share and demo.share_url:

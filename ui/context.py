@@ -12,7 +12,9 @@ from typing import Any
 
 from trainer.errors import UserError
 from trainer.runner import Runner, get_runner
+from trainer.strength import SweepPipelines
 
+from .i18n import TEXTS, t
 from .paths import PathPolicy
 
 DEMO_DATASET = "demo-zxc"
@@ -30,6 +32,7 @@ class AppContext:
     device: str = "cpu"
     bf16: bool = False
     api_outputs: dict[str, list[str]] = field(default_factory=dict)  # endpoint → output names (for clients)
+    sweeps: SweepPipelines = field(default_factory=SweepPipelines)  # the base model kept between strength sweeps
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _recommend_cache: dict[tuple[str, float], Any] = field(default_factory=dict, repr=False)
 
@@ -49,14 +52,14 @@ class AppContext:
     def configs_dir(self) -> Path:
         return self.workspace / "configs"
 
-    def run_choices(self) -> list[tuple[str, str]]:
+    def run_choices(self, lang: str = "en") -> list[tuple[str, str]]:
         """(label, value) for every run in the workspace, newest first; the value is the folder inside runs/."""
         from trainer.rundir import list_runs, run_status
 
         out = []
         for run in reversed(list_runs(self.runs_dir)):
             rel = run.relative_to(self.runs_dir).as_posix()
-            out.append((f"{rel} ({status_label(run_status(run))})", rel))
+            out.append((f"{rel} ({status_label(run_status(run), lang)})", rel))
         return out
 
     def run_path(self, rel: str, lang: str = "en") -> Path:
@@ -95,12 +98,13 @@ class AppContext:
         return rec
 
 
-def status_label(status: dict[str, Any]) -> str:
+def status_label(status: dict[str, Any], lang: str = "en") -> str:
     """A run's status as run lists show it; a killed run says it was interrupted and where it can resume."""
-    label = status.get("status", "?")
-    if label == "interrupted":
+    name = status.get("status", "?")
+    label = t(f"status_{name}", lang) if f"status_{name}" in TEXTS else name
+    if name == "interrupted":
         step = status.get("resume_step")
-        label += f", resume from step {step}" if step is not None else ", no checkpoint to resume from"
+        label += ", " + (t("status_resume_from", lang, step=step) if step is not None else t("status_no_resume", lang))
     return label
 
 

@@ -3,6 +3,8 @@ that every key the code uses exists in both languages)."""
 
 from __future__ import annotations
 
+from trainer.sampling import PROMPT_KIND_WORDS, kind_words
+
 LANGS = ("en", "ko")
 
 TEXTS: dict[str, tuple[str, str]] = {
@@ -54,10 +56,11 @@ TEXTS: dict[str, tuple[str, str]] = {
                  "학습할 그림 폴더를 고르고(또는 업로드하고) 트리거 단어를 적은 뒤 **검사**를 누르세요."),
     "scan": ("Scan", "검사"),
     "scanning": ("Scanning the pictures…", "그림을 검사하는 중…"),
+    "drawing_thumbnails": ("Making the thumbnails and the report…", "미리보기와 보고서를 만드는 중…"),
     "scan_done": ("Scanned: {n} usable pictures.", "검사 완료: 쓸 수 있는 그림 {n}장."),
     "demo_prior_dropped": (" The demo's prior images (its world scenes) were taken out of 'Prior images folder': they "
                            "belong to the demo character.",
-                           " 데모의 사전 보존 그림(데모 세계 장면)은 데모 캐릭터용이라 '사전 보존 그림 폴더'에서 뺐다."),
+                           " 데모의 사전 보존 그림(데모 세계 장면)은 데모 캐릭터용이라 '사전 보존 그림 폴더'에서 뺐습니다."),
     "next_steps": ("Next: steps →", "다음: 스텝 →"),
     "upload_title": ("Upload pictures or a zip", "그림이나 zip 업로드"),
     "upload_files": ("Pictures, captions (.txt) or a .zip", "그림, 캡션(.txt) 또는 .zip"),
@@ -85,6 +88,8 @@ TEXTS: dict[str, tuple[str, str]] = {
     "col_captions": ("captions", "캡션 수"),
     "col_share": ("share", "비율"),
     "thumbnails": ("Pictures (click one to edit its caption)", "그림 (누르면 캡션을 고칠 수 있습니다)"),
+    "thumbs_shown": ("{shown} of {total} pictures shown below (the first ones); the report above counts them all.",
+                     "아래에는 그림 {total}장 중 앞의 {shown}장만 보입니다. 위 보고서는 모두 셉니다."),
     "caption_file": ("Picture", "그림"),
     "caption_text": ("Caption", "캡션"),
     "caption_save": ("Save caption", "캡션 저장"),
@@ -106,7 +111,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "summary_trigger": ('- trigger "{trigger}" in {share}% of captions', '- 트리거 "{trigger}"가 캡션의 {share}%에 있음'),
     "summary_prior": ("- **{n}** prior images (`reg/` folders) train beside them, captioned without the trigger; "
                       "pictures × repeats counts them too",
-                      "- 사전 보존 그림 **{n}**장(`reg/` 폴더)이 함께 학습된다. 트리거 없이 캡션. 그림 × 반복에 포함"),
+                      "- 사전 보존 그림 **{n}**장(`reg/` 폴더)도 함께 학습합니다. 캡션에는 트리거가 없고, 그림 × 반복에 포함됩니다"),
     # 2 steps
     "plan_intro": ("How long to train. The count below is the real one: a batch never mixes bucket sizes.",
                    "얼마나 학습할지 정합니다. 아래 값이 실제 스텝 수입니다. 한 배치에는 같은 버킷의 그림만 들어갑니다."),
@@ -164,8 +169,11 @@ TEXTS: dict[str, tuple[str, str]] = {
     "status_running": ("running", "학습 중"),
     "status_finished": ("finished", "완료"),
     "status_stopped": ("stopped", "정지됨"),
-    "status_guard_stopped": ("stopped by the numerics guard", "수치 감시가 멈춤"),
+    "status_guard_stopped": ("stopped by the numerics guard", "수치 감시로 정지됨"),
     "status_failed": ("failed", "실패"),
+    "status_interrupted": ("interrupted", "중단됨"),
+    "status_resume_from": ("resume from step {step}", "{step} 스텝부터 이어서 학습 가능"),
+    "status_no_resume": ("no checkpoint to resume from", "이어서 학습할 체크포인트 없음"),
     "status_step": ("step {step} / {total}", "{step} / {total} 스텝"),
     "status_eta": ("ETA {eta}", "남은 시간 {eta}"),
     "peak": ("peak", "최대"),
@@ -176,7 +184,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "next_troubleshoot": ("Next: troubleshoot →", "다음: 문제 해결 →"),
     "to_troubleshoot": ("Go to Troubleshoot →", "문제 해결로 →"),
     "samples": ("Samples", "샘플"),
-    "alert_stopped": ("Training stopped: a value became NaN/Inf", "학습 중단: 값이 NaN/Inf가 되었습니다"),
+    "alert_stopped": ("Training stopped: a value became NaN/Inf", "학습 정지: 값이 NaN/Inf가 되었습니다"),
     "alert_seen": ("A value became NaN/Inf (the guard chose: {action})", "값이 NaN/Inf가 되었습니다 (감시의 조치: {action})"),
     "alert_first": ("What broke first", "먼저 망가진 것"),
     "alert_where": ("Where", "위치"),
@@ -184,14 +192,15 @@ TEXTS: dict[str, tuple[str, str]] = {
     "alert_files": ("Batch files", "배치 파일"),
     "alert_numbers": ("Settings", "설정"),
     "alert_try": ("Try first:", "먼저 해 볼 것:"),
+    "action_stop": ("stop", "정지"),
+    "action_skip": ("skip the step", "그 스텝 건너뛰기"),
+    "action_rollback": ("roll back", "되돌리기"),
+    "signal_precision_fallback": ("Precision changed", "정밀도 변경"),
+    "signal_save_refused": ("Save refused", "저장 거부"),
     "broke_loss": ("the loss", "손실(loss)"),
-    "broke_grad": ("the gradient (before any weight changed)", "그래디언트 (가중치가 바뀌기 전)"),
+    "broke_grad": ("the gradient (before any weight changed)", "그라디언트 (가중치가 바뀌기 전)"),
     "broke_param": ("the LoRA weights", "LoRA 가중치"),
     "broke_ema": ("the EMA copy of the weights", "가중치의 EMA 사본"),
-    "kind_trigger": ("trigger only", "트리거만"),
-    "kind_trigger_unseen": ("trigger + unseen pose/background", "트리거 + 새 자세/배경"),
-    "kind_trigger_outfit": ("trigger + other outfit", "트리거 + 다른 옷"),
-    "kind_no_trigger": ("no trigger", "트리거 없음"),
     # 5 review
     "measures": ("Per sampled step: leakage (no-trigger picture vs the base model's), burn, likeness",
                  "샘플 스텝별: 누출(트리거 없는 그림 vs 기반 모델), 색 탐, 닮음"),
@@ -203,7 +212,9 @@ TEXTS: dict[str, tuple[str, str]] = {
     "checkpoint": ("Checkpoint (LoRA file)", "체크포인트 (LoRA 파일)"),
     "sweep": ("Strength sweep 0.6 / 0.8 / 1.0 / 1.2", "강도 비교 0.6 / 0.8 / 1.0 / 1.2"),
     "sweep_title": ("Strength sweep", "강도 비교"),
-    "sweeping": ("Drawing at each strength…", "강도별로 그리는 중…"),
+    "sweep_loading": ("Loading the base model and the LoRA…", "기반 모델과 LoRA를 불러오는 중…"),
+    "sweeping_at": ("Drawing at strength {strength}: picture {done} of {total}…",
+                    "강도 {strength}로 그리는 중: 그림 {total}장 중 {done}장째…"),
     "sweep_done": ("{n} pictures for {ckpt}.", "{ckpt}: 그림 {n}장."),
     "err_sweep_while_training": ("Wait until the training run ends (or stop it): the sweep needs the same "
                                  "memory and cores.", "학습이 끝날 때까지 기다리거나 멈추세요. 강도 비교는 같은 메모리와 "
@@ -211,6 +222,8 @@ TEXTS: dict[str, tuple[str, str]] = {
     "err_pick_checkpoint": ("pick a checkpoint first", "먼저 체크포인트를 고르세요"),
     "download": ("Download this LoRA", "이 LoRA 내려받기"),
     "download_file": ("LoRA file", "LoRA 파일"),
+    "download_preparing": ("Preparing the file…", "파일을 준비하는 중…"),
+    "review_loading": ("Measuring the sample pictures…", "샘플 그림을 재는 중…"),
     "download_ready": ("{name} is ready below.", "{name}을(를) 아래에서 받으세요."),
     "download_ready_embedding": ("{name} is ready below: the LoRA and its trigger embedding {trigger}.safetensors. "
                                  "Put the embedding in your UI's embeddings folder and write {trigger} in prompts.",
@@ -271,15 +284,25 @@ TEXTS: dict[str, tuple[str, str]] = {
 }
 
 
+TEXTS.update({f"kind_{kind}": words for kind, words in PROMPT_KIND_WORDS.items()})  # the sample prompts' kinds
+
+
 def t(key: str, lang: str = "en", **values: object) -> str:
     en, ko = TEXTS[key]
     text = ko if lang == "ko" else en
     return text.format(**values) if values else text
 
 
+def signal_label(signal: str, lang: str) -> str:
+    """A finding's or alert's signal id for people: the UI's own words, else the knowledge base's title."""
+    if f"signal_{signal}" in TEXTS:
+        return t(f"signal_{signal}", lang)
+    from trainer.kb import load_kb
+
+    entry = load_kb().signals.get(signal)
+    return entry.text("title", lang) if entry is not None else signal
+
+
 def kind_label(kind: str, lang: str) -> str:
     """A sample-prompt kind for people; ``kind#3`` (two prompts of one kind) keeps its number."""
-    base, _, index = kind.partition("#")
-    key = f"kind_{base}"
-    label = t(key, lang) if key in TEXTS else base
-    return f"{label} #{index}" if index else label
+    return kind_words(kind, lang)

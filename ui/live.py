@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
+from trainer.images import for_display
 from trainer.plan import Schedule
 
-from .i18n import t
+from .i18n import TEXTS, signal_label, t
 
 MAX_GALLERY = 48
 MAX_FILES_SHOWN = 8
+# The page's side of the live plots (run on page load): it keeps the figures and appends the new points.
+PAGE_JS = (Path(__file__).parent / "live_view.js").read_text(encoding="utf-8")
 
 
 def _clock(seconds: float | None) -> str:
@@ -124,7 +128,9 @@ def alert_html(snap: dict[str, Any], lang: str, prescription: dict[str, str] | N
         change = f" <code>{e(prescription['change'])}</code>" if prescription.get("change") else ""
         rx = (f"<p class='ld-rx'><b>{t('alert_try', lang)}</b> {e(prescription['title'])}{change}<br>"
               f"{e(prescription['detail'])}</p>")
-    title = t("alert_stopped" if stopped else "alert_seen", lang, action=e(str(alert.get("action", ""))))
+    action = str(alert.get("action", ""))
+    action = t(f"action_{action}", lang) if f"action_{action}" in TEXTS else action
+    title = t("alert_stopped" if stopped else "alert_seen", lang, action=e(action))
     return f"<div class='ld-alert' id='ld-alert-box'><h3>🛑 {title}</h3><table>{body}</table>{rx}</div>"
 
 
@@ -134,20 +140,29 @@ def warnings_markdown(snap: dict[str, Any], lang: str) -> str:
     for a in snap.get("alerts", []):
         if str(a.get("kind", "")).startswith("nonfinite_"):
             continue
-        lines.append(f"- ⚠️ **{a.get('kind')}**: {a.get('message', '')}")
+        lines.append(f"- ⚠️ **{signal_label(str(a.get('kind')), lang)}**: {a.get('message', '')}")
     return "\n".join(lines)
 
 
-def gallery_items(snap: dict[str, Any], lang: str) -> list[tuple[Image.Image, str]]:
-    """Sample pictures, newest first, as images (not paths: gradio serves only what it copied itself)."""
+def open_rgb(path: Path) -> Image.Image | None:
+    """A picture file as an RGB image; None when it cannot be read."""
+    try:
+        with Image.open(path) as im:
+            return for_display(im)
+    except OSError:
+        return None
+
+
+def gallery_items(snap: dict[str, Any], lang: str,
+                  picture: Callable[[Path], Any] = open_rgb) -> list[tuple[Any, str]]:
+    """Sample pictures, newest first, each as ``picture`` gives its file (an image by default; not the run's
+    path: gradio serves only what it copied itself); a file it cannot give (None) is left out."""
     out = []
     for ev in reversed(snap.get("samples", [])):
         folder = Path(ev.get("path", ""))
         for rec in ev.get("samples", []):
-            try:
-                with Image.open(folder / rec["file"]) as im:
-                    img = im.convert("RGB")
-            except OSError:
+            img = picture(folder / rec["file"])
+            if img is None:
                 continue
             weights = " (EMA)" if rec.get("weights") == "ema" else ""
             out.append((img, f"{t('step', lang)} {rec.get('step', ev.get('step'))} · {t('kind_' + rec['kind'], lang)}"

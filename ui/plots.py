@@ -1,9 +1,11 @@
 """Plotly figures from metric rows: pure functions, no gradio, unit-tested.
 
-Each figure goes to the browser as whole JSON on every poll, so every trace is decimated to at most
-:data:`MAX_POINTS` (per bucket the min and the max survive, and so does every non-finite or skipped step).
-A non-finite value is a gap in a line, which is easy to miss: such steps get their own red markers and
-vertical lines. ``layout.uirevision`` is the run's id, so a user's zoom survives the updates of one run.
+A tab gets the whole figures once (its first look, a new run or language) and then only the new points
+(:func:`new_points`, which the page appends to the figures it holds), so a poll costs the rows that arrived.
+A whole figure is decimated to at most :data:`MAX_POINTS` per trace (per bucket the min and the max
+survive, and so does every non-finite or skipped step). A non-finite value is a gap in a line, which is easy
+to miss: such steps get their own red markers and vertical lines. ``layout.uirevision`` is the run's id, so a
+user's zoom survives the updates of one run.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ TEXT = {
     "loss": ("Loss", "손실"),
     "loss_raw": ("loss", "손실"),
     "loss_smooth": ("smoothed (EMA)", "평활 (EMA)"),
-    "grad": ("Gradient norm", "그래디언트 노름"),
+    "grad": ("Gradient norm", "그라디언트 노름"),
     "grad_before": ("before clipping", "클리핑 전"),
     "grad_after": ("after clipping", "클리핑 후"),
     "max_norm": ("max norm", "최대 노름"),
@@ -92,13 +94,20 @@ def decimate(xs: Sequence[float], ys: Sequence[float], max_points: int = MAX_POI
 
 def smooth(values: Sequence[float], beta: float = SMOOTHING) -> list[float]:
     """Debiased exponential moving average (as TensorBoard draws it); non-finite values are passed over."""
-    out, avg, count = [], 0.0, 0
+    return smooth_from(values, beta=beta)[0]
+
+
+def smooth_from(values: Sequence[float], avg: float = 0.0, count: int = 0,
+                beta: float = SMOOTHING) -> tuple[list[float], float, int]:
+    """:func:`smooth` continued from the running average ``avg`` of ``count`` earlier finite values; returns
+    the smoothed values and the running average and count after them."""
+    out = []
     for v in values:
         if math.isfinite(v):
             avg = beta * avg + (1 - beta) * v
             count += 1
         out.append(avg / (1 - beta**count) if count else math.nan)
-    return out
+    return out, avg, count
 
 
 def _bad_rows(rows: Sequence[dict]) -> list[int]:
@@ -189,6 +198,9 @@ def loss_figure(rows: Sequence[dict], lang: str = "en", uirevision: str = "run")
     return chart.figure()
 
 
+GRAD_BAND = "rgba(255, 127, 14, 0.35)"  # ORANGE, pale: the before-clipping band under the after line
+
+
 def grad_figure(rows: Sequence[dict], max_norm: float = 0.0, lang: str = "en", uirevision: str = "run") -> Fig:
     """Total gradient norm before and after clipping (log scale) with the clipping threshold."""
     chart = _Chart(tr("grad", lang), tr("grad", lang), uirevision, lang, log_y=True)
@@ -200,8 +212,11 @@ def grad_figure(rows: Sequence[dict], max_norm: float = 0.0, lang: str = "en", u
     before = [value(r.get("grad_norm")) for r in rows]
     after = [value(r.get("grad_norm_clipped")) for r in rows]
     bad = sorted(set(_bad_rows(rows)) | {i for i, v in enumerate(before) if not math.isfinite(v)})
-    chart.line(xs, before, tr("grad_before", lang), ORANGE, keep=bad)
-    chart.line(xs, after, tr("grad_after", lang), BLUE, keep=bad, dash="dot")
+    # Unclipped steps have after == before, so two like lines would hide each other: "before" is a wide pale
+    # band and "after" a thin dark line drawn over it (inside the band where nothing was clipped, at the
+    # threshold below it where clipping cut the gradient).
+    chart.line(xs, before, tr("grad_before", lang), GRAD_BAND, keep=bad, width=7)
+    chart.line(xs, after, tr("grad_after", lang), BLUE, keep=bad, width=1.5)
     if max_norm and max_norm > 0:
         chart.hline(max_norm, GREEN, f"{tr('max_norm', lang)} {max_norm:g}")
     _alert_markers(chart, rows, bad, [v if v > 0 else math.nan for v in before], lang)
@@ -234,6 +249,52 @@ def scale_figure(rows: Sequence[dict], lang: str = "en", uirevision: str = "run"
         chart.markers([xs[i] for i in pick], [scales[i] for i in pick], tr("skipped", lang),
                       {"color": ORANGE, "symbol": "triangle-down", "size": 9})
     return chart.figure()
+
+
+LIVE = ("loss", "grad", "lr", "scale")  # the Train step's figures, as the page names them
+
+
+def live_figures(rows: Sequence[dict], max_norm: float, lang: str, uirevision: str) -> dict[str, Fig]:
+    """The Train step's four figures of these rows, whole (decimated)."""
+    return {"loss": loss_figure(rows, lang, uirevision), "grad": grad_figure(rows, max_norm, lang, uirevision),
+            "lr": lr_figure(rows, lang, uirevision), "scale": scale_figure(rows, lang, uirevision)}
+
+
+def live_carry(rows: Sequence[dict]) -> dict[str, Any]:
+    """What :func:`new_points` needs to know of the rows a tab's whole figures were drawn from: the loss
+    EMA's running average and count, and whether the scale figure has a line (fp16) or only its note."""
+    _, avg, count = smooth_from([value(r.get("loss")) for r in rows])
+    return {"ema": [avg, count], "scaled": any(math.isfinite(value(r.get("loss_scale"))) for r in rows)}
+
+
+def changes_shape(rows: Iterable[dict], carry: dict[str, Any]) -> bool:
+    """True when these new rows add more than points to the lines: a non-finite or skipped step (markers and
+    vertical lines) or the first loss scale (the scale figure's note becomes a line). Such rows take whole
+    figures."""
+    for r in rows:
+        if r.get("nonfinite") or r.get("skipped"):
+            return True
+        if not (math.isfinite(value(r.get("loss"))) and math.isfinite(value(r.get("grad_norm")))):
+            return True
+        if not carry["scaled"] and math.isfinite(value(r.get("loss_scale"))):
+            return True
+    return False
+
+
+def new_points(rows: Sequence[dict], carry: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The points that new rows (none of which :func:`changes_shape`) add to the live figures' lines, and the
+    carry after them: ``{"x": steps, "y": {figure: [ys per line trace, in the whole figure's trace order]}}``.
+    Appended to the whole figures of the earlier rows they give the whole figures of all rows, as long as no
+    decimation happened."""
+    def ys(key: str) -> list[float | None]:
+        return [_gap(value(r.get(key))) for r in rows]
+
+    loss = [value(r.get("loss")) for r in rows]
+    smoothed, avg, count = smooth_from(loss, *carry["ema"])
+    y = {"loss": [[_gap(v) for v in loss], [_gap(v) for v in smoothed]],
+         "grad": [ys("grad_norm"), ys("grad_norm_clipped")], "lr": [ys("lr")],
+         "scale": [ys("loss_scale")] if carry["scaled"] else []}
+    return {"x": [r["step"] for r in rows], "y": y}, {**carry, "ema": [avg, count]}
 
 
 def as_figure(fig: Fig) -> go.Figure:

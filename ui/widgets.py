@@ -21,7 +21,7 @@ def base_choices() -> list[str]:
 def run_picker(ui: UI, name: str, refresh: str) -> None:
     """One row: the workspace's runs (newest selected) and the button that reloads the chosen one."""
     lang = ui.ctx.lang
-    choices = ui.ctx.run_choices()
+    choices = ui.ctx.run_choices(lang)
     with gr.Row():
         ui.add(name, gr.Dropdown(choices=choices, value=choices[0][1] if choices else None, label=t("run", lang),
                                  scale=3, allow_custom_value=True), "run")

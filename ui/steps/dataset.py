@@ -54,8 +54,9 @@ def build(ui: UI) -> None:
         ui.add("ds_buckets", gr.Dataframe(interactive=False, label=t("buckets", lang)), "buckets")
         ui.add("ds_tags", gr.Dataframe(interactive=False, label=t("tags", lang), max_height=300), "tags")
     ui.add("ds_tag_warnings", gr.Markdown(""))
+    ui.add("ds_thumbs_note", gr.Markdown("", elem_id="ld-thumbs-note"))
     ui.add("ds_gallery", gr.Gallery(label=t("thumbnails", lang), columns=8, height=320, allow_preview=False,
-                                           elem_id="ld-thumbs"),
+                                           elem_id="ld-thumbs", elem_classes="ld-captions"),
            "thumbnails")
     with gr.Row():
         ui.add("cap_file", gr.Textbox(label=t("caption_file", lang), interactive=False, scale=1,
@@ -65,7 +66,8 @@ def build(ui: UI) -> None:
 
 
 REPORT_OUTPUTS = ["report_state", "ds_summary", "ds_problems", "ds_size_hist", "ds_aspect_hist", "ds_buckets",
-                  "ds_tags", "ds_tag_warnings", "ds_gallery", "ds_msg", "dataset_path", "reg_path", *gates.UNLOCKS]
+                  "ds_tags", "ds_tag_warnings", "ds_thumbs_note", "ds_gallery", "ds_msg", "dataset_path", "reg_path",
+                  *gates.UNLOCKS]
 
 
 def demo_prior_left_behind(ctx, values: dict[str, Any], lang: str) -> bool:
@@ -88,7 +90,8 @@ def wire(ui: UI) -> None:
         dropped = demo_prior_left_behind(ctx, values, lang)
         if dropped:
             values = {**values, "reg_path": ""}
-        report, state = scan_for(ui, values, lang, force=True)
+        report, state = scan_for(ui, values, lang, force=True, progress=progress)
+        progress(1.0, desc=t("drawing_thumbnails", lang))
         out = render_report(report, lang)
         out["report_state"] = {**state, "lang": lang}
         out["ds_msg"] = ok_box(t("scan_done", lang, n=report.own_images) + (t("demo_prior_dropped", lang) if dropped else ""))
@@ -98,8 +101,9 @@ def wire(ui: UI) -> None:
         return out
 
     scan_inputs = ["lang", "report_state", *NAMES]
-    ui.on(ui["scan_btn"].click, scan, scan_inputs, REPORT_OUTPUTS, api_name="scan", message="ds_msg")
-    ui.on(ui["dataset_path"].submit, scan, scan_inputs, REPORT_OUTPUTS, message="ds_msg")
+    ui.on(ui["scan_btn"].click, scan, scan_inputs, REPORT_OUTPUTS, api_name="scan", message="ds_msg",
+          reset=empty_report)
+    ui.on(ui["dataset_path"].submit, scan, scan_inputs, REPORT_OUTPUTS, message="ds_msg", reset=empty_report)
 
     def import_files(*, lang: str, upload_files: list | None, upload_name: str, report_state: Any,
                      progress=gr.Progress(), **values: Any) -> dict[str, Any]:  # noqa: B008
@@ -149,7 +153,7 @@ def wire(ui: UI) -> None:
         report, _ = scan_for(ui, values, lang, report_state=report_state)
         if not report.usable:
             raise UserError(t("err_no_usable", lang))
-        return {"wizard": gr.Walkthrough(selected=gates.STEP_IDS["plan"]), **gates.unlocks_after_scan(ui, values, report, lang)}
+        return {"wizard": gates.go("plan"), **gates.unlocks_after_scan(ui, values, report, lang)}
 
     ui.on(ui["ds_next"].click, next_step, ["lang", "report_state", *NAMES], ["wizard", *gates.UNLOCKS],
           message="ds_msg")
@@ -172,17 +176,18 @@ def rerender_on(ui: UI, trigger: Any) -> None:
 # ------------------------------------------------------------------------------------------ helpers
 
 
-def scan_for(ui: UI, values: dict[str, Any], lang: str, report_state: Any = None,
-             force: bool = False) -> tuple[DatasetReport, dict[str, Any]]:
+def scan_for(ui: UI, values: dict[str, Any], lang: str, report_state: Any = None, force: bool = False,
+             progress: Any = None) -> tuple[DatasetReport, dict[str, Any]]:
     """The scan report for these settings and the session state holding it: the report already in the session
-    when the dataset settings match, else a new scan."""
+    when the dataset settings match, else a new scan (``progress``: a gr.Progress told of each picture)."""
     cfg = config_from_values(values, ui.ctx.runs_dir, [ui.ctx.presets_dir])
     ui.ctx.policy.resolve_dataset(cfg.dataset, lang)
     key = cfg.dataset.model_dump_json()
     state = report_state or {}
     if not force and state.get("key") == key and state.get("report") is not None:
         return state["report"], state
-    report = scan_dataset(cfg.dataset)
+    report = scan_dataset(cfg.dataset, progress=progress and (
+        lambda done, total: progress((done, total), desc=t("scanning", lang), unit=t("col_images", lang))))
     return report, {"key": key, "report": report}
 
 
@@ -219,6 +224,7 @@ def render_report(report: DatasetReport, lang: str) -> dict[str, Any]:
     warnings = [f"- ⚠️ {w['message_ko'] if ko else w['message']}" for w in report.tag_warnings]
     tags = [[tag, n, f"{100 * n / max(1, report.captions):.0f}%"] for tag, n in list(report.tags.items())[:60]]
     buckets = [[f"{b['width']}×{b['height']}", b["images"], b["image_repeats"]] for b in report.buckets]
+    gallery = thumbnails(report)
     return {
         "ds_summary": summary_markdown(report, lang),
         "ds_problems": gr.Dataframe(value=problems or [["—", "—", t("no_problems", lang)]],
@@ -229,7 +235,19 @@ def render_report(report: DatasetReport, lang: str) -> dict[str, Any]:
                                                              t("col_image_repeats", lang)]),
         "ds_tags": gr.Dataframe(value=tags, headers=[t("col_tag", lang), t("col_captions", lang), t("col_share", lang)]),
         "ds_tag_warnings": "\n".join(warnings),
-        "ds_gallery": thumbnails(report),
+        "ds_gallery": gallery,
+        "ds_thumbs_note": t("thumbs_shown", lang, shown=len(gallery), total=len(report.items))
+        if len(gallery) < len(report.items) else "",
+    }
+
+
+def empty_report(lang: str) -> dict[str, Any]:
+    """The report views when a scan fails: nothing of the dataset scanned before stays under the error."""
+    return {
+        "report_state": None, "ds_summary": "", "ds_tag_warnings": "", "ds_thumbs_note": "", "ds_gallery": [],
+        "ds_problems": gr.Dataframe(value=[], headers=_problem_headers(lang)),
+        "ds_size_hist": None, "ds_aspect_hist": None,
+        "ds_buckets": gr.Dataframe(value=[]), "ds_tags": gr.Dataframe(value=[]),
     }
 
 

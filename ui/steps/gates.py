@@ -18,7 +18,12 @@ UNLOCKS = ["step_plan", "step_preset", "step_train", "step_review", "step_troubl
 
 
 def open_step() -> Any:
-    return gr.Step(interactive=True)
+    return gr.Tab(interactive=True)
+
+
+def go(step: str) -> Any:
+    """The update that shows wizard step ``step`` (a key of STEP_IDS)."""
+    return gr.Tabs(selected=STEP_IDS[step])
 
 
 def unlocks_after_scan(ui: UI, values: dict[str, Any], report: DatasetReport, lang: str) -> dict[str, Any]:

@@ -82,7 +82,7 @@ def wire(ui: UI) -> None:
         out = refresh(lang=lang, report_state=report_state, **values)
         if out.get("plan_msg"):
             return out
-        return {**out, "wizard": gr.Walkthrough(selected=gates.STEP_IDS["preset"]), "step_preset": gates.open_step()}
+        return {**out, "wizard": gates.go("preset"), "step_preset": gates.open_step()}
 
     ui.on(ui["plan_next"].click, next_step, inputs, [*REFRESH_OUTPUTS, "wizard"], message="plan_msg")
 

@@ -37,7 +37,8 @@ def build(ui: UI) -> None:
     with gr.Row(equal_height=True):
         for p in list_presets():
             with gr.Column(variant="panel", min_width=150):
-                ui.add(f"card_{p.id}", gr.Button(p.label(lang), variant="secondary", elem_id=f"ld-card-{p.id}"))
+                ui.add(f"card_{p.id}", gr.Button(p.label(lang), variant=card_variant(p.id, ctx.defaults["preset"]),
+                                                 elem_id=f"ld-card-{p.id}"))
                 ui.add(f"card_{p.id}_md", gr.Markdown(p.blurb(lang), elem_classes="ld-card-text"))
                 ui.cards.append(p.id)
     with gr.Row():
@@ -70,6 +71,11 @@ def build(ui: UI) -> None:
                 ui.add("write_config", gr.Button(t("write_config", lang)), "write_config", "value")
     ui.add("preset_msg", gr.HTML(""))
     ui.add("preset_next", gr.Button(t("next_train", lang), variant="primary"), "next_train", "value")
+
+
+def card_variant(card: str, chosen: str | None) -> str:
+    """The chosen preset's card stands out (primary); the others stay plain."""
+    return "primary" if card == chosen else "secondary"
 
 
 def device_text(ui: UI, lang: str) -> str:
@@ -106,6 +112,11 @@ def wire(ui: UI) -> None:
         ui.on(ui[f"card_{pid}"].click, make_card_handler(pid), ["lang", *NAMES], [*field_outputs, "preset_msg"],
               message="preset_msg")
 
+    def mark_card(*, preset: str | None) -> dict[str, Any]:
+        return {f"card_{pid}": gr.Button(variant=card_variant(pid, preset)) for pid in ui.cards}
+
+    ui.on(ui["preset"].change, mark_card, ["preset"], [f"card_{pid}" for pid in ui.cards], show_progress="hidden")
+
     def load(*, lang: str, **values: Any) -> dict[str, Any]:
         if not values.get("preset"):
             raise UserError(t("err_pick_preset", lang))
@@ -136,7 +147,7 @@ def wire(ui: UI) -> None:
         cfg = config_from_values(values, ctx.runs_dir, [ctx.presets_dir])
         ctx.policy.resolve_dataset(cfg.dataset, lang)
         ctx.policy.check_base(cfg.model.base, lang)
-        return {"wizard": gr.Walkthrough(selected=gates.STEP_IDS["train"]), "step_train": gates.open_step(),
+        return {"wizard": gates.go("train"), "step_train": gates.open_step(),
                 "preset_msg": ""}
 
     ui.on(ui["preset_next"].click, next_step, ["lang", *NAMES], ["wizard", "step_train", "preset_msg"],

@@ -19,6 +19,7 @@ from PIL import Image
 from trainer import review, strength
 from trainer.embedding import embedding_beside
 from trainer.errors import UserError
+from trainer.images import for_display
 
 from ..binding import UI, ok_box
 from ..i18n import kind_label, t
@@ -26,7 +27,7 @@ from ..verdict_view import checkpoint_labels, verdict_markdown
 from ..widgets import run_picker
 from . import gates
 
-GRID_THUMB = 160
+GRID_THUMB = 256
 
 
 def build(ui: UI) -> None:
@@ -40,7 +41,9 @@ def build(ui: UI) -> None:
         ui.add("ckpt", gr.Dropdown(choices=[], label=t("checkpoint", lang), scale=3, allow_custom_value=True), "checkpoint")
         ui.add("sweep_btn", gr.Button(t("sweep", lang), scale=0), "sweep", "value")
         ui.add("download_btn", gr.Button(t("download", lang), scale=0), "download", "value")
-    ui.add("sweep_gallery", gr.Gallery(label=t("sweep_title", lang), columns=4, height=360), "sweep_title")
+    # the whole sweep at once: a row per strength, a column per prompt, captions whole (CSS: #ld-sweep)
+    ui.add("sweep_gallery", gr.Gallery(label=t("sweep_title", lang), columns=4, height="auto", elem_id="ld-sweep",
+                                       elem_classes="ld-captions"), "sweep_title")
     ui.add("download_file", gr.File(label=t("download_file", lang), interactive=False), "download_file")
     ui.add("review_next", gr.Button(t("next_troubleshoot", lang)), "next_troubleshoot", "value")
 
@@ -66,7 +69,8 @@ def wire(ui: UI) -> None:
     ctx = ui.ctx
     downloads = DownloadFolder()
 
-    def show(*, lang: str, review_run: str | None) -> dict[str, Any]:
+    def show(*, lang: str, review_run: str | None, progress=gr.Progress()) -> dict[str, Any]:  # noqa: B008
+        progress(0, desc=t("review_loading", lang))
         return review_view(ui, review_run, lang)
 
     outputs = VIEW_OUTPUTS
@@ -81,21 +85,29 @@ def wire(ui: UI) -> None:
         if not ckpt:
             raise UserError(t("err_pick_checkpoint", lang))
         run = ctx.run_path(review_run or "", lang)
-        progress(0, desc=t("sweeping", lang))
-        records = strength.strength_sweep(run, ckpt, progress=lambda done, total: progress(
-            (done, total), desc=t("sweeping", lang), unit="pictures"))
+
+        def report(done: float, total: int, at: float | None) -> None:
+            desc = (t("sweep_loading", lang) if at is None else
+                    t("sweeping_at", lang, strength=f"{at:g}", done=min(int(done) + 1, total), total=total))
+            progress(done / max(total, 1), desc=desc)
+
+        records = strength.strength_sweep(run, ckpt, progress=report, pipelines=ctx.sweeps)
         items = []
         for r in records:
             with Image.open(r["file"]) as im:
                 items.append((im.convert("RGB"), f"×{r['strength']:g} · {kind_label(r['kind'], lang)}"))
-        return {"sweep_gallery": items, "review_msg": ok_box(t("sweep_done", lang, n=len(items), ckpt=ckpt))}
+        columns = len({r["index"] for r in records}) or 4
+        return {"sweep_gallery": gr.Gallery(value=items, columns=columns),
+                "review_msg": ok_box(t("sweep_done", lang, n=len(items), ckpt=ckpt))}
 
     ui.on(ui["sweep_btn"].click, sweep, ["lang", "review_run", "ckpt"], ["sweep_gallery", "review_msg"],
           api_name="sweep", message="review_msg")
 
-    def download(*, lang: str, review_run: str | None, ckpt: str | None) -> dict[str, Any]:
+    def download(*, lang: str, review_run: str | None, ckpt: str | None,
+                 progress=gr.Progress()) -> dict[str, Any]:  # noqa: B008
         if not ckpt:
             raise UserError(t("err_pick_checkpoint", lang))
+        progress(0, desc=t("download_preparing", lang))
         run = ctx.run_path(review_run or "", lang)
         src = review.resolve_checkpoint(run, ckpt)
         # a copy in the temp dir: the workspace may lie outside what gradio serves, and no path is added to it
@@ -115,13 +127,13 @@ def wire(ui: UI) -> None:
         return {"download_file": str(dest),
                 "review_msg": ok_box(t("download_ready_embedding", lang, name=dest.name, trigger=trigger))}
 
-    def next_step(*, review_run: str | None) -> dict[str, Any]:
-        out = {"wizard": gr.Walkthrough(selected=gates.STEP_IDS["troubleshoot"]), "step_troubleshoot": gates.open_step()}
+    def next_step(*, lang: str, review_run: str | None) -> dict[str, Any]:
+        out = {"wizard": gates.go("troubleshoot"), "step_troubleshoot": gates.open_step()}
         if review_run:
-            out["ts_run"] = gr.Dropdown(choices=ctx.run_choices(), value=review_run)
+            out["ts_run"] = gr.Dropdown(choices=ctx.run_choices(lang), value=review_run)
         return out
 
-    ui.on(ui["review_next"].click, next_step, ["review_run"], ["wizard", "step_troubleshoot", "ts_run"])
+    ui.on(ui["review_next"].click, next_step, ["lang", "review_run"], ["wizard", "step_troubleshoot", "ts_run"])
 
     ui.on(ui["download_btn"].click, download, ["lang", "review_run", "ckpt"], ["download_file", "review_msg"],
           api_name="download", message="review_msg")
@@ -150,11 +162,12 @@ def review_view(ui: UI, review_run: str | None, lang: str) -> dict[str, Any]:
 
 
 def _data_uri(path: str) -> str:
-    """A small inline picture: PNG for tiny samples (crisp), JPEG for big ones (light)."""
+    """A picture inline at a size a person can judge: tiny samples enlarged pixel for pixel (PNG, crisp), big ones
+    shrunk (JPEG, light)."""
     with Image.open(path) as im:
-        thumb = im.convert("RGB")
+        thumb = for_display(im, GRID_THUMB)
     thumb.thumbnail((GRID_THUMB, GRID_THUMB))
-    fmt = "png" if max(thumb.size) <= 96 else "jpeg"
+    fmt = "png" if max(im.size) <= 96 else "jpeg"
     buf = io.BytesIO()
     thumb.save(buf, format=fmt.upper(), quality=85)
     return f"data:image/{fmt};base64,{base64.b64encode(buf.getvalue()).decode()}"

@@ -2,9 +2,12 @@
 and the samples as they are made.
 
 Every tab polls the one process-wide runner (``gr.Timer`` and page load) and gets ``gr.skip()`` while the
-runner's version has not moved; within a changed version only the parts that changed are sent (plots when
-rows arrived, the gallery when samples did). The poll runs with ``concurrency_limit=None`` so no tab waits
-behind another tab's click.
+runner's version has not moved; within a changed version only the parts that changed are sent (the gallery
+when samples arrived, the status when it moved). The plots take only the new points: the page keeps its
+figures (``ui/live_view.js``) and the poll sends them whole once, then what the rows since the tab's last
+look add (:func:`live_plots`). The poll runs with ``concurrency_limit=None`` so no tab waits behind another
+tab's click; gradio's timer does not tick while the tab is hidden, and the first tick after it shows again
+catches up.
 """
 
 from __future__ import annotations
@@ -12,9 +15,13 @@ from __future__ import annotations
 import html
 import json
 import math
+import os
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from gradio import processing_utils
 from gradio.components.plot import PlotData
 
 from trainer.config import save_config
@@ -31,9 +38,14 @@ from ..paths import safe_name
 from . import gates, review
 from .dataset import scan_for
 
-POLL_OUTPUTS = ["poll_state", "status_md", "alert_html", "to_troubleshoot", "warnings_md", "loss_plot", "grad_plot",
-                "lr_plot", "scale_plot", "samples_gallery", "stop_btn", "sample_btn", "save_btn", "review_run",
-                "ts_run", "wizard", *gates.UNLOCKS]
+POLL_OUTPUTS = ["poll_state", "status_md", "alert_html", "to_troubleshoot", "warnings_md", "live_plots",
+                "samples_gallery", "stop_btn", "sample_btn", "save_btn", "review_run", "ts_run", "wizard", "train_msg",
+                *gates.UNLOCKS]
+# Before each poll the page puts what its plots hold into the ``live_view`` input; after it, the page applies
+# the ``live_plots`` message (ui/live_view.js).
+VIEW_JS = "(lang, state, view) => [lang, state, window.ldLive ? window.ldLive.view() : null]"
+APPLY_JS = "(message) => { if (window.ldLive) window.ldLive.apply(message); }"
+REDRAW_AFTER = plots.MAX_POINTS  # new points a tab's lines take before it gets whole (decimated) figures again
 
 
 def build(ui: UI) -> None:
@@ -53,13 +65,19 @@ def build(ui: UI) -> None:
     ui.add("to_troubleshoot", gr.Button(t("to_troubleshoot", lang), variant="stop", visible=False),
            "to_troubleshoot", "value")
     ui.add("warnings_md", gr.Markdown(""))
+    # The plots get a value once, here: the page draws into them from then on (a Plot given a new value makes
+    # a new plot, see ui/live_view.js).
+    empty = {name: plot_json(fig) for name, fig in plots.live_figures([], 0.0, lang, "idle").items()}
     with gr.Row():
-        ui.add("loss_plot", gr.Plot(show_label=False, elem_id="ld-loss"))
-        ui.add("grad_plot", gr.Plot(show_label=False, elem_id="ld-grad"))
+        ui.add("loss_plot", gr.Plot(empty["loss"], show_label=False, elem_id="ld-loss"))
+        ui.add("grad_plot", gr.Plot(empty["grad"], show_label=False, elem_id="ld-grad"))
     with gr.Row():
-        ui.add("lr_plot", gr.Plot(show_label=False, elem_id="ld-lr"))
-        ui.add("scale_plot", gr.Plot(show_label=False, elem_id="ld-scale"))
-    ui.add("samples_gallery", gr.Gallery(label=t("samples", lang), columns=8, height=300, allow_preview=True),
+        ui.add("lr_plot", gr.Plot(empty["lr"], show_label=False, elem_id="ld-lr"))
+        ui.add("scale_plot", gr.Plot(empty["scale"], show_label=False, elem_id="ld-scale"))
+    ui.add("live_plots", gr.JSON(None, visible=False))
+    ui.add("live_view", gr.JSON({}, visible=False))  # API clients leave it empty
+    ui.add("samples_gallery", gr.Gallery(label=t("samples", lang), columns=8, height=300, allow_preview=True,
+                                         elem_classes="ld-captions"),
            "samples")
     ui.add("train_next", gr.Button(t("next_review", lang)), "next_review", "value")
 
@@ -80,6 +98,7 @@ def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
             if risks:
                 return {"train_msg": confirm_box(risks, lang), "confirm_btn": gr.Button(visible=True)}
         save_config(cfg, ctx.configs_dir / f"{safe_name(cfg.save.name, 'config')}.toml")
+        ctx.sweeps.release()  # the Review step's model makes room for the run
         ok, _ = runner.start(cfg)
         if not ok:
             raise UserError(t("err_run_active", lang))
@@ -109,11 +128,15 @@ def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
         button = {"stop": "stop_btn", "sample_now": "sample_btn", "save_now": "save_btn"}[name]
         ui.on(ui[button].click, command(name, method), ["lang"], ["train_msg"], api_name=name, message="train_msg")
 
-    def poll(*, lang: str, poll_state: dict | None) -> dict[str, Any]:
-        return poll_view(ui, poll_state or {}, lang)
+    copies = GalleryCopies(ui["samples_gallery"].GRADIO_CACHE)
 
-    ui.on([timer.tick, demo.load], poll, ["lang", "poll_state"], POLL_OUTPUTS, api_name="poll",
-          concurrency_limit=None, show_progress="hidden")
+    def poll(*, lang: str, poll_state: dict | None, live_view: dict | None) -> dict[str, Any]:
+        return poll_view(ui, poll_state or {}, lang, live_view, copies)
+
+    polled = ui.on([timer.tick, demo.load], poll, ["lang", "poll_state", "live_view"], POLL_OUTPUTS,
+                   api_name="poll", concurrency_limit=None, show_progress="hidden", show_progress_on=[],
+                   js=VIEW_JS)
+    polled.then(None, ui["live_plots"], None, js=APPLY_JS, queue=False, show_progress="hidden")
 
     def status() -> dict:
         """Compact run state for API clients: status, step, total, run (inside runs/), alerts, samples."""
@@ -126,22 +149,22 @@ def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
 
     gr.api(status, api_name="status")
 
-    def jump(*, poll_state: dict | None) -> dict[str, Any]:
+    def jump(*, lang: str, poll_state: dict | None) -> dict[str, Any]:
         run = (poll_state or {}).get("run")
-        out = {"wizard": gr.Walkthrough(selected=gates.STEP_IDS["troubleshoot"]),
+        out = {"wizard": gates.go("troubleshoot"),
                "step_troubleshoot": gates.open_step()}
         if run:
-            out["ts_run"] = gr.Dropdown(choices=ctx.run_choices(), value=ctx.run_rel(run))
+            out["ts_run"] = gr.Dropdown(choices=ctx.run_choices(lang), value=ctx.run_rel(run))
         return out
 
-    ui.on(ui["to_troubleshoot"].click, jump, ["poll_state"], ["wizard", "step_troubleshoot", "ts_run"])
+    ui.on(ui["to_troubleshoot"].click, jump, ["lang", "poll_state"], ["wizard", "step_troubleshoot", "ts_run"])
 
     def next_step(*, lang: str) -> dict[str, Any]:
-        choices = ctx.run_choices()
+        choices = ctx.run_choices(lang)
         if not choices:
             raise UserError(t("no_runs", lang))
         run = ctx.run_rel(runner.state.run_dir) or choices[0][1]
-        return {"wizard": gr.Walkthrough(selected=gates.STEP_IDS["review"]), "step_review": gates.open_step(),
+        return {"wizard": gates.go("review"), "step_review": gates.open_step(),
                 "review_run": gr.Dropdown(choices=choices, value=run), **review.review_view(ui, run, lang)}
 
     ui.on(ui["train_next"].click, next_step, ["lang"],
@@ -174,28 +197,72 @@ def _finite_or_null(value: Any) -> Any:
     return value
 
 
-def poll_view(ui: UI, state: dict[str, Any], lang: str) -> dict[str, Any]:
-    """What changed since this tab's last look: nothing at all when the runner's version is the same."""
+class GalleryCopies:
+    """Each sample picture converted and saved to gradio's cache once, for the gallery: a poll that brings
+    new samples pays for those alone, and the earlier ones go as the same files (which the browser keeps)."""
+
+    LIMIT = 4096  # remembered files; past that the memory starts over
+
+    def __init__(self, cache_dir: str):
+        self.cache_dir = cache_dir
+        self.saved: dict[Path, str] = {}
+
+    def __call__(self, path: Path) -> str | None:
+        cached = self.saved.get(path)
+        if cached is None or not os.path.exists(cached):  # new, or gone with gradio's cache clean-up
+            img = live.open_rgb(path)
+            if img is None:
+                return None
+            if len(self.saved) >= self.LIMIT:
+                self.saved.clear()
+            cached = self.saved[path] = processing_utils.save_pil_to_cache(img, cache_dir=self.cache_dir)
+        return cached
+
+
+def live_plots(runner, snap: dict[str, Any], state: dict[str, Any], lang: str, rev: str,
+               whole: bool) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """The message that brings a tab's plots up to date (None when no row arrived) and what the tab holds
+    after it: ``full`` (the id of its whole figures), ``drawn`` (their rows), ``rows``, ``carry``. Whole
+    figures, decimated, on a first look, a new run or language, a page that lost track, rows that add markers,
+    or once the lines grew by REDRAW_AFTER points since; else only the points of the rows that arrived."""
+    held = {k: state[k] for k in ("full", "drawn", "rows", "carry") if k in state}
+    if not whole and held.get("rows") == snap["rows"]:
+        return None, held
+    if (not whole and held.get("drawn") and snap["rows"] - held["drawn"] <= REDRAW_AFTER
+            and not plots.changes_shape(snap["metrics"], held["carry"])):
+        points, carry = plots.new_points(snap["metrics"], held["carry"])
+        message = {"full": held["full"], "from": held["rows"], "rows": snap["rows"], **points}
+        return message, {**held, "rows": snap["rows"], "carry": carry}
+    rows = runner.snapshot()["metrics"] if state.get("rows") else snap["metrics"]
+    cfg = getattr(runner.state, "config", None)
+    max_norm = cfg.optim.max_grad_norm if cfg is not None else 0.0
+    full = (state.get("full") or 0) + 1
+    message = {"full": full, "rows": len(rows), "figures": plots.live_figures(rows, max_norm, lang, rev)}
+    return message, {"full": full, "drawn": len(rows), "rows": len(rows), "carry": plots.live_carry(rows)}
+
+
+def poll_view(ui: UI, state: dict[str, Any], lang: str, view: dict[str, Any] | None = None,
+              picture: Callable[[Path], Any] = live.open_rgb) -> dict[str, Any]:
+    """What changed since this tab's last look: nothing at all when the runner's version is the same and the
+    page holds the plots this tab was sent (``view``: what the page says it holds; API clients say nothing).
+    ``picture`` makes a sample file a gallery item (the app passes its :class:`GalleryCopies`)."""
     ctx, runner = ui.ctx, ui.ctx.runner
-    if state.get("version") == runner.version and state.get("lang") == lang:
+    lost = bool(view) and (view.get("full"), view.get("rows")) != (state.get("full"), state.get("rows"))
+    if state.get("version") == runner.version and state.get("lang") == lang and not lost:
         return {}
-    snap = runner.snapshot()
-    rows, samples, alerts = snap["metrics"], snap["samples"], snap["alerts"]
-    new = {"version": snap["version"], "lang": lang, "run": snap["run_dir"], "rows": len(rows),
-           "samples": len(samples), "alerts": len(alerts), "active": snap["active"], "status": snap["status"]}
+    snap = runner.snapshot(rows_from=state.get("rows", 0))
+    samples, alerts = snap["samples"], snap["alerts"]
+    new = {"version": snap["version"], "lang": lang, "run": snap["run_dir"], "samples": len(samples),
+           "alerts": len(alerts), "active": snap["active"], "status": snap["status"]}
     fresh = state.get("lang") != lang or state.get("run") != snap["run_dir"]
     run_label = ctx.run_rel(snap["run_dir"])
     out: dict[str, Any] = {"poll_state": new, "status_md": live.status_line(snap, lang, run_label)}
-    if fresh or len(rows) != state.get("rows"):
-        rev = run_label or "idle"
-        cfg = getattr(runner.state, "config", None)
-        max_norm = cfg.optim.max_grad_norm if cfg is not None else 0.0
-        out["loss_plot"] = plot_json(plots.loss_figure(rows, lang, rev))
-        out["grad_plot"] = plot_json(plots.grad_figure(rows, max_norm, lang, rev))
-        out["lr_plot"] = plot_json(plots.lr_figure(rows, lang, rev))
-        out["scale_plot"] = plot_json(plots.scale_figure(rows, lang, rev))
+    message, held = live_plots(runner, snap, state, lang, run_label or "idle", whole=fresh or lost)
+    new.update(held)
+    if message is not None:
+        out["live_plots"] = message
     if fresh or len(samples) != state.get("samples"):
-        out["samples_gallery"] = live.gallery_items(snap, lang)
+        out["samples_gallery"] = live.gallery_items(snap, lang, picture)
     if fresh or len(alerts) != state.get("alerts") or snap["status"] != state.get("status"):
         alert = live.guard_alert(snap)
         rx = live.top_prescription(snap["run_dir"], alert, lang) if alert else None
@@ -206,13 +273,15 @@ def poll_view(ui: UI, state: dict[str, Any], lang: str) -> dict[str, Any]:
         for name in ("stop_btn", "sample_btn", "save_btn"):
             out[name] = gr.Button(interactive=snap["active"])
     ended = snap["status"] in TERMINAL and snap["status"] != state.get("status")
+    if ended:  # "Stopping after this step…" and the like are done with
+        out["train_msg"] = ""
     if snap["run_dir"] and (fresh or ended):
-        choices = ctx.run_choices()
+        choices = ctx.run_choices(lang)
         out["review_run"] = gr.Dropdown(choices=choices, value=run_label)
         out["ts_run"] = gr.Dropdown(choices=choices, value=run_label)
         out.update(gates.unlocks_for_runs(ui))
     if not state and snap["active"]:  # a tab opened (or reopened) while a run trains: show it
         out.update(gates.open_all())
-        out["wizard"] = gr.Walkthrough(selected=gates.STEP_IDS["train"])
+        out["wizard"] = gates.go("train")
     return out
 

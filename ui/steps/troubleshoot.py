@@ -19,7 +19,7 @@ from trainer.verdict import STRENGTH_TEXT, symptom_causes, symptom_reading
 
 from ..binding import UI, ok_box
 from ..context import status_label
-from ..i18n import t
+from ..i18n import signal_label, t
 from ..verdict_view import verdict_markdown
 from ..widgets import run_picker
 from . import gates
@@ -81,7 +81,7 @@ def wire(ui: UI) -> None:
                 "rx": gr.Dropdown(choices=rx_choices(run, diag, symptom, lang), value=None),
                 **action_buttons(diag, lang, symptom, cfg)}
 
-    ui.on(ui["symptom"].change, show_symptom, ["lang", "symptom", "ts_run"],
+    ui.on([ui["symptom"].change, ui["lang"].change], show_symptom, ["lang", "symptom", "ts_run"],
           ["symptom_md", "rx", "ts_go_dataset", "ts_go_review"],
           api_name="symptom", message="ts_msg")
 
@@ -102,6 +102,7 @@ def wire(ui: UI) -> None:
             raise UserError(t("err_pick_rx", lang))
         run = ctx.run_path(ts_run or "", lang)
         new_cfg, line = one_change_config(ui, run, rx, lang)
+        ctx.sweeps.release()  # the Review step's model makes room for the run
         ok, _ = ctx.runner.start(new_cfg, parent=str(run))
         if not ok:
             raise UserError(t("err_run_active", lang))
@@ -160,7 +161,7 @@ def one_change_config(ui: UI, run: Path, rx: str, lang: str):
 def findings_markdown(diag: dict[str, Any] | None, lang: str) -> str:
     if diag is None:
         return t("no_diagnose", lang)
-    lines = [f"### {t('findings_title', lang, status=diag.get('status') or '?')}"]
+    lines = [f"### {t('findings_title', lang, status=status_label({'status': diag.get('status') or '?'}, lang))}"]
     verdict = diag.get("verdict")
     if verdict:
         lines.append(verdict_markdown(verdict, lang, evidence=4) + "\n")
@@ -188,8 +189,8 @@ def findings_markdown(diag: dict[str, Any] | None, lang: str) -> str:
     parent = diag.get("parent")
     if parent:
         changes = "; ".join(f"{k}: {a} → {b}" for k, (a, b) in parent["changes"].items()) or "—"
-        lines.append("\n" + t("parent_compare", lang, changes=changes, resolved=", ".join(parent["resolved"]) or "—",
-                              new=", ".join(parent["new"]) or "—", still=", ".join(parent["still"]) or "—"))
+        signals = {k: ", ".join(signal_label(s, lang) for s in parent[k]) or "—" for k in ("resolved", "new", "still")}
+        lines.append("\n" + t("parent_compare", lang, changes=changes, **signals))
     return "\n".join(lines)
 
 
@@ -301,7 +302,7 @@ def journal_table(ui: UI, lang: str) -> Any:
         changes = "; ".join(f"{k}: {a} → {b}" for k, (a, b) in (entry.get("changes") or {}).items()
                             if k != "save.output_dir") or "—"
         rec = ctx.recommend(run)
-        rows.append([ctx.run_rel(run), parent, changes, status_label(run_status(run)),
+        rows.append([ctx.run_rel(run), parent, changes, status_label(run_status(run), lang),
                      f"{t('step', lang)} {rec['step']}" if rec else "—"])
     headers = [t("run", lang), t("col_parent", lang), t("col_change", lang), t("col_status", lang),
                t("col_best", lang)]

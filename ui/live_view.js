@@ -1,0 +1,82 @@
+() => {
+  // The Train step's live plots, kept by the page. The poll sends whole figures once (a first look, a new run
+  // or language, or after many points) and otherwise only the new points, which are appended here to the
+  // figures the page holds and drawn on the same plots. gradio's Plot component instead makes a new plot for
+  // every new value and never purges the old one, whose window "resize" listener (plotly's `responsive`) keeps
+  // it alive: hundreds of detached nodes per figure per poll.
+  const PLOTS = { loss: "ld-loss", grad: "ld-grad", lr: "ld-lr", scale: "ld-scale" };
+  // A redraw costs plotly the whole figure (tens of ms for four), whatever was added: the plots are drawn at
+  // most once a second and with at most this share of the page's time, so on a busy machine they draw less
+  // often, never more work.
+  const MIN_GAP_MS = 1000;
+  const TIME_SHARE = 0.03;
+  const live = { full: null, rows: 0, figs: {} }; // figs[name] = {data, layout, gd, stale}
+  let nextDraw = 0;
+  let pending = null;
+
+  const plotOf = (name) => document.querySelector(`#${PLOTS[name]} .js-plotly-plot`);
+  const drawn = (fig, gd) => !!gd && fig.gd === gd && gd.isConnected && gd.data === fig.data && !fig.stale;
+
+  function draw(name) {
+    const fig = live.figs[name];
+    const gd = plotOf(name);
+    // a hidden Train step (or tab) draws nothing: the figure waits here and is drawn once on showing
+    if (!fig || !gd || !window.Plotly || gd.offsetParent === null || drawn(fig, gd)) return;
+    fig.layout.datarevision = (fig.layout.datarevision || 0) + 1; // its arrays may have grown in place
+    fig.layout.autosize = true;
+    window.Plotly.react(gd, fig.data, fig.layout, { responsive: true });
+    fig.gd = gd;
+    fig.stale = false;
+  }
+
+  function drawAll() {
+    pending = null;
+    if (document.visibilityState !== "visible") return; // showing the tab calls again
+    const start = performance.now();
+    for (const name in live.figs) draw(name);
+    nextDraw = performance.now() + Math.max(MIN_GAP_MS, (performance.now() - start) / TIME_SHARE);
+  }
+
+  function schedule() {
+    if (pending === null) pending = setTimeout(drawAll, Math.max(0, nextDraw - performance.now()));
+  }
+
+  // One poll's message (the same one may come twice: a poll with nothing new leaves the channel as it was).
+  live.apply = (msg) => {
+    if (msg && msg.figures && msg.full !== live.full) {
+      live.full = msg.full;
+      live.rows = msg.rows;
+      for (const [name, fig] of Object.entries(msg.figures)) live.figs[name] = { data: fig.data, layout: fig.layout };
+      nextDraw = 0; // whole figures show at once
+    } else if (msg && msg.y && msg.full === live.full && msg.from === live.rows) {
+      for (const [name, lines] of Object.entries(msg.y)) {
+        const fig = live.figs[name];
+        if (!fig) continue;
+        lines.forEach((ys, i) => {
+          fig.data[i].x.push(...msg.x);
+          fig.data[i].y.push(...ys);
+        });
+        fig.stale = fig.stale || lines.length > 0;
+      }
+      live.rows = msg.rows;
+    } // else: had it already, or missed one before it; the next poll says what this page holds and gets it whole
+    schedule(); // also draws a plot that was hidden and now shows, or that gradio re-created
+  };
+  // What this page holds, sent with every poll.
+  live.view = () => ({ full: live.full, rows: live.rows });
+  window.ldLive = live;
+
+  document.addEventListener("visibilitychange", schedule);
+  // Any plot gradio drops (a Plot component given a new value, a step re-rendered) is purged, which removes its
+  // resize listener and lets it go.
+  new MutationObserver((records) => {
+    if (!window.Plotly) return;
+    for (const record of records) {
+      for (const node of record.removedNodes) {
+        if (node.nodeType !== 1) continue;
+        const plots = node.classList.contains("js-plotly-plot") ? [node] : node.querySelectorAll(".js-plotly-plot");
+        for (const gd of plots) if (!gd.isConnected) window.Plotly.purge(gd);
+      }
+    }
+  }).observe(document.body, { childList: true, subtree: true });
+}
