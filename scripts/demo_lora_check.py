@@ -55,6 +55,7 @@ from trainer.embedding import embedding_beside, load_embedding, unload_embedding
 from trainer.loop import run_training
 from trainer.models import load_pipeline
 from trainer.strength import load_lora_onto
+from trainer.verdict import run_verdict
 
 PRESET = "demo-character"
 LIKENESS_TARGET = 0.8
@@ -145,6 +146,15 @@ def _row(step, imgs_t, imgs_w, base_t, base_w, t_prompts, unseen, trigger) -> di
     }
 
 
+def app_verdict(run_dir: Path, seed: int) -> tuple[int, str, int | None]:
+    """What the app itself says of the run (the verdict Plan, Review and Troubleshoot show), from the run's own
+    checkpoint samples, as a newcomer's Review step reads them."""
+    v = run_verdict(run_dir)
+    print(f"  the app's verdict (training seed {seed}): {v.label}, recommended checkpoint step {v.recommended_step}; "
+          + v.summary["en"])
+    return seed, v.label, v.recommended_step
+
+
 def print_table(title: str, rows: list[dict]) -> None:
     print(f"\n{title}")
     print(f"  {'step':>5} {'likeness':>9} {'leakage':>8} {'drift':>6} {'unseen bg':>10} {'unseen pos':>11} {'burn':>6}")
@@ -187,12 +197,14 @@ def main(argv: list[str] | None = None) -> int:
     rows = measure(run_dir, seeds)
     print_table(f"default run (lr {cfg.optim.lr:g}, training seed {cfg.train.seed}), {args.seeds} seeds per prompt",
                 rows)
+    verdicts = [app_verdict(run_dir, cfg.train.seed)]
     last = rows[-1]
     finals = [last]
     for i in range(1, args.train_seeds):  # the same recipe from other starting points: how much is luck
         other_dir, other_s = train(dataset, prior, work / "runs", 1.0, seed=i)
         other = measure(other_dir, seeds)
         print_table(f"default run, training seed {i} ({other_s:.0f} s in run_training)", other)
+        verdicts.append(app_verdict(other_dir, i))
         finals.append(other[-1])
     like, leak = float(np.mean([r["likeness"] for r in finals])), float(np.mean([r["leakage"] for r in finals]))
     each = ", ".join(f"{r['likeness']:.2f}" for r in finals)
@@ -201,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
         f"wall time {wall:.0f} s <= {TIME_LIMIT_S:.0f} s": wall <= TIME_LIMIT_S,
         f"likeness on trigger prompts {like:.2f} >= {LIKENESS_TARGET}{over}": like >= LIKENESS_TARGET,
         f"leakage on no-trigger prompts {leak:.2f} <= {LEAKAGE_LIMIT}": leak <= LEAKAGE_LIMIT,
+        "the app's verdict is 'fit' with a recommended checkpoint on every training seed ("
+        + ", ".join(f"seed {s}: {label} at {step}" for s, label, step in verdicts) + ")":
+            all(label == "fit" and step is not None for _, label, step in verdicts),
     }
     if not args.skip_overfit:
         hot_dir, hot_s = train(dataset, prior, work / "runs", 10.0)

@@ -42,9 +42,11 @@ def fake_run(
     lr: float = 1e-3,
     fit: tuple[float, float] = (0.05, 0.3),
     total: int | None = None,
+    seeds: int = 1,
 ) -> Path:
     """A run folder as the loop writes it: config, metrics (lr per step), checkpoints and samples at ``steps``
-    (step 0 samples only), the demo's four prompts."""
+    (step 0 samples only), the demo's four prompts; ``seeds`` pictures per prompt, ``picture(step, kind, k)`` for
+    the k-th when there are several."""
     run = root / "runs" / "lora" / "20250101-000000"
     run.mkdir(parents=True)
     cfg = from_dict({
@@ -63,9 +65,10 @@ def fake_run(
         folder.mkdir(parents=True)
         records = []
         for p in prompts:
-            name = f"{p['index']:02d}_{p['kind']}.png"
-            picture(step, p["kind"]).save(folder / name)
-            records.append({**p, "file": name, "weights": "live", "seed": 1, "step": step})
+            for k in range(seeds):
+                name = f"{p['index']:02d}_{p['kind']}" + (f"_s{k}" if k else "") + ".png"
+                (picture(step, p["kind"], k) if seeds > 1 else picture(step, p["kind"])).save(folder / name)
+                records.append({**p, "file": name, "weights": "live", "seed": 1 + k, "step": step})
         atomic_write_json(folder / "manifest.json", {"step": step, "size": [64, 64], "samples": records})
         if step:
             ck = run / "checkpoints" / f"step-{step:06d}"
@@ -84,6 +87,30 @@ def test_grid_has_the_four_kinds_as_columns_and_steps_as_rows(tmp_path):
     assert len(grid["cells"]) == 12
     assert Path(grid["cells"][(10, "no_trigger")]).name == "03_no_trigger.png"
     assert grid["prompts"]["trigger"] == "zxc"
+
+
+def test_several_seeds_per_prompt_are_each_compared_with_their_own_step_0_and_averaged(tmp_path):
+    """Two pictures per prompt: the no-trigger picture of seed 2 shows the character at step 20, seed 1's does
+    not; leakage is their mean, and each is compared with step 0's picture of its own seed (the two seeds' step-0
+    pictures differ, so pairing a picture with the other seed's would read as leakage at step 10)."""
+    scenes = [Scene("circle", "red", "grass", "left", "small"), Scene("square", "blue", "sky", "center", "large")]
+
+    def picture(step: int, kind: str, k: int) -> Image.Image:
+        if kind == "no_trigger" and step == 20 and k == 1:
+            return render_scene(character_scene("grass"), 64)
+        return render_scene(scenes[k], 64)
+
+    run = fake_run(tmp_path, [10, 20], picture, seeds=2)
+    rows = {r["step"]: r for r in review.measure_steps(run)}
+    one_seed = fake_run(tmp_path / "one", [10, 20], lambda step, kind: render_scene(
+        character_scene("grass") if kind == "no_trigger" and step == 20 else scenes[1], 64))
+    alone = {r["step"]: r["leakage"] for r in review.measure_steps(one_seed)}
+    assert rows[10]["leakage"] == 0.0
+    assert rows[20]["leakage"] == pytest.approx(alone[20] / 2)  # seed 1 clean, seed 2 as leaky as alone
+    grid = review.review_grid(run)
+    assert grid["kinds"] == KINDS  # two pictures of one prompt are one column, not two
+    assert [Path(f).name for f in grid["files"][(20, "no_trigger")]] == ["03_no_trigger.png", "03_no_trigger_s1.png"]
+    assert Path(grid["cells"][(20, "no_trigger")]).name == "03_no_trigger.png"
 
 
 def test_checkpoint_files_list_steps_then_final_and_refuse_files_outside_the_run(tmp_path):

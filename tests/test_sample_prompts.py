@@ -3,6 +3,7 @@ The plan says so before training, and the same warning is a finding with a knowl
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -67,3 +68,37 @@ def test_the_warning_is_a_finding_the_knowledge_base_explains(dataset, tmp_path)
     assert cause.cause.id == "sample_prompts_from_data"
     assert kb.prescriptions_for(cause.cause.id)[0].id == "unseen_sample_prompts"
     assert sample_prompt_finding({}) is None
+
+
+def test_several_pictures_per_prompt_each_with_its_own_seed_drawn_as_one_alone(tmp_path):
+    """sample.images_per_prompt 2: each prompt drawn with seeds 1234 and 1235 (the first keeps the one-seed file
+    name), in batches, and each picture is the one that seed draws alone."""
+    import numpy as np
+    import torch
+    from PIL import Image
+
+    from tests.helpers import tiny_config, write_toy_dataset
+    from trainer.loop import run_training
+    from trainer.models import load_pipeline
+    from trainer.precision import decide_precision
+    from trainer.sampling import render, sampling_pipeline
+
+    data = write_toy_dataset(tmp_path / "data", n=2)
+    cfg = tiny_config(data, tmp_path / "runs", {"train.max_steps": 1, "sample.enabled": True, "sample.images_per_prompt": 2,
+                                                "sample.steps": 2})
+    result = run_training(cfg)
+    assert result.status == "finished", result.message
+    folder = result.run_dir / "samples" / "step-000000"
+    records = json.loads((folder / "manifest.json").read_text())["samples"]
+    assert [(r["index"], r["seed"]) for r in records] == [(i, s) for i in range(4) for s in (1234, 1235)]
+    assert [r["file"] for r in records[:2]] == ["00_trigger.png", "00_trigger_s1.png"]
+    pipe, info = load_pipeline(cfg.model)
+    sampler = sampling_pipeline(pipe, info.prediction_type)
+    plan = decide_precision("fp32", torch.device("cpu"))
+    for r in (records[0], records[1], records[-1]):
+        alone = np.asarray(render(sampler, r["prompt"], cfg.sample, (cfg.dataset.resolution,) * 2, torch.device("cpu"),
+                                  plan, r["seed"]), dtype=np.int16)
+        batched = np.asarray(Image.open(folder / r["file"]).convert("RGB"), dtype=np.int16)
+        assert np.abs(alone - batched).max() <= 2, r["file"]  # float rounding of a batch, at most
+    other = np.asarray(Image.open(folder / records[1]["file"]), dtype=np.int16)
+    assert np.abs(other - np.asarray(Image.open(folder / records[0]["file"]), dtype=np.int16)).max() > 10

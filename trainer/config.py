@@ -238,6 +238,9 @@ class SampleConfig(_Section):
     prompts: list[str] = Field(default_factory=lambda: list(DEFAULT_SAMPLE_PROMPTS))
     negative_prompt: str = ""
     seed: int = Field(1234, ge=0, le=2**32 - 1)
+    images_per_prompt: int = Field(1, ge=1, le=16)
+    """Pictures per prompt, drawn with seeds ``seed``, ``seed + 1``, …: one seed's picture can be lucky or unlucky,
+    and the Review measures average over all of them."""
     steps: int = Field(20, ge=1, le=200)
     guidance: float = Field(7.0, ge=0.0, le=50.0)
     enabled: bool = True

@@ -337,22 +337,30 @@ def sample_findings(samples_dir: Path) -> list[Finding]:
     if len(manifests) < 2:
         return []
     base_dir = manifests[0].parent
-    base = {s["index"]: s for s in json.loads(manifests[0].read_text())["samples"] if s["weights"] == "live"}
+    def key(s: dict) -> tuple:  # a picture lines up with step 0's of the same prompt and seed
+        return s["index"], s.get("seed")
+
+    base = {key(s): s for s in json.loads(manifests[0].read_text())["samples"] if s["weights"] == "live"}
     burn_hits, leak_hits = [], []
     for m in manifests[1:]:
         data = json.loads(m.read_text())
+        burns: dict[tuple[int, str], list[float]] = {}  # (prompt index, kind) -> burn per seed
+        leaks: list[float] = []
         for s in data["samples"]:
-            if s["weights"] != "live" or s["index"] not in base:
+            if s["weights"] != "live" or key(s) not in base:
                 continue
             img = Image.open(m.parent / s["file"]).convert("RGB")
-            ref = Image.open(base_dir / base[s["index"]]["file"]).convert("RGB")
-            b = burn(img, ref)["burn_score"]
-            if b > BURN_LIMIT:
-                burn_hits.append((data["step"], s["kind"], b))
+            ref = Image.open(base_dir / base[key(s)]["file"]).convert("RGB")
+            burns.setdefault((s["index"], s["kind"]), []).append(burn(img, ref)["burn_score"])
             if s["kind"] == "no_trigger":
-                leak = leakage_scores(img, ref)["leakage"]
-                if leak > LEAKAGE_LIMIT:
-                    leak_hits.append((data["step"], leak))
+                leaks.append(leakage_scores(img, ref)["leakage"])
+        for (_, kind), values in burns.items():  # a prompt's pictures over their seeds
+            b = sum(values) / len(values)
+            if b > BURN_LIMIT:
+                burn_hits.append((data["step"], kind, b))
+        leak = sum(leaks) / len(leaks) if leaks else 0.0
+        if leak > LEAKAGE_LIMIT:
+            leak_hits.append((data["step"], leak))
     out = []
     if burn_hits:
         step, kind, b = burn_hits[0]

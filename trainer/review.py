@@ -56,6 +56,11 @@ def sample_manifests(run_dir: str | Path) -> list[dict[str, Any]]:
     return sorted(out, key=lambda d: d["step"])
 
 
+def _key(sample: dict[str, Any]) -> tuple[int, Any]:
+    """A sample's prompt and seed: what lines it up with the same picture at another step."""
+    return sample["index"], sample.get("seed")
+
+
 def _column(sample: dict[str, Any], kinds_seen: dict[str, int]) -> str:
     """The grid column of a sample: its kind, or kind#index where two prompts share a kind."""
     return sample["kind"] if kinds_seen.get(sample["kind"], 0) <= 1 else f"{sample['kind']}#{sample['index']}"
@@ -63,26 +68,29 @@ def _column(sample: dict[str, Any], kinds_seen: dict[str, int]) -> str:
 
 def review_grid(run_dir: str | Path, weights: str = "live") -> dict[str, Any]:
     """Sample pictures as a grid: ``steps`` (rows), ``kinds`` (columns, the prompt kinds in prompt order),
-    ``cells`` {(step, kind): file path}, and ``prompts`` {kind: prompt text}."""
+    ``cells`` {(step, kind): the first seed's file}, ``files`` {(step, kind): every seed's file, in seed order}, and
+    ``prompts`` {kind: prompt text}."""
     manifests = sample_manifests(run_dir)
     steps: list[int] = []
     kinds: list[str] = []
     cells: dict[tuple[int, str], str] = {}
+    files: dict[tuple[int, str], list[str]] = {}
     prompts: dict[str, str] = {}
     for m in manifests:
         chosen = [s for s in m["samples"] if s.get("weights", "live") == weights]
         per_kind: dict[str, int] = {}
-        for s in chosen:
+        for s in {s["index"]: s for s in chosen}.values():  # prompts, not pictures: one per seed
             per_kind[s["kind"]] = per_kind.get(s["kind"], 0) + 1
-        for s in sorted(chosen, key=lambda s: s["index"]):
+        for s in sorted(chosen, key=lambda s: (s["index"], s.get("seed") or 0)):
             col = _column(s, per_kind)
             if col not in kinds:
                 kinds.append(col)
             prompts.setdefault(col, s["prompt"])
-            cells[(m["step"], col)] = str(Path(m["dir"]) / s["file"])
+            cells.setdefault((m["step"], col), str(Path(m["dir"]) / s["file"]))
+            files.setdefault((m["step"], col), []).append(str(Path(m["dir"]) / s["file"]))
         if chosen:
             steps.append(m["step"])
-    return {"steps": steps, "kinds": kinds, "cells": cells, "prompts": prompts}
+    return {"steps": steps, "kinds": kinds, "cells": cells, "files": files, "prompts": prompts}
 
 
 def checkpoint_files(run_dir: str | Path) -> list[dict[str, Any]]:
@@ -177,12 +185,13 @@ def _measure_steps(run_dir: Path) -> list[dict[str, Any]]:
         expected = _demo_expectations(load_run_config(run_dir))
     except UserError:
         expected = None
-    ref = {s["index"]: Path(base["dir"]) / s["file"] for s in base["samples"] if s.get("weights", "live") == "live"}
+    # a picture is compared with step 0's of the same prompt and seed (several seeds per prompt: each its own)
+    ref = {_key(s): Path(base["dir"]) / s["file"] for s in base["samples"] if s.get("weights", "live") == "live"}
     if expected is not None:
         # likeness only means something where the base model does not already "show" the character (pure
         # noise from an untrained tiny model is full of magenta and yellow)
-        base_like = [likeness(_picture(ref[s["index"]])) for s in base["samples"]
-                     if s["index"] in ref and s["kind"] != "no_trigger" and ref[s["index"]].is_file()]
+        base_like = [likeness(_picture(ref[_key(s)])) for s in base["samples"]
+                     if _key(s) in ref and s["kind"] != "no_trigger" and ref[_key(s)].is_file()]
         if not base_like or float(np.mean(base_like)) >= BASE_LIKENESS_LIMIT:
             expected = None
     out = []
@@ -191,24 +200,27 @@ def _measure_steps(run_dir: Path) -> list[dict[str, Any]]:
             continue
         row: dict[str, Any] = {"step": m["step"], "leakage": None, "drift": None, "burn": None,
                                "likeness": None, "adherence": None}
-        burns, likes, adh = [], [], []
+        burns, likes, adh, leaks, drifts = [], [], [], [], []
         for s in m["samples"]:
-            if s.get("weights", "live") != "live" or s["index"] not in ref:
+            if s.get("weights", "live") != "live" or _key(s) not in ref:
                 continue
             path = Path(m["dir"]) / s["file"]
-            if not path.is_file() or not ref[s["index"]].is_file():
+            if not path.is_file() or not ref[_key(s)].is_file():
                 continue
-            img, ref_img = _picture(path), _picture(ref[s["index"]])
+            img, ref_img = _picture(path), _picture(ref[_key(s)])
             if s["kind"] == "no_trigger":
                 # the demo world's pictures can be read: count what changed rather than pixels that moved
                 scores = (world_leakage_scores if expected is not None else leakage_scores)(img, ref_img)
-                row["leakage"], row["drift"] = scores["leakage"], scores["drift"]
+                leaks.append(scores["leakage"])
+                drifts.append(scores["drift"])
             else:
                 burns.append(burn(img, ref_img)["burn_score"])
                 if expected is not None:
                     likes.append(likeness(img))
                     if s["prompt"] in expected:
                         adh.append(adherence(img, expected[s["prompt"]]))
+        if leaks:
+            row["leakage"], row["drift"] = float(np.mean(leaks)), float(np.mean(drifts))
         row["burn"] = float(np.mean(burns)) if burns else None
         row["likeness"] = float(np.mean(likes)) if likes else None
         row["adherence"] = float(np.mean(adh)) if adh else None

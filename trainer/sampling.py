@@ -85,23 +85,39 @@ def png_bytes(image) -> bytes:
     return buf.getvalue()
 
 
+# Pictures drawn in one batch hold at most this many pixels (16 of the demo's 64 px; one at 512 px): a batch saves
+# time on a CPU, and a training run's samples must not claim a GPU's memory for a batch of full-size pictures.
+BATCH_PIXELS = 16 * 64 * 64
+
+
+def batch_size_for(size: tuple[int, int]) -> int:
+    return max(1, BATCH_PIXELS // max(1, size[0] * size[1]))
+
+
 @torch.no_grad()
 def render(sampler, prompt: str, sample_cfg, size: tuple[int, int], device, precision_plan, seed: int):
     return render_batch(sampler, [prompt], sample_cfg, size, device, precision_plan, seed)[0]
 
 
-@torch.no_grad()
-def render_batch(sampler, prompts: list[str], sample_cfg, size: tuple[int, int], device, precision_plan, seed: int,
-                 on_step: Callable[[int], None] | None = None) -> list:
-    """Several prompts drawn in one batch, each from the same starting noise (``seed``) as :func:`render` draws
-    it alone: the same pictures up to float rounding, in about a third of the time on a CPU (one UNet call per
-    denoising step for all of them). ``on_step(i)`` after each of the ``sample_cfg.steps`` denoising steps."""
+def _start_noise(sampler, size: tuple[int, int], seed: int) -> torch.Tensor:
+    """The starting latents of one picture: what ``seed`` gives on the CPU, whatever the device."""
     generator = torch.Generator(device="cpu").manual_seed(seed)
     width, height = size
-    latents = torch.randn(
-        (1, sampler.unet.config.in_channels, height // sampler.vae_scale_factor, width // sampler.vae_scale_factor),
-        generator=generator,
-    ).repeat(len(prompts), 1, 1, 1).to(device)
+    shape = (1, sampler.unet.config.in_channels, height // sampler.vae_scale_factor, width // sampler.vae_scale_factor)
+    return torch.randn(shape, generator=generator)
+
+
+@torch.no_grad()
+def render_batch(sampler, prompts: list[str], sample_cfg, size: tuple[int, int], device, precision_plan,
+                 seed: int | list[int], on_step: Callable[[int], None] | None = None) -> list:
+    """Several prompts drawn in one batch, each from the starting noise of its seed (``seed``: one for all, or one
+    per prompt) as :func:`render` draws it alone: the same pictures up to float rounding, in about a third of the
+    time on a CPU (one UNet call per denoising step for all of them). ``on_step(i)`` after each of the
+    ``sample_cfg.steps`` denoising steps."""
+    seeds = seed if isinstance(seed, list) else [seed] * len(prompts)
+    width, height = size
+    noise = {s: _start_noise(sampler, size, s) for s in dict.fromkeys(seeds)}
+    latents = torch.cat([noise[s] for s in seeds]).to(device)
     negative = [sample_cfg.negative_prompt] * len(prompts) if sample_cfg.negative_prompt else None
 
     def step_done(pipe, i, timestep, tensors):
@@ -135,20 +151,30 @@ def write_samples(
     weights: str = "live",
     ema=None,
 ) -> list[dict[str, Any]]:
-    """Render every prompt once per weight set ("live", and "ema" when an EMA is given) and write a manifest."""
+    """Render every prompt ``sample_cfg.images_per_prompt`` times (seeds ``seed``, ``seed + 1``, …) per weight set
+    ("live", and "ema" when an EMA is given) and write a manifest. The first seed's file is
+    ``NN_kind.png`` (``NN_kind_ema.png``), the k-th's ``NN_kind_sK.png``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     records: list[dict[str, Any]] = []
     weight_sets = [("live", None)] + ([("ema", ema)] if ema is not None else [])
+    count = getattr(sample_cfg, "images_per_prompt", 1)
+    jobs = [(p, k) for p in prompts for k in range(count)]
+    per_batch = batch_size_for(size)
     with preserved_training_state(modules):
         for label, source in weight_sets:
             ctx = source.swapped_in() if source is not None else _null()
             with ctx:
-                for p in prompts:
-                    image = render(sampler, p["prompt"], sample_cfg, size, precision_plan.device, precision_plan,
-                                   sample_cfg.seed)
-                    name = f"{p['index']:02d}_{p['kind']}" + ("" if label == "live" else "_ema") + ".png"
-                    atomic_write_bytes(out_dir / name, png_bytes(image))
-                    records.append({**p, "file": name, "weights": label, "seed": sample_cfg.seed, "step": step})
+                for start in range(0, len(jobs), per_batch):
+                    chunk = jobs[start:start + per_batch]
+                    images = render_batch(sampler, [p["prompt"] for p, _ in chunk], sample_cfg, size,
+                                          precision_plan.device, precision_plan,
+                                          [sample_cfg.seed + k for _, k in chunk])
+                    for (p, k), image in zip(chunk, images):
+                        name = (f"{p['index']:02d}_{p['kind']}" + (f"_s{k}" if k else "")
+                                + ("" if label == "live" else "_ema") + ".png")
+                        atomic_write_bytes(out_dir / name, png_bytes(image))
+                        records.append({**p, "file": name, "weights": label, "seed": sample_cfg.seed + k,
+                                        "step": step})
     manifest_path = out_dir / "manifest.json"
     atomic_write_json(manifest_path, {"step": step, "size": list(size), "samples": records})
     return records

@@ -113,6 +113,8 @@ FIELDS: tuple[Field, ...] = (
     _f("sample_every", "sample.every_steps", "int", "sample", "Sample every N steps (0 = at saves)",
        "N스텝마다 샘플 (0 = 저장할 때)"),
     _f("sample_steps", "sample.steps", "int", "sample", "Sampling steps", "샘플링 스텝"),
+    _f("images_per_prompt", "sample.images_per_prompt", "int", "sample", "Sample pictures per prompt (one seed each)",
+       "프롬프트당 샘플 그림 수 (각각 다른 시드)"),
     _f("sample_prompts", "sample.prompts", "lines", "sample", "Sample prompts (one per line)",
        "샘플 프롬프트 (한 줄에 하나)"),
 )

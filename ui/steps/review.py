@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import math
 import shutil
 import tempfile
 import weakref
@@ -161,13 +162,23 @@ def review_view(ui: UI, review_run: str | None, lang: str) -> dict[str, Any]:
     }
 
 
-def _data_uri(path: str) -> str:
+def _data_uri(path: str | list[str]) -> str:
     """A picture inline at a size a person can judge: tiny samples enlarged pixel for pixel (PNG, crisp), big ones
-    shrunk (JPEG, light)."""
-    with Image.open(path) as im:
-        thumb = for_display(im, GRID_THUMB)
-    thumb.thumbnail((GRID_THUMB, GRID_THUMB))
-    fmt = "png" if max(im.size) <= 96 else "jpeg"
+    shrunk (JPEG, light). Several files (one prompt's seeds) are tiled in one picture of the same size."""
+    paths = [path] if isinstance(path, str) else path
+    pictures = []
+    for p in paths:
+        with Image.open(p) as im:
+            pictures.append(im.convert("RGB"))
+    side = math.ceil(math.sqrt(len(pictures)))
+    tile = GRID_THUMB // side
+    small = max(pictures[0].size) <= 96
+    thumb = Image.new("RGB", (tile * side, tile * math.ceil(len(pictures) / side)), "white")
+    for i, pic in enumerate(pictures):
+        shown = for_display(pic, tile)
+        shown.thumbnail((tile, tile))
+        thumb.paste(shown, ((i % side) * tile, (i // side) * tile))
+    fmt = "png" if small else "jpeg"
     buf = io.BytesIO()
     thumb.save(buf, format=fmt.upper(), quality=85)
     return f"data:image/{fmt};base64,{base64.b64encode(buf.getvalue()).decode()}"
@@ -186,7 +197,7 @@ def grid_html(grid: dict[str, Any], recommended: int | None, lang: str, verdicts
         mark = " ⭐" if step == recommended else ""
         cells = []
         for k in grid["kinds"]:
-            path = grid["cells"].get((step, k))
+            path = grid.get("files", {}).get((step, k)) or grid["cells"].get((step, k))
             cells.append(f"<td><img src='{_data_uri(path)}' alt='{e(k)} {step}'></td>" if path else "<td>—</td>")
         cls = " class='ld-rec'" if step == recommended else ""
         judged = f"<br><small>{e(verdicts[step])}</small>" if verdicts and step in verdicts else ""
