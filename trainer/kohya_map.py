@@ -76,10 +76,6 @@ def resolution_to_ours(v: Any) -> Any:
                    f"우리는 정사각형 면적으로 학습함: {w}×{h}의 면적은 약 {side}×{side}. 버킷이 그림의 모양은 그대로 지킴")
 
 
-def resolution_to_kohya(v: int) -> str:
-    return f"{v},{v}"
-
-
 def family_to_ours(v: Any) -> str:
     return "sdxl" if as_bool(v) else "auto"
 
@@ -229,7 +225,8 @@ ROWS: tuple[Row, ...] = (
     R("reg_data_dir", "reg_data_dir", "dataset.reg_path", path_to_ours,
       note=("or the parent of the is_reg subsets; sd-scripts balances them to the dataset's count, ours uses their "
             "folders' repeats", "또는 is_reg subset들의 상위 폴더. sd-scripts는 데이터셋 수에 맞춰 늘리고 우리는 폴더의 반복 수를 씀")),
-    R("max_resolution", "resolution", "dataset.resolution", resolution_to_ours, resolution_to_kohya, where="dataset"),
+    R("max_resolution", "resolution", "dataset.resolution", resolution_to_ours, where="dataset",
+      note=("\"512,512\" in the GUI; one number (or [w, h]) in a dataset config", "GUI에서는 \"512,512\", 데이터셋 설정에서는 숫자 하나(또는 [w, h])")),
     R("enable_bucket", "enable_bucket", "dataset.buckets", as_bool, where="dataset", sd_default=False),
     R("min_bucket_reso", "min_bucket_reso", "dataset.min_bucket_side", as_int, where="dataset", sd_default=256),
     R("max_bucket_reso", "max_bucket_reso", "dataset.max_bucket_side", as_int, where="dataset", sd_default=1024),
