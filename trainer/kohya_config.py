@@ -112,6 +112,7 @@ class Importer:
         self.report = Report(source=origin, kind=kind)
         self.done: set[str] = set()
         self.dataset_config = ""
+        self.follow_paths = True
         """The dataset config read, if any (then sd-scripts counts the steps, not the GUI)."""
 
     def row_for(self, key: str) -> Row | None:
@@ -137,17 +138,23 @@ class Importer:
 
 
 def import_kohya(path: str | Path, dataset_config: str | Path | None = None, *, bf16: bool | None = None,
-                 compare_steps: bool = True) -> tuple[Config, Report]:
+                 compare_steps: bool = True, follow_paths: bool = True) -> tuple[Config, Report]:
     """Read a kohya config (and its dataset config); return our config and the mapping report.
 
-    ``bf16``: whether the device trains in bf16 (None: ask torch). Validation errors of the result are a
-    UserError naming the kohya key they came from."""
+    ``bf16``: whether the device trains in bf16 (None: ask torch). ``follow_paths`` False: no file or folder
+    the config names is read (the dataset config, the prompt file, the pictures), as while the app is shared.
+    Validation errors of the result are a UserError naming the kohya key they came from."""
     kind, src = read_source(path)
     imp = Importer(kind, src, str(path), bf16)
+    imp.follow_paths = follow_paths
+    compare_steps = compare_steps and follow_paths
     ds_path = dataset_config or (src.get("dataset_config") or None)
-    if ds_path and not Path(ds_path).is_file() and not dataset_config:
-        imp.report.unsupported("dataset_config", ds_path, "the file is not there; the folders were read instead",
-                               "파일이 없어 폴더를 대신 읽음")
+    if ds_path and not dataset_config and (not follow_paths or not Path(ds_path).is_file()):
+        why = ("the file is not there; the folders were read instead" if follow_paths
+               else "not read: files a config names are not opened while the app is shared; upload it too")
+        why_ko = ("파일이 없어 폴더를 대신 읽음" if follow_paths
+                  else "읽지 않음: 앱이 공유 중일 때는 설정이 가리키는 파일을 열지 않음. 함께 올리세요")
+        imp.report.unsupported("dataset_config", ds_path, why, why_ko)
         ds_path = None
     _sd_defaults(imp)
     from . import kohya_special as special

@@ -26,6 +26,8 @@ SUBSET_FIELDS = {"image_dir", "num_repeats", "is_reg", "class_tokens"}
 def dataset(imp: Importer, cfg: dict[str, Any] | None, origin: str) -> list[Subset]:
     """Our dataset.path / reg_path / repeats and the dataset-level settings; the subsets sd-scripts reads."""
     if cfg is None:
+        if not imp.follow_paths:
+            return []
         subsets = subsets_from_folders(str(imp.get("train_data_dir") or ""), str(imp.get("reg_data_dir") or ""))
         _trigger(imp, [s for s in subsets if not s.is_reg])
         return subsets
@@ -84,7 +86,8 @@ def _anywhere(key: str, ds: dict, general: dict) -> bool:
 def _folders(imp: Importer, group: list[Subset], ours: str, origin: str) -> None:
     """Subsets → one folder of ``N_name`` folders (ours reads repeats and class words from the names)."""
     dirs = [Path(s.image_dir) for s in group]
-    direct = len(group) == 1 and (not dirs[0].is_dir() or any(p.is_file() for p in dirs[0].iterdir()))
+    direct = len(group) == 1 and (not imp.follow_paths or not dirs[0].is_dir()
+                                  or any(p.is_file() for p in dirs[0].iterdir()))
     if direct and not re.match(r"^\d+_", dirs[0].name):
         imp.values[ours] = str(dirs[0])
         imp.report.mapped(f"image_dir ({origin})", str(dirs[0]), ours, str(dirs[0]))
@@ -318,7 +321,7 @@ def _prompts(imp: Importer) -> None:
     text = str(raw)
     if imp.kind == "sd":  # sd-scripts takes a file
         p = Path(text)
-        if p.suffix.lower() != ".txt" or not p.is_file():
+        if not imp.follow_paths or p.suffix.lower() != ".txt" or not p.is_file():
             imp.report.unsupported("sample_prompts", raw, "a .txt prompt file is read; this one is not there or not .txt",
                                    ".txt 프롬프트 파일만 읽음. 이 파일은 없거나 .txt가 아님")
             imp.done.add("sample_prompts")
