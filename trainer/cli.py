@@ -1,4 +1,4 @@
-"""Headless CLI: ``python -m trainer {plan,check-dataset,tiny-model,train,diagnose} ...``.
+"""Headless CLI: ``python -m trainer {plan,check-dataset,tiny-model,train,diagnose,import-kohya,export-kohya} ...``.
 
 Exit codes (DESIGN.md): 0 finished, 2 bad input (one line naming the key or file), 3 stopped by the numerics
 guard (diagnosis written), 130 stopped by the user.
@@ -123,6 +123,36 @@ def cmd_diagnose(args) -> int:
     return EXIT_OK
 
 
+def cmd_import_kohya(args) -> int:
+    from .config import save_config
+    from .kohya_config import import_kohya
+
+    cfg, report = import_kohya(args.file, args.dataset_config, compare_steps=not args.no_steps)
+    out = Path(args.output).expanduser()
+    if out.is_dir():
+        raise UserError(f"-o {out} is a folder; give the path of the config .toml to write")
+    save_config(cfg, out)
+    if args.json:
+        _print_json({**report.to_json(), "config": str(out)})
+    else:
+        print(report.text(args.lang))
+        print(f"\n{'written' if args.lang == 'en' else '저장함'}: {out}")
+    return EXIT_OK
+
+
+def cmd_export_kohya(args) -> int:
+    from .kohya_export import export_kohya
+
+    files, command, report = export_kohya(args.source, args.output)
+    if args.json:
+        _print_json({**report.to_json(), "files": {k: str(v) for k, v in files.items()}, "command": command})
+    else:
+        print(report.text(args.lang))
+        print("\n" + "\n".join(str(f) for f in files.values()))
+        print(command)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m trainer", description="LoRA Doctor headless tools")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -167,6 +197,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--lang", choices=["en", "ko"], default="en")
     p.set_defaults(func=cmd_diagnose)
+
+    p = sub.add_parser("import-kohya", help="a kohya_ss .json or sd-scripts .toml config as ours, with a mapping report")
+    p.add_argument("file", help="kohya_ss GUI config (.json) or sd-scripts --config_file (.toml)")
+    p.add_argument("--dataset-config", metavar="F", help="sd-scripts dataset_config TOML ([[datasets]] ...)")
+    p.add_argument("-o", "--output", required=True, metavar="CONFIG.toml", help="where to write our config")
+    p.add_argument("--json", action="store_true", help="the report as JSON")
+    p.add_argument("--no-steps", action="store_true", help="skip reading the pictures to compare step counts")
+    p.add_argument("--lang", choices=["en", "ko"], default="en")
+    p.set_defaults(func=cmd_import_kohya)
+
+    p = sub.add_parser("export-kohya", help="sd-scripts config, dataset config and command line for a config or run")
+    p.add_argument("source", metavar="CONFIG_OR_RUN", help="a config .toml or a run folder")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder to write the sd-scripts files into")
+    p.add_argument("--json", action="store_true", help="the report as JSON")
+    p.add_argument("--lang", choices=["en", "ko"], default="en")
+    p.set_defaults(func=cmd_export_kohya)
     return parser
 
 

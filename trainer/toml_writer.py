@@ -42,13 +42,34 @@ def _toml_string(s: str) -> str:
     return "".join(out)
 
 
+def _is_table_array(v: Any) -> bool:
+    return isinstance(v, list | tuple) and bool(v) and all(isinstance(x, dict) for x in v)
+
+
+def _table_array(name: str, rows: list[dict[str, Any]]) -> list[str]:
+    """``[[name]]`` blocks; a list of tables inside one becomes ``[[name.key]]`` (sd-scripts' dataset config
+    has ``[[datasets]]`` holding ``[[datasets.subsets]]``)."""
+    lines: list[str] = []
+    for row in rows:
+        lines += ["", f"[[{name}]]"]
+        nested = [(k, v) for k, v in row.items() if _is_table_array(v)]
+        lines += [f"{k} = {_toml_value(v)}" for k, v in row.items() if v is not None and not _is_table_array(v)]
+        for k, v in nested:
+            lines += _table_array(f"{name}.{k}", v)
+    return lines
+
+
 def dumps_toml(data: dict[str, Any]) -> str:
-    """A small TOML writer for our shapes: scalars and lists at the top, then one level of tables."""
+    """A small TOML writer for our shapes: scalars and lists at the top, then one level of tables, then arrays
+    of tables (``[[name]]``)."""
     lines: list[str] = []
     tables: list[tuple[str, dict[str, Any]]] = []
+    arrays: list[tuple[str, list[dict[str, Any]]]] = []
     for k, v in data.items():
         if isinstance(v, dict):
             tables.append((k, v))
+        elif _is_table_array(v):
+            arrays.append((k, v))
         elif v is not None:
             lines.append(f"{k} = {_toml_value(v)}")
     for name, table in tables:
@@ -64,4 +85,6 @@ def dumps_toml(data: dict[str, Any]) -> str:
             lines.append("")
             lines.append(f"[{name}.{sk}]")
             lines.extend(f"{k} = {_toml_value(v)}" for k, v in sv.items() if v is not None)
+    for name, rows in arrays:
+        lines += _table_array(name, rows)
     return "\n".join(lines) + "\n"

@@ -139,6 +139,18 @@ TEXTS: dict[str, tuple[str, str]] = {
     "preset_saved": ("Saved as {path}.", "{path}에 저장했습니다."),
     "err_pick_preset": ("pick a preset first", "먼저 프리셋을 고르세요"),
     "err_preset_name": ("give your preset a name", "프리셋 이름을 적으세요"),
+    "kohya_import": ("Import a kohya config", "kohya 설정 가져오기"),
+    "kohya_intro": ("Drop the `.json` kohya_ss saves, or an sd-scripts `.toml` (with its dataset config beside it). The "
+                    "fields are filled and a table says what each setting became, what was changed and why, and "
+                    "what is not carried over.",
+                    "kohya_ss가 저장한 `.json`이나 sd-scripts `.toml`(데이터셋 설정과 함께)을 올리세요. 칸이 채워지고, 표가 "
+                    "각 설정이 무엇이 되었는지, 무엇을 왜 바꿨는지, 무엇을 옮기지 않았는지 알려 줍니다."),
+    "kohya_file": ("kohya_ss .json or sd-scripts .toml", "kohya_ss .json 또는 sd-scripts .toml"),
+    "kohya_imported": ("Imported; the fields are filled. The whole config (settings without a field too) is saved as "
+                       "{path}.", "가져왔습니다. 칸을 채웠습니다. 칸이 없는 설정까지 담은 전체 설정은 {path}에 저장했습니다."),
+    "err_kohya_no_file": ("choose a kohya config file first", "먼저 kohya 설정 파일을 고르세요"),
+    "err_kohya_files": ("give one kohya_ss .json or sd-scripts .toml, and at most one dataset config beside it",
+                        "kohya_ss .json 또는 sd-scripts .toml 하나와, 곁들일 데이터셋 설정은 하나까지만 올리세요"),
     "err_preset_builtin": ("{name} is a built-in preset; choose another name", "{name}은(는) 내장 프리셋입니다. 다른 이름을 쓰세요"),
     "advanced": ("Advanced settings", "고급 설정"),
     "device_info": ("This machine trains on **{device}**; bf16 supported: **{bf16}**.",

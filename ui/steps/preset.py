@@ -69,6 +69,7 @@ def build(ui: UI) -> None:
             with gr.Column():
                 ui.add("cli_cmd", gr.Code(language="shell", label="CLI"))
                 ui.add("write_config", gr.Button(t("write_config", lang)), "write_config", "value")
+    build_kohya_import(ui)
     ui.add("preset_msg", gr.HTML(""))
     ui.add("preset_next", gr.Button(t("next_train", lang), variant="primary"), "next_train", "value")
 
@@ -152,6 +153,7 @@ def wire(ui: UI) -> None:
 
     ui.on(ui["preset_next"].click, next_step, ["lang", *NAMES], ["wizard", "step_train", "preset_msg"],
           message="preset_msg")
+    wire_kohya_import(ui)
 
 
 def save_user_preset(ui: UI, name: str, values: dict[str, Any], lang: str):
@@ -178,3 +180,59 @@ def save_user_preset(ui: UI, name: str, values: dict[str, Any], lang: str):
     load_preset(str(path))  # it must read back; a UserError names what is wrong
     preset_config(pid, [ui.ctx.presets_dir])
     return path
+
+
+# ------------------------------------------------------------------------------------ kohya import
+
+
+def build_kohya_import(ui: UI) -> None:
+    """An accordion with an upload for a kohya_ss .json or sd-scripts .toml (plus its dataset config)."""
+    lang = ui.ctx.lang
+    with gr.Accordion(t("kohya_import", lang), open=False) as acc:
+        ui.add("kohya_acc", acc, "kohya_import")
+        ui.add("kohya_intro", gr.Markdown(t("kohya_intro", lang)), "kohya_intro", "value")
+        ui.add("kohya_file", gr.File(label=t("kohya_file", lang), file_count="multiple", file_types=[".json", ".toml"],
+                                     type="filepath"), "kohya_file")
+        ui.add("kohya_report", gr.Markdown(""))
+
+
+def import_kohya_files(ui: UI, files: list[str], lang: str) -> tuple[Config, str, Any]:
+    """(our config, the report as Markdown, where the full config was saved) from the uploaded files: a kohya_ss
+    .json or sd-scripts .toml, and optionally the sd-scripts dataset config beside it."""
+    import tomllib
+    from pathlib import Path
+
+    from trainer.kohya_config import import_kohya
+
+    paths = [Path(f) for f in files or []]
+    if not paths:
+        raise UserError(t("err_kohya_no_file", lang))
+
+    def is_dataset_config(p: Path) -> bool:
+        try:
+            return p.suffix.lower() == ".toml" and "datasets" in tomllib.loads(p.read_text(encoding="utf-8-sig"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            return False
+
+    datasets = [p for p in paths if is_dataset_config(p)]
+    mains = [p for p in paths if p not in datasets]
+    if len(mains) != 1 or len(datasets) > 1:
+        raise UserError(t("err_kohya_files", lang))
+    # while shared, no file or folder a kohya file names is read (they may lie outside the workspace)
+    cfg, report = import_kohya(mains[0], datasets[0] if datasets else None, bf16=ui.ctx.bf16,
+                               follow_paths=not ui.ctx.policy.restricted)
+    path = ui.ctx.configs_dir / f"{safe_name(mains[0].stem, 'kohya')}-kohya.toml"
+    save_config(cfg, path)
+    return cfg, report.markdown(lang), path
+
+
+def wire_kohya_import(ui: UI) -> None:
+    field_outputs = [n for n in NAMES if n in ui.c]
+
+    def use_kohya(*, lang: str, kohya_file: list[str] | None) -> dict[str, Any]:
+        cfg, markdown, path = import_kohya_files(ui, kohya_file or [], lang)
+        return {**values_from_config(cfg), "kohya_report": markdown,
+                "preset_msg": ok_box(t("kohya_imported", lang, path=path))}
+
+    ui.on(ui["kohya_file"].upload, use_kohya, ["lang", "kohya_file"],
+          [*field_outputs, "kohya_report", "preset_msg"], message="preset_msg")
