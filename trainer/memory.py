@@ -47,12 +47,13 @@ ACTIVATIONS: dict[tuple[str, str, bool], tuple[float, float]] = {
     ("sd15", "fp32", True): (-12_538_492, 118_184.0),
     ("sd15", "half", False): (520_068, 226_462.9),
     ("sd15", "half", True): (-3_655_382, 46_741.6),
-    # SDXL in bf16 (its fp32 UNet alone is ~10 GB, past this machine's budget): one cell, 64 px without
-    # checkpointing, with c0 taken as 0; fp32 and checkpointing scaled by SD1.5's measured ratios (1.80×, 0.206×)
-    ("sdxl", "half", False): (0.0, 766_282.0),
-    ("sdxl", "half", True): (0.0, 0.206 * 766_282.0),
-    ("sdxl", "fp32", False): (0.0, 1.80 * 766_282.0),
-    ("sdxl", "fp32", True): (0.0, 1.80 * 0.206 * 766_282.0),
+    # SDXL in bf16 only (its fp32 UNet alone is ~10 GB, past this machine's budget), fitted through 64 and 128 px.
+    # With checkpointing its small cells are all LoRA gradients (93 MB against 1-4 MB), so that row and fp32 are
+    # scaled by SD1.5's measured ratios (0.206× with checkpointing, 1.80× for fp32).
+    ("sdxl", "half", False): (23_688_192, 396_154.0),
+    ("sdxl", "half", True): (0.206 * 23_688_192, 0.206 * 396_154.0),
+    ("sdxl", "fp32", False): (1.80 * 23_688_192, 1.80 * 396_154.0),
+    ("sdxl", "fp32", True): (1.80 * 0.206 * 23_688_192, 1.80 * 0.206 * 396_154.0),
 }
 # A trained text encoder's forward + backward, bytes per caption (77 tokens), by encoder and precision.
 # CLIP-L measured (batch 2 less batch 1); OpenCLIP bigG (SDXL's second) not measured: CLIP-L's scaled by layers
