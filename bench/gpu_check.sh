@@ -5,10 +5,13 @@
 #   2. the README's demo on the GPU, as a GPU user's click runs it: scripts/demo_lora_check.py with one
 #      training seed (training on CUDA, the measuring on the CPU) - time and likeness;
 #   3. bench/bench_gpu.py: real-size SD1.5, 512 px, bf16, batch 1/4, checkpointing off/on, ours vs reference;
-#   4. the guard and training tests on CUDA (fp16 loss scaling, bf16, NaN detection, rollback, resume).
+#   4. the guard and training tests on CUDA (fp16 loss scaling, bf16, NaN detection, rollback, resume);
+#   5. the memory plan against CUDA: real-size SD1.5 (and SDXL), bf16, 512 px (SDXL 1024), batch 1/2, gradient
+#      checkpointing off/on: torch.cuda.max_memory_allocated above the step's start vs the plan's
+#      activations + LoRA gradients (the coefficients were measured on a CPU, whose bf16 autocast differs).
 #
 # Here, once:  bash bench/gpu_wheels.sh                  (our stack's wheels for CPython 3.12 into .whl/)
-# There:       bash bench/gpu_check.sh [PART ...]        (with .whl carried; parts 1-4, default all)
+# There:       bash bench/gpu_check.sh [PART ...]        (with .whl carried; parts 1-5, default all)
 # Parts 1+3 take at most ~5 minutes and parts 2+4 ~6, so a 10-minute call limit fits each pair: run "1 3"
 # first (the benchmark's figures), then "2 4".
 set -uo pipefail
@@ -22,7 +25,7 @@ if [ -d .whl ]; then
         || { echo "installing the carried wheels failed"; exit 1; }
     export PYTHONPATH=/tmp/site
 fi
-PARTS="${*:-1 2 3 4}"
+PARTS="${*:-1 2 3 4 5}"
 want() { [[ " $PARTS " == *" $1 "* ]]; }
 t0=$(date +%s)
 part() { echo; echo "== $* ($(( $(date +%s) - t0 )) s)"; }
@@ -59,5 +62,47 @@ timeout 180 "$PY" -m pytest -q -rfE -p no:cacheprovider tests/test_guard.py test
     >"$OUT/pytest.txt" 2>&1
 echo "exit $?" >>"$OUT/pytest.txt"
 tail -n 25 "$OUT/pytest.txt" | tee -a "$OUT/check.log"
+fi
+if want 5; then
+part "5. memory plan vs CUDA max_memory_allocated" | tee -a "$OUT/check.log"
+timeout 240 "$PY" - <<'PY' 2>&1 | grep -v -E "gemm_4bit|torchvision" | tee "$OUT/memory.txt" | tee -a "$OUT/check.log"
+import sys
+sys.path.insert(0, "."); sys.path.insert(0, "bench")
+import torch
+import memory_probe as mp
+from bench_memory import estimate
+
+dev = torch.device("cuda")
+for family, res in (("sd15", 512), ("sdxl", 1024)):
+    with dev:
+        unet = mp.build_unet(family, torch.bfloat16)
+    mp.attach(unet, family)
+    for ckpt in (False, True):
+        for batch in (1, 2):
+            for p in unet.parameters():
+                p.grad = None
+            unet.train()
+            unet.enable_gradient_checkpointing() if ckpt else unet.disable_gradient_checkpointing()
+            side = res // 8
+            x = torch.randn(batch, 4, side, side, device=dev, dtype=torch.bfloat16)
+            h = torch.randn(batch, 77, unet.config.cross_attention_dim, device=dev)
+            t = torch.randint(0, 1000, (batch,), device=dev)
+            added = ({"text_embeds": torch.randn(batch, 1280, device=dev),
+                      "time_ids": torch.tensor([[res, res, 0, 0, res, res]] * batch, device=dev).float()}
+                     if family == "sdxl" else None)
+            torch.cuda.synchronize()
+            start = torch.cuda.memory_allocated()
+            torch.cuda.reset_peak_memory_stats()
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                pred = unet(x, t, h, added_cond_kwargs=added).sample
+            torch.nn.functional.mse_loss(pred.float(), torch.randn_like(pred, dtype=torch.float32)).backward()
+            torch.cuda.synchronize()
+            measured = torch.cuda.max_memory_allocated() - start
+            est = estimate(family, "bf16", res, batch, ckpt)
+            print(f"{family} {res}px batch {batch} ckpt {ckpt!s:5}: estimate {est / 2**30:.2f} GiB, CUDA "
+                  f"max_memory_allocated {measured / 2**30:.2f} GiB ({est / measured - 1:+.0%})", flush=True)
+    del unet
+    torch.cuda.empty_cache()
+PY
 fi
 part "done" | tee -a "$OUT/check.log"

@@ -28,7 +28,7 @@ HANGUL = re.compile(r"[\uac00-\ud7a3]")
 # A config where every prescription's change has something to change: fp16, text encoder on, EMA on,
 # clipping off, 8-bit Adam, accumulation 4, noise offset and a high caption dropout.
 STRESSED = {
-    "train": {"precision": "fp16", "grad_accum": 4, "noise_offset": 0.1, "fp16_growth_interval": 100},
+    "train": {"precision": "fp16", "batch_size": 4, "grad_accum": 4, "noise_offset": 0.1, "fp16_growth_interval": 100},
     "lora": {"train_text_encoder": True, "rank": 32, "alpha": 32.0},
     "optim": {"optimizer": "adamw8bit", "max_grad_norm": 0.0, "lr": 2e-4},
     "ema": {"enabled": True},

@@ -38,8 +38,9 @@ def cmd_plan(args) -> int:
 
     cfg = load_config(args.config, args.set)
     report, plan = plan_from_config(cfg, args.processes)
+    memory, fit = _memory(cfg, report, plan, args.fit_memory)
     if args.json:
-        _print_json(plan.to_json())
+        _print_json({**plan.to_json(), "memory": memory.to_json(), **({"memory_fit": fit.to_json()} if fit else {})})
         return EXIT_OK
     lang = args.lang
     print(plan.formula[lang])
@@ -50,7 +51,25 @@ def cmd_plan(args) -> int:
     print(f"checkpoints at: {plan.checkpoint_steps}")
     for p in report.problems:
         print(f"  [{p['severity']}] {p['file']}: {p['message']}")
+    print("peak memory (estimate):" if lang == "en" else "최대 메모리(추정):")
+    print(memory.text(lang))
+    if fit is not None:
+        print(f"fit to {fit.budget:,} bytes: {fit.message[lang]}")
+        for c in fit.changes:
+            print(f"  --set {c['key']}={c['new']}   ({c['old']} → {c['new']}: {c['why'][lang]})")
+        if fit.steps_note:
+            print(f"  {fit.steps_note[lang]}")
     return EXIT_OK
+
+
+def _memory(cfg, report, plan, fit_memory: str | None):
+    """The memory plan of the run's largest bucket, and with ``--fit-memory`` the changes that fit the budget."""
+    from .memory import estimate_memory
+    from .memory_fit import fit_to_memory, parse_bytes
+
+    memory = estimate_memory(cfg, plan.per_bucket)
+    fit = fit_to_memory(cfg, parse_bytes(fit_memory), plan.per_bucket, report) if fit_memory else None
+    return memory, fit
 
 
 def cmd_check_dataset(args) -> int:
@@ -168,6 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lang", choices=["en", "ko"], default="en")
     p.add_argument("--processes", type=_positive_int, default=1, metavar="N",
                    help="plan for N processes sharing each step (torchrun --nproc_per_node N)")
+    p.add_argument("--fit-memory", metavar="BYTES",
+                   help="the fewest changes that bring the estimated peak memory under BYTES (e.g. 8GiB)")
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("check-dataset", help="scan a dataset folder and report problems")

@@ -32,6 +32,14 @@ SCALE_DRIFT_HALVINGS = 6  # after the warm-up: this many halvings below the high
 SCALE_HIGH = 2.0**24  # grown to this: GradScaler's default start, 2**16, doubled 8 times without an overflow
 FP16_MAX = 65504.0
 MIN_ROWS = 20  # trends need this many steps
+# A step time that jumps several-fold and stays there: the signature of device memory spilling into shared system
+# memory (the NVIDIA driver's "sysmem fallback" on Windows), or of swapping. A one-off slow step (a save, a
+# sample, the first steps' kernel selection) is not it.
+SLOW_FACTOR = 3.0  # a step this many times the running median before it
+SLOW_STAY_ROWS = 5  # the median of this many steps from there on is that slow too,
+SLOW_STAY_SHARE = 0.8  # and so are this share of all the steps after it
+SLOW_WARMUP_ROWS = 2  # the first steps (allocator growth, kernel selection) are left out of the baseline
+SLOW_BASE_ROWS = 5  # steps the baseline needs before a slowdown can be judged
 
 
 @dataclass
@@ -302,6 +310,44 @@ def ema_drift_finding(rows: list[dict]) -> Finding | None:
     )
 
 
+def slowdown_finding(rows: list[dict]) -> Finding | None:
+    """The step time jumping ``SLOW_FACTOR``× above its running median and staying there; on CUDA with the
+    device memory in use beside it (the rows' ``device_mem_reserved`` / ``device_mem_free``)."""
+    times = [(r, v) for r in rows if (v := _f(r, "sec_per_step")) is not None and math.isfinite(v) and v > 0]
+    times = times[SLOW_WARMUP_ROWS:]
+    for i in range(SLOW_BASE_ROWS, len(times) - SLOW_STAY_ROWS + 1):
+        base = statistics.median(v for _, v in times[max(0, i - SPIKE_WINDOW) : i])
+        if times[i][1] < SLOW_FACTOR * base:
+            continue
+        after = [v for _, v in times[i:]]
+        if statistics.median(after[:SLOW_STAY_ROWS]) < SLOW_FACTOR * base:
+            continue
+        share = sum(v >= SLOW_FACTOR * base for v in after) / len(after)
+        if share < SLOW_STAY_SHARE:
+            continue
+        row, slow = times[i][0], statistics.median(after)
+        values: dict[str, Any] = {"before_sec": base, "after_sec": slow, "factor": slow / base,
+                                  "from_step": row["step"], "slow_share": share}
+        mem_en = mem_ko = ""
+        reserved, free = _f(row, "device_mem_reserved"), _f(row, "device_mem_free")
+        if reserved is not None:
+            values.update(device_mem_reserved=reserved, device_mem_free=free)
+            gib = 2.0**30
+            left = f", {free / gib:.2f} GiB left free on the device" if free is not None else ""
+            left_ko = f", 장치에 남은 메모리 {free / gib:.2f} GiB" if free is not None else ""
+            mem_en, mem_ko = (f"; training held {reserved / gib:.2f} GiB of device memory{left}",
+                              f". 학습이 장치 메모리 {reserved / gib:.2f} GiB를 쓰는 중{left_ko}")
+        return Finding(
+            "step_slowdown", "warning",
+            {"en": f"steps became {slow / base:.1f}× slower from step {row['step']} ({base:.3g} s → {slow:.3g} s) "
+                   f"and stayed slow{mem_en}: the signature of memory spilling out of the GPU",
+             "ko": f"{row['step']}스텝부터 스텝이 {slow / base:.1f}배 느려져({base:.3g}초 → {slow:.3g}초) 그대로 "
+                   f"머묾{mem_ko}: GPU 메모리가 넘쳐 시스템 메모리로 흘러갈 때의 모습"},
+            [r["step"] for r, _ in times[i : i + 10]], values,
+        )
+    return None
+
+
 def metric_findings(rows: list[dict], plan: dict, config) -> list[Finding]:
     candidates = [
         loss_scale_finding(rows),
@@ -314,6 +360,7 @@ def metric_findings(rows: list[dict], plan: dict, config) -> list[Finding]:
         sample_prompt_finding(plan),
         stalled_finding(rows),
         ema_drift_finding(rows),
+        slowdown_finding(rows),
     ]
     return [f for f in candidates if f is not None]
 

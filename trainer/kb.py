@@ -22,7 +22,7 @@ from .config import Config, from_dict
 from .knowledge import KB_PATH
 
 LANGS = ("en", "ko")
-GROUPS = ("numerics", "late_blur", "prompt_specific", "pictures", "strength", "data")
+GROUPS = ("numerics", "late_blur", "prompt_specific", "pictures", "strength", "data", "speed")
 OPS = ("set", "mul", "min", "max", "preset")
 INTENTS = ("raise", "lower")
 VERDICTS = ("fit", "under", "over", "broken")  # trainer.verdict.LABELS

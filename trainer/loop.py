@@ -364,6 +364,14 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
                 return None
             return torch.stack(torch._foreach_norm(torch._foreach_sub(current, ref[1]))).norm()
 
+    def _device_memory(self) -> dict[str, int | None]:
+        """On CUDA: the bytes this process's allocator holds and the device's free bytes (every process), for
+        the slowdown detector. No host sync: the allocator's counter and one driver query."""
+        if self.device.type != "cuda":
+            return {"device_mem_reserved": None, "device_mem_free": None}
+        free, _ = torch.cuda.mem_get_info(self.device)
+        return {"device_mem_reserved": torch.cuda.memory_reserved(self.device), "device_mem_free": free}
+
     def after_step(self, h: StepHealth, decision: Decision, epoch: int, seconds: float, where: str | None,
                    lr: float) -> str:
         cfg = self.config
@@ -386,6 +394,7 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
             update_ratio=h.update_ratio,
             ema_drift=h.ema_drift,
             rollbacks=self.guard.rollbacks,
+            **self._device_memory(),
         )
         if cfg.guard.detectors and decision.apply and self.global_step % cfg.guard.detect_every == 0:
             self.run_detectors()

@@ -102,6 +102,19 @@ def _family_from_single_file(path: Path) -> str:
     return "sd15"
 
 
+def base_config_folder(model_cfg, kind: str) -> Path | None:
+    """The folder holding the configs of a demo, folder or single-file base (of ``kind``); None for the others."""
+    if kind == "demo":
+        return DEMO_BASE_DIR
+    if kind == "folder":
+        return Path(model_cfg.base).expanduser()
+    if kind == "single_file":
+        path = Path(model_cfg.base).expanduser()
+        family = model_cfg.family if model_cfg.family != "auto" else _family_from_single_file(path)
+        return single_file_config_dir(path, family)
+    return None
+
+
 def unet_block_names(model_cfg) -> list[str] | None:
     """The UNet's blocks (``down_blocks.i``, ``mid_block``, ``up_blocks.i``) from its config alone, without
     weights; None where that config is not at hand (hub ids, bases that do not exist: loading reports those)."""
@@ -111,15 +124,8 @@ def unet_block_names(model_cfg) -> list[str] | None:
         return None
     if kind == "tiny":  # both tiny UNets (build_tiny_pipeline) have two levels and a mid block
         return ["down_blocks.0", "down_blocks.1", "mid_block", "up_blocks.0", "up_blocks.1"]
-    if kind == "demo":
-        folder = DEMO_BASE_DIR
-    elif kind == "folder":
-        folder = Path(model_cfg.base).expanduser()
-    elif kind == "single_file":
-        path = Path(model_cfg.base).expanduser()
-        family = model_cfg.family if model_cfg.family != "auto" else _family_from_single_file(path)
-        folder = single_file_config_dir(path, family)
-    else:
+    folder = base_config_folder(model_cfg, kind)
+    if folder is None:
         return None
     try:
         config = json.loads((folder / "unet" / "config.json").read_text(encoding="utf-8"))

@@ -129,6 +129,9 @@ TEXTS: dict[str, tuple[str, str]] = {
     "preset_dose": ("Dose **{dose}** over {total} steps (this preset's zone {low}–{high}): **{zone}**.",
                     "{total} 스텝의 학습량 **{dose}** (이 프리셋의 범위 {low}–{high}): **{zone}**."),
     # 3 preset
+    "memory_title": ("Will it fit? Estimated peak memory", "들어갈까? 추정 최대 메모리"),
+    "memory_fit": ("Fit to memory", "메모리에 맞추기"),
+    "memory_free_unknown": ("this device does not report its free memory", "이 장치는 남은 메모리를 알려 주지 않습니다"),
     "preset_intro": ("Pick a preset (one click), then adjust rank, alpha and the learning rate if you like.",
                      "프리셋을 한 번 눌러 고르고, 원하면 rank, alpha, 학습률을 조정하세요."),
     "preset_label": ("Preset", "프리셋"),
@@ -275,6 +278,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "group_pictures": ("Pictures", "그림"),
     "group_strength": ("Strength", "강도"),
     "group_data": ("Data", "데이터"),
+    "group_speed": ("Speed", "속도"),
     # the one verdict (trainer.verdict), shown alike on Plan, Review and Troubleshoot; dangerous settings ask first
     "verdict_run": ("Verdict: {label}", "판정: {label}"),
     "verdict_plan": ("Expected verdict: {label}", "예상 판정: {label}"),

@@ -18,7 +18,7 @@ from ..fields import BY_NAME, NAMES, config_from_values, fields_of, values_from_
 from ..i18n import t
 from ..paths import safe_name
 from ..widgets import field_widget, field_widgets
-from . import gates
+from . import gates, memory
 
 # What a preset never changes: the user's pictures, trigger, base model, run name and sample prompts.
 KEPT_ON_PRESET = ("dataset_path", "reg_path", "trigger", "base", "run_name", "sample_prompts")
@@ -52,6 +52,7 @@ def build(ui: UI) -> None:
         with gr.Column():
             ui.add("base_md", gr.Markdown(""))
             ui.add("preset_dose", gr.Markdown(""))
+            memory.build(ui)
     with gr.Accordion(t("advanced", lang), open=False) as acc:
         ui.add("advanced_acc", acc, "advanced")
         ui.add("device_md", gr.Markdown(device_text(ui, lang)))
@@ -154,6 +155,9 @@ def wire(ui: UI) -> None:
     ui.on(ui["preset_next"].click, next_step, ["lang", *NAMES], ["wizard", "step_train", "preset_msg"],
           message="preset_msg")
     wire_kohya_import(ui)
+
+
+    memory.wire(ui)
 
 
 def save_user_preset(ui: UI, name: str, values: dict[str, Any], lang: str):

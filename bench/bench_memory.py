@@ -1,0 +1,119 @@
+"""Estimate vs measured: the memory plan's UNet activations against a real SD1.5 / SDXL training step.
+
+The real architecture at full width (random weights from the shipped configs, no download), a rank-16 attention
+LoRA, one forward + backward per cell at small resolutions on the CPU, counted at the allocator
+(``bench/memory_probe.py``). Printed side by side: the estimate of :func:`trainer.memory.estimate_memory`'s
+``activations + lora_gradients`` and the measured transient peak (tensors the ops created, and the CPU
+allocator's own figure, which adds oneDNN's scratch buffers); the static parts (weights, LoRA, optimizer state)
+are counted from tensors and equal by construction.
+
+    nice -n 19 python bench/bench_memory.py                      # SD1.5, fp32 and bf16: about 10 minutes
+    nice -n 19 python bench/bench_memory.py --family sdxl --precision bf16   # SDXL in bf16 (~6 GB of memory)
+    python bench/bench_memory.py --json                          # one JSON line per cell
+
+Cells: 64, 128 and 192 px at batch 1, 128 px at batch 2, gradient checkpointing off and on. The coefficients in
+``trainer.memory.ACTIVATIONS`` were fitted on the 128 and 192 px batch-1 cells of this table (``--fit`` prints
+them); the 64 px and batch-2 cells are held out. ``--from FILE`` prints the table again from the JSON lines of an
+earlier ``--json`` run, with the estimates of the code as it is now.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+import torch  # noqa: E402
+
+CELLS = ((64, 1), (128, 1), (192, 1), (64, 2))
+
+
+def estimate(family: str, precision: str, resolution: int, batch: int, checkpointing: bool) -> int:
+    """The plan's transient part for this cell: activations plus the LoRA's gradients."""
+    from trainer.config import from_dict
+    from trainer.memory import estimate_memory
+
+    base = {"sd15": "trainer/model_configs/sd15", "sdxl": "trainer/model_configs/sdxl"}[family]
+    cfg = from_dict({"model": {"base": str(REPO / base), "family": family},
+                     "dataset": {"resolution": resolution}, "lora": {"rank": 16, "alpha": 16.0, "targets": "attn"},
+                     "train": {"precision": precision, "batch_size": batch, "gradient_checkpointing": checkpointing,
+                               "device": "cpu"}})
+    plan = estimate_memory(cfg, device=torch.device("cpu"), free=None)
+    return plan.parts["activations"] + plan.parts["lora_gradients"]
+
+
+def measure(family: str, precisions: list[str], cells=CELLS, checkpointing=(False, True)):
+    """Yield one dict per (precision, checkpointing, resolution, batch) cell."""
+    import memory_probe as mp
+
+    t0 = time.perf_counter()
+    unet = mp.build_unet(family, torch.float32 if precisions[0] == "fp32" else torch.bfloat16)
+    lora = mp.attach(unet, family)
+    grads = 4 * sum(p.numel() for p in lora.trainable("unet"))
+    print(f"  {family} UNet built, LoRA attached: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    for precision in precisions:
+        if precision == "bf16":  # the frozen weights, as the trainer holds them; LoRA stays fp32
+            for p in unet.parameters():
+                if not p.requires_grad:
+                    p.data = p.data.to(torch.bfloat16)
+        for ckpt in checkpointing:
+            for res, batch in cells:
+                peak = mp.step_peak(unet, family, res, batch, precision, ckpt)
+                yield {"family": family, "precision": precision, "ckpt": ckpt, "res": res, "batch": batch,
+                       "lora_grads": grads, "measured": peak["tensors"], "allocator": peak["allocator"],
+                       "estimate": estimate(family, precision, res, batch, ckpt)}
+
+
+def fit(rows: list[dict]) -> dict:
+    """``c0 + c1 × latent pixels`` per sample through the 128 and 192 px batch-1 cells, gradients taken out (at
+    64 px the LoRA gradients are a third of the peak and where it falls in backward moves)."""
+    out = {}
+    for key in sorted({(r["family"], r["precision"], r["ckpt"]) for r in rows}):
+        pts = {r["res"]: r["measured"] - r["lora_grads"] for r in rows
+               if (r["family"], r["precision"], r["ckpt"]) == key and r["batch"] == 1}
+        p1, p2 = (128 // 8) ** 2, (192 // 8) ** 2
+        c1 = (pts[192] - pts[128]) / (p2 - p1)
+        out[key] = (round(pts[128] - c1 * p1), round(c1, 1))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--family", choices=("sd15", "sdxl"), default="sd15")
+    ap.add_argument("--precision", default="fp32,bf16", help="comma-separated: fp32, bf16 (fp32 first)")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--fit", action="store_true", help="also print the coefficients fitted on the 128/192 px cells")
+    ap.add_argument("--from", dest="source", metavar="FILE", help="JSON lines of an earlier --json run")
+    args = ap.parse_args()
+    precisions = args.precision.split(",")
+    if args.source:
+        stored = [json.loads(line) for line in Path(args.source).read_text().splitlines() if line.startswith("{")]
+        cells = iter([{**r, "estimate": estimate(r["family"], r["precision"], r["res"], r["batch"], r["ckpt"])}
+                      for r in stored])
+    else:
+        cells = measure(args.family, precisions)
+    print("full width, rank-16 attention LoRA, SDPA, CPU; MiB of activations + LoRA gradients (the step's transient)")
+    print(f"{'model':>5} {'prec':>5} {'ckpt':>5} {'px':>4} {'batch':>5} {'estimate':>9} {'measured':>9} {'error':>7} "
+          f"{'allocator':>10}")
+    rows = []
+    for r in cells:
+        rows.append(r)
+        if args.json:
+            print(json.dumps(r), flush=True)
+            continue
+        err = r["estimate"] / r["measured"] - 1
+        print(f"{r['family']:>5} {r['precision']:>5} {r['ckpt']!s:>5} {r['res']:>4} {r['batch']:>5} {r['estimate'] / 2**20:>9.1f} "
+              f"{r['measured'] / 2**20:>9.1f} {err:>+7.1%} {r['allocator'] / 2**20:>10.1f}", flush=True)
+    if args.fit:
+        for key, (c0, c1) in fit(rows).items():
+            print(f"    {key}: ({c0}, {c1}),")
+
+
+if __name__ == "__main__":
+    main()
