@@ -222,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         hot = measure(hot_dir, seeds)
         print_table(f"10x lr ({10 * cfg.optim.lr:g}), {hot_s:.0f} s in run_training", hot)
         h = hot[-1]
+        _, hot_label, _ = app_verdict(hot_dir, cfg.train.seed)
+        checks[f"10x lr: the app's verdict is not 'fit' ({hot_label})"] = hot_label != "fit"
         checks[f"10x lr: unseen-background adherence {h['unseen_background']:.2f} < default's "
                f"{last['unseen_background']:.2f}"] = h["unseen_background"] < last["unseen_background"]
         checks[f"10x lr: burn {h['burn']:.2f} > default's {last['burn']:.2f}"] = h["burn"] > last["burn"]

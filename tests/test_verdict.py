@@ -274,3 +274,28 @@ def test_troubleshoot_never_offers_a_change_the_wrong_way_and_turns_advice_into_
     buttons = action_buttons(diag, "en")
     assert buttons["ts_go_dataset"].visible and buttons["ts_go_dataset"].value == "Go back to the dataset →"
     assert not buttons["ts_go_review"].visible  # every save is under: no earlier one to go back to
+
+
+@pytest.mark.parametrize("follows, over", [
+    ((False, True, True), []),  # following the prompts better as it learns: not overfitting
+    ((True, False, False), [20, 30]),  # following them worse after having followed them: overfitting
+])
+def test_adherence_counts_as_overfitting_only_when_it_falls_from_an_earlier_peak(tmp_path, follows, over):
+    """The trigger prompts that ask for something new ("on snow, right", "wearing a blue hat") drawn as asked or
+    as the data has it (grass, left, a red hat); the character itself at every save."""
+    by_step = dict(zip((10, 20, 30), follows))
+
+    def picture(step: int, kind: str) -> Image.Image:
+        if kind == "no_trigger" or step == 0:
+            return _world()
+        asked = by_step[step]
+        if kind == "trigger_unseen":
+            return render_scene(character_scene("snow", "right") if asked else character_scene("grass", "left"), 64)
+        if kind == "trigger_outfit":
+            return render_scene(character_scene("grass", "left", "large", "blue" if asked else "red"), 64)
+        return render_scene(character_scene("grass", "left"), 64)
+
+    run = demo_run(tmp_path, picture)
+    verdicts = {c.step: c for c in checkpoint_verdicts(run)}
+    assert all(c.measures["likeness"] >= 0.5 for c in verdicts.values())
+    assert [s for s, c in verdicts.items() if c.label == "over"] == over, {s: c.measures for s, c in verdicts.items()}

@@ -231,15 +231,16 @@ def checkpoint_verdicts(run_dir: str | Path, config: Config | None = None) -> li
     measured = {r["step"]: r for r in measure_steps(run_dir)}
     doses = dose_by_step(run_dir, config)
     demo = any(r.get("likeness") is not None for r in measured.values())
-    adherences = [measured[s]["adherence"] for s in steps if s in measured and measured[s]["adherence"] is not None
-                  and (measured[s]["likeness"] is None or measured[s]["likeness"] >= LIKENESS_SHOWS)]
-    best_adh = max(adherences) if adherences else None
     dose_strength = "weak" if config.optim.optimizer in DOSE_WEAK_OPTIMIZERS else "moderate"
     out = []
+    best_adh: float | None = None  # the best adherence up to this save: overfitting is a fall from an earlier peak
     for step in steps:
         obs: list[Observation] = []
         row = measured.get(step)
         if row is not None:
+            adh, like = row.get("adherence"), row.get("likeness")
+            if adh is not None and (like is None or like >= LIKENESS_SHOWS):
+                best_adh = adh if best_adh is None else max(best_adh, adh)
             obs += _picture_observations(row, demo, best_adh)
         dose = doses.get(step)
         if dose is not None:
