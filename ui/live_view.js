@@ -6,10 +6,10 @@
   // it alive: hundreds of detached nodes per figure per poll.
   const PLOTS = { loss: "ld-loss", grad: "ld-grad", lr: "ld-lr", scale: "ld-scale" };
   // A redraw costs plotly the whole figure (tens of ms for four), whatever was added: the plots are drawn at
-  // most once a second and with at most this share of the page's time, so on a busy machine they draw less
-  // often, never more work.
-  const MIN_GAP_MS = 1000;
-  const TIME_SHARE = 0.03;
+  // most once every 3 s and with at most this share of the page's time, so on a busy machine they draw less
+  // often, never more work (bench/bench_watch.py: redrawing every second left 0.83 of the closed-tab throughput).
+  const MIN_GAP_MS = 3000;
+  const TIME_SHARE = 0.01;
   const live = { full: null, rows: 0, figs: {} }; // figs[name] = {data, layout, gd, stale}
   let nextDraw = 0;
   let pending = null;
