@@ -185,7 +185,7 @@ class PreparationMixin:
         if self.dist.is_main:  # rows past the checkpoint were never saved; they will be trained again
             rows = [r for r in read_jsonl(self.paths.metrics) if r.get("step", 0) <= self.global_step]
             atomic_write_text(self.paths.metrics, "".join(json.dumps(r) + "\n" for r in rows))
-        self.emit("resumed", checkpoint=str(last))
+        self.emit("resumed", checkpoint=str(last), run_dir=str(self.paths.root))
 
     def announce_start(self) -> None:
         n_params = sum(p.numel() for p in self.trainable)
