@@ -30,6 +30,7 @@ from .precision import decide_precision, make_grad_scaler, resolve_device
 from .rundir import RunPaths, latest_checkpoint, new_run_dir, run_status, write_status
 from .sampling import expand_prompts
 from .state import TrainState
+from .tensorboard_log import TensorBoardSink
 
 
 class PreparationMixin:
@@ -54,7 +55,8 @@ class PreparationMixin:
             atomic_write_json(self.paths.plan, self.plan.to_json())
             self._write_journal(parent)
             write_status(self.paths, "running", pid_started=self.started_at)
-            self.sink = MultiSink([RunFolderSink(self.paths.root), *( [self.external_sink] if self.external_sink else [])])
+            self.sink = MultiSink([RunFolderSink(self.paths.root), TensorBoardSink(self.paths.root),
+                                   *([self.external_sink] if self.external_sink else [])])
 
     def _scan_and_plan(self, cfg: Config):
         from .dataset import scan_dataset
