@@ -42,13 +42,13 @@ from .recovery import RecoveryMixin
 from .rundir import RunPaths, write_status
 from .state import DataPosition, TrainState
 
-EXIT_CODES = {"finished": 0, "stopped": 130, "guard_stopped": 3, "failed": 1}
+EXIT_CODES = {"finished": 0, "stopped": 130, "paused": 130, "guard_stopped": 3, "failed": 1}
 UPDATE_RATIO_EVERY = 10  # steps between measurements of ‖Δw‖/‖w‖ (one extra copy of the LoRA weights)
 
 
 @dataclass
 class RunResult:
-    status: str  # finished | stopped | guard_stopped | failed
+    status: str  # finished | stopped | paused | guard_stopped | failed
     run_dir: Path | None
     final_lora: Path | None = None
     message: str = ""
@@ -101,7 +101,10 @@ def run_training(
         raise
     except Exception as e:  # the run folder and the UI must learn why; re-raising would lose it in a thread
         return trainer.fail(e)
-    return trainer.finish(status)
+    result = trainer.finish(status)
+    if status == "paused":
+        trainer.release_device()
+    return result
 
 
 class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
@@ -208,8 +211,8 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
                 self.prefetch(epoch, nxt, batches[nxt : nxt + accum])
                 pos.advance(len(group))
                 outcome = self.optimizer_step(group, epoch, start)
-                if outcome in ("stop", "guard_stop"):
-                    return "guard_stopped" if outcome == "guard_stop" else "stopped"
+                if outcome in ENDINGS:
+                    return ENDINGS[outcome]
                 pos = self.state.position  # a rollback put back another position object
                 if outcome == "rollback":
                     break
@@ -410,13 +413,15 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
             return "continue"
         step = self.global_step
         # every rank saves (and stops) at the same step: a save gathers every rank's random generators
-        save_now, stop = self.dist.any(self.commands.take_save(), self.commands.stop_requested)
-        if (step in self.plan.checkpoint_steps or save_now) and step < self.total_steps:
-            self.save_checkpoint(step)
+        save_now, stop, pause = self.dist.any(self.commands.take_save(), self.commands.stop_requested,
+                                              self.commands.pause_requested)
+        pause = pause and not stop and step < self.total_steps  # a pause at the last step is simply the end
+        if (step in self.plan.checkpoint_steps or save_now or pause) and step < self.total_steps:
+            self.save_checkpoint(step)  # a pause's checkpoint is the ordinary one: what resume restores
         if cfg.sample.enabled and ((step in self.plan.sample_steps and step < self.total_steps)
                                    or self.commands.take_sample()):
             self.sample(step)
-        return "stop" if stop else "continue"
+        return "stop" if stop else "pause" if pause else "continue"
 
     # ------------------------------------------------------------------------------------- endings
 
@@ -429,14 +434,17 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
                 self.sample(self.global_step)  # rank 0 alone samples
         if self._loader is not None:
             self._loader.shutdown(wait=False, cancel_futures=True)
-        if status != "failed" and self.config.guard.detectors:
-            self.run_detectors(final=True)
+        if status not in ("failed", "paused") and self.config.guard.detectors:
+            self.run_detectors(final=True)  # a paused run is not over: its findings come when it ends
         message = ""
         if status == "guard_stopped":
             message = f"stopped by the numerics guard at step {self.global_step + 1}"
             self.emit("stopped", reason="guard", failure=self.failure, message=message)
         elif status == "stopped":
             self.emit("stopped", reason="user", final=str(final) if final else None)
+        elif status == "paused":
+            checkpoint = self.paths.step_dir(self.global_step) if self.paths else None
+            self.emit("paused", checkpoint=str(checkpoint) if checkpoint else None)
         else:
             self.emit("finished", final=str(final) if final else None, steps=self.global_step)
         if self.dist.is_main:
@@ -445,6 +453,20 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
                 self._write_diagnosis()
         self.dist.barrier()
         return RunResult(status, self.paths.root if self.paths else None, final, message)
+
+    def release_device(self) -> None:
+        """Drop the models, optimizer and caches so a paused run gives its memory back (on CUDA to the driver
+        too, for another program or the next run). The trainer cannot train after this."""
+        import gc
+
+        for name in ("pipe", "unet", "lora", "text", "latents", "trainable", "named_trainable", "train_modules",
+                     "_sampler", "_pixel_encoder", "state", "last_good", "_update_ref"):
+            if name in self.__dict__:
+                setattr(self, name, None)
+        self._pixels.clear()
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
 
     def _write_diagnosis(self) -> None:
         try:
@@ -464,6 +486,10 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
     def fail_quietly(self) -> None:
         if self.dist.is_main and self.paths is not None:
             write_status(self.paths, "failed", error="bad input")
+
+
+# what train() returns for an optimizer step's outcome that ends the run
+ENDINGS = {"stop": "stopped", "guard_stop": "guard_stopped", "pause": "paused"}
 
 
 def _caption_rng(seed: int, epoch: int, step: int, micro: int, rank: int = 0):

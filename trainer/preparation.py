@@ -30,6 +30,7 @@ from .precision import decide_precision, make_grad_scaler, resolve_device
 from .rundir import RunPaths, latest_checkpoint, new_run_dir, run_status, write_status
 from .sampling import expand_prompts
 from .state import TrainState
+from .tensorboard_log import TensorBoardSink
 
 
 class PreparationMixin:
@@ -54,7 +55,8 @@ class PreparationMixin:
             atomic_write_json(self.paths.plan, self.plan.to_json())
             self._write_journal(parent)
             write_status(self.paths, "running", pid_started=self.started_at)
-            self.sink = MultiSink([RunFolderSink(self.paths.root), *( [self.external_sink] if self.external_sink else [])])
+            self.sink = MultiSink([RunFolderSink(self.paths.root), TensorBoardSink(self.paths.root),
+                                   *([self.external_sink] if self.external_sink else [])])
 
     def _scan_and_plan(self, cfg: Config):
         from .dataset import scan_dataset
@@ -185,7 +187,7 @@ class PreparationMixin:
         if self.dist.is_main:  # rows past the checkpoint were never saved; they will be trained again
             rows = [r for r in read_jsonl(self.paths.metrics) if r.get("step", 0) <= self.global_step]
             atomic_write_text(self.paths.metrics, "".join(json.dumps(r) + "\n" for r in rows))
-        self.emit("resumed", checkpoint=str(last))
+        self.emit("resumed", checkpoint=str(last), run_dir=str(self.paths.root))
 
     def announce_start(self) -> None:
         n_params = sum(p.numel() for p in self.trainable)

@@ -17,12 +17,12 @@ from .commands import Commands
 from .config import Config
 from .errors import UserError
 
-TERMINAL = {"finished", "stopped", "failed", "guard_stopped"}
+TERMINAL = {"finished", "stopped", "paused", "failed", "guard_stopped"}
 
 
 @dataclass
 class RunState:
-    status: str = "idle"  # idle | starting | running | finished | stopped | guard_stopped | failed
+    status: str = "idle"  # idle | starting | running | finished | stopped | paused | guard_stopped | failed
     run_dir: str | None = None
     total_steps: int = 0
     step: int = 0
@@ -57,7 +57,8 @@ class Runner:
             if self.active:
                 return False, "a training run is already active; stop it first"
             self._commands = Commands()
-            self.state = RunState(status="starting", started_at=time.time(), config=config)
+            self.state = RunState(status="starting", started_at=time.time(), config=config,
+                                  run_dir=str(resume) if resume else None)
             self.version += 1
             self._thread = threading.Thread(
                 target=self._run, args=(config, parent, resume), name="lora-training", daemon=True
@@ -93,6 +94,25 @@ class Runner:
             return True
         return False
 
+    def pause(self) -> bool:
+        """Ask the run to pause after this step (see :meth:`Commands.pause`); False when none is active."""
+        if self.active and self._commands:
+            self._commands.pause()
+            return True
+        return False
+
+    def continue_run(self, run_dir: str | Path) -> tuple[bool, str]:
+        """Continue a paused run from its checkpoint, in its own folder with its own settings (``config.toml``):
+        the same as :meth:`start` with ``resume``. Refuses a run that is not paused."""
+        from .config import load_config
+        from .rundir import RunPaths, run_status
+
+        paths = RunPaths(Path(run_dir))
+        status = run_status(paths.root).get("status")
+        if status != "paused":
+            raise UserError(f"{paths.root}: only a paused run can be continued (this one is {status or 'unknown'})")
+        return self.start(load_config(paths.config), resume=str(paths.root))
+
     def sample_now(self) -> bool:
         if self.active and self._commands:
             self._commands.sample_now()
@@ -125,7 +145,9 @@ class Runner:
                     s.step = ev["step"]
             else:
                 s.events.append(ev)
-            if kind == "started":
+            if kind == "resumed":  # the rows, samples and checkpoints before the resume point, for the plots
+                _load_earlier(s, ev["run_dir"], ev["step"])
+            elif kind == "started":
                 s.status = "running"
                 s.run_dir = ev.get("run_dir")
                 s.total_steps = ev["plan"]["total_steps"]
@@ -174,6 +196,27 @@ class Runner:
         out["eta_seconds"] = (sec * max(out["total_steps"] - out["step"], 0)) if sec else None
         out["memory"] = memory_in_use()
         return out
+
+
+_NONFINITE = ("nan", "inf", "-inf")  # how metrics.jsonl writes a non-finite number (events.json_safe)
+
+
+def _load_earlier(s: RunState, run_dir: str, step: int) -> None:
+    """What a resumed run's folder already holds up to ``step`` (its metrics rows, the samples and checkpoints
+    of its events), put in front of the new rows as if the run had never stopped."""
+    from .events import as_float
+    from .rundir import events, metrics
+
+    rows = []
+    for r in metrics(run_dir):
+        if r.get("step", 0) <= step:
+            rows.append({"type": "step", **{k: as_float(v) if v in _NONFINITE else v for k, v in r.items()}})
+    earlier = [e for e in events(run_dir) if e.get("step", 0) <= step]
+    s.metrics[:0] = rows
+    s.samples[:0] = [e for e in earlier if e["type"] == "sample_ready"]
+    s.checkpoints[:0] = [e for e in earlier if e["type"] == "checkpoint_saved"]
+    applied = [r["step"] for r in rows if not r.get("skipped")]
+    s.step = max(applied, default=s.step)
 
 
 def memory_in_use() -> dict[str, float | None]:

@@ -28,6 +28,7 @@ from trainer.config import save_config
 from trainer.errors import UserError
 from trainer.plan import make_plan
 from trainer.risks import start_risks
+from trainer.rundir import list_runs, run_status
 from trainer.runner import TERMINAL
 
 from .. import live, plots
@@ -39,8 +40,9 @@ from . import gates, review
 from .dataset import scan_for
 
 POLL_OUTPUTS = ["poll_state", "status_md", "alert_html", "to_troubleshoot", "warnings_md", "live_plots",
-                "samples_gallery", "stop_btn", "sample_btn", "save_btn", "review_run", "ts_run", "wizard", "train_msg",
-                *gates.UNLOCKS]
+                "samples_gallery", "stop_btn", "pause_btn", "continue_btn", "sample_btn", "save_btn", "review_run",
+                "ts_run", "wizard", "train_msg", *gates.UNLOCKS]
+RUN_BUTTONS = ("stop_btn", "pause_btn", "sample_btn", "save_btn")  # the commands into an active run
 # Before each poll the page puts what its plots hold into the ``live_view`` input; after it, the page applies
 # the ``live_plots`` message (ui/live_view.js).
 VIEW_JS = "(lang, state, view) => [lang, state, window.ldLive ? window.ldLive.view() : null]"
@@ -53,6 +55,8 @@ def build(ui: UI) -> None:
     with gr.Row():
         ui.add("start_btn", gr.Button(t("start", lang), variant="primary", elem_id="ld-start"), "start", "value")
         ui.add("stop_btn", gr.Button(t("stop", lang), variant="stop", interactive=False), "stop", "value")
+        ui.add("pause_btn", gr.Button(t("pause", lang), interactive=False), "pause", "value")
+        ui.add("continue_btn", gr.Button(t("continue", lang), interactive=False), "continue", "value")
         ui.add("sample_btn", gr.Button(t("sample_now", lang), interactive=False), "sample_now", "value")
         ui.add("save_btn", gr.Button(t("save_now", lang), interactive=False), "save_now", "value")
     ui.add("train_msg", gr.HTML(""))
@@ -102,11 +106,9 @@ def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
         ok, _ = runner.start(cfg)
         if not ok:
             raise UserError(t("err_run_active", lang))
-        return {"train_msg": ok_box(t("started", lang)), "stop_btn": gr.Button(interactive=True),
-                "sample_btn": gr.Button(interactive=True), "save_btn": gr.Button(interactive=True),
-                "confirm_btn": gr.Button(visible=False)}
+        return {"train_msg": ok_box(t("started", lang)), **run_buttons(True), "confirm_btn": gr.Button(visible=False)}
 
-    start_outputs = ["train_msg", "stop_btn", "sample_btn", "save_btn", "confirm_btn"]
+    start_outputs = ["train_msg", *RUN_BUTTONS, "continue_btn", "confirm_btn"]
     ui.on(ui["start_btn"].click, start, ["lang", "confirm", "report_state", *NAMES], start_outputs,
           api_name="start", message="train_msg")
 
@@ -124,9 +126,27 @@ def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
         run_command.__name__ = name
         return run_command
 
-    for name, method in (("stop", runner.stop), ("sample_now", runner.sample_now), ("save_now", runner.save_now)):
-        button = {"stop": "stop_btn", "sample_now": "sample_btn", "save_now": "save_btn"}[name]
+    for name, method in (("stop", runner.stop), ("pause", runner.pause), ("sample_now", runner.sample_now),
+                         ("save_now", runner.save_now)):
+        button = {"stop": "stop_btn", "pause": "pause_btn", "sample_now": "sample_btn", "save_now": "save_btn"}[name]
         ui.on(ui[button].click, command(name, method), ["lang"], ["train_msg"], api_name=name, message="train_msg")
+
+    def continue_run(*, lang: str) -> dict[str, Any]:
+        """Continue the paused run: this app's last run, or after a restart the newest paused one in runs/."""
+        if runner.active:
+            raise UserError(t("err_run_active", lang))
+        run = paused_run(ctx)
+        if run is None:
+            raise UserError(t("err_no_paused", lang))
+        step = run_status(run).get("step")
+        ctx.sweeps.release()  # the Review step's model makes room for the run
+        ok, _ = runner.continue_run(run)
+        if not ok:
+            raise UserError(t("err_run_active", lang))
+        return {"train_msg": ok_box(t("continued", lang, run=ctx.run_rel(run), step=step)), **run_buttons(True)}
+
+    ui.on(ui["continue_btn"].click, continue_run, ["lang"], ["train_msg", *RUN_BUTTONS, "continue_btn"],
+          api_name="continue", message="train_msg")
 
     copies = GalleryCopies(ui["samples_gallery"].GRADIO_CACHE)
 
@@ -169,6 +189,22 @@ def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
 
     ui.on(ui["train_next"].click, next_step, ["lang"],
           ["wizard", "step_review", "review_run", "train_msg", *review.VIEW_OUTPUTS], message="train_msg")
+
+
+def run_buttons(active: bool) -> dict[str, Any]:
+    """Stop, Pause, Sample now and Save now work while a run is active; Continue only when none is."""
+    return {**{name: gr.Button(interactive=active) for name in RUN_BUTTONS},
+            **({"continue_btn": gr.Button(interactive=False)} if active else {})}
+
+
+def paused_run(ctx) -> Path | None:
+    """The run Continue carries on: the last run (this app's, or after a restart the workspace's newest) when it
+    is paused; None otherwise."""
+    last = ctx.runner.state.run_dir
+    if not last:
+        runs = list_runs(ctx.runs_dir)
+        last = runs[-1] if runs else None
+    return Path(last) if last and run_status(last).get("status") == "paused" else None
 
 
 def confirm_box(risks: list[dict[str, str]], lang: str) -> str:
@@ -270,8 +306,9 @@ def poll_view(ui: UI, state: dict[str, Any], lang: str, view: dict[str, Any] | N
         out["to_troubleshoot"] = gr.Button(visible=alert is not None)
         out["warnings_md"] = live.warnings_markdown(snap, lang)
     if fresh or snap["active"] != state.get("active"):
-        for name in ("stop_btn", "sample_btn", "save_btn"):
-            out[name] = gr.Button(interactive=snap["active"])
+        out.update(run_buttons(snap["active"]))
+    if fresh or snap["status"] != state.get("status"):
+        out["continue_btn"] = gr.Button(interactive=not snap["active"] and paused_run(ctx) is not None)
     ended = snap["status"] in TERMINAL and snap["status"] != state.get("status")
     if ended:  # "Stopping after this step…" and the like are done with
         out["train_msg"] = ""
