@@ -84,6 +84,8 @@ def test_the_chosen_language_survives_a_reload_and_a_query_parameter_chooses_it(
         page.goto(app.url + "?lang=en")
         page.wait_for_selector("#ld-dataset")
         page.wait_for_function("() => document.querySelector('#ld-dataset-button').innerText.includes('Dataset')")
+        # the page may already say "Dataset" before the load has read the address: wait until it has
+        page.wait_for_function("() => window.localStorage.getItem('lora-doctor-lang') === 'en'")
         page.goto(app.url)  # the query parameter was a choice too: it is the one remembered
         page.wait_for_selector("#ld-dataset")
         page.wait_for_timeout(1500)

@@ -107,6 +107,9 @@ LANG_READ_JS = f"""(current) => {{
     let saved = null;
     try {{ saved = window.localStorage.getItem("{LANG_KEY}"); }} catch (e) {{}}
     const lang = asked || saved;
+    if (asked && ["ko", "en"].includes(asked)) {{  // a choice too: remembered even when it changes nothing here
+        try {{ window.localStorage.setItem("{LANG_KEY}", asked); }} catch (e) {{}}
+    }}
     return ["ko", "en"].includes(lang) ? lang : current;
 }}"""
 LANG_SAVE_JS = f"""(lang) => {{
