@@ -200,6 +200,8 @@ def test_a_second_tab_sees_the_running_job_and_cannot_start_another(page, browse
 def test_korean_switch_relabels_the_wizard(page):
     page.get_by_text("한국어").click()
     page.wait_for_function("() => document.body.innerText.includes('다음: 스텝')")
+    # the tab labels come in the same update but may be drawn a frame later
+    page.wait_for_function("() => document.querySelector('#ld-dataset-button')?.innerText.includes('데이터셋')")
     assert page.get_by_role("tab", name=re.compile("데이터셋")).count() == 1
     assert "트리거 단어" in page.locator("#ld-f-trigger").inner_text()
     page.wait_for_function("() => document.body.innerText.includes('쓸 수 있는 그림')")
