@@ -378,26 +378,24 @@ def sample_findings(samples_dir: Path) -> list[Finding]:
     from PIL import Image
 
     from .demo.measures import burn, leakage_scores
+    from .review import sample_key
     from .sampling import kind_words
 
     manifests = sorted(samples_dir.glob("step-*/manifest.json"))
     if len(manifests) < 2:
         return []
     base_dir = manifests[0].parent
-    def key(s: dict) -> tuple:  # a picture lines up with step 0's of the same prompt and seed
-        return s["index"], s.get("seed")
-
-    base = {key(s): s for s in json.loads(manifests[0].read_text())["samples"] if s["weights"] == "live"}
+    base = {sample_key(s): s for s in json.loads(manifests[0].read_text())["samples"] if s["weights"] == "live"}
     burn_hits, leak_hits = [], []
     for m in manifests[1:]:
         data = json.loads(m.read_text())
         burns: dict[tuple[int, str], list[float]] = {}  # (prompt index, kind) -> burn per seed
         leaks: list[float] = []
         for s in data["samples"]:
-            if s["weights"] != "live" or key(s) not in base:
+            if s["weights"] != "live" or sample_key(s) not in base:
                 continue
             img = Image.open(m.parent / s["file"]).convert("RGB")
-            ref = Image.open(base_dir / base[key(s)]["file"]).convert("RGB")
+            ref = Image.open(base_dir / base[sample_key(s)]["file"]).convert("RGB")
             burns.setdefault((s["index"], s["kind"]), []).append(burn(img, ref)["burn_score"])
             if s["kind"] == "no_trigger":
                 leaks.append(leakage_scores(img, ref)["leakage"])

@@ -56,7 +56,7 @@ def sample_manifests(run_dir: str | Path) -> list[dict[str, Any]]:
     return sorted(out, key=lambda d: d["step"])
 
 
-def _key(sample: dict[str, Any]) -> tuple[int, Any]:
+def sample_key(sample: dict[str, Any]) -> tuple[int, Any]:
     """A sample's prompt and seed: what lines it up with the same picture at another step."""
     return sample["index"], sample.get("seed")
 
@@ -186,12 +186,12 @@ def _measure_steps(run_dir: Path) -> list[dict[str, Any]]:
     except UserError:
         expected = None
     # a picture is compared with step 0's of the same prompt and seed (several seeds per prompt: each its own)
-    ref = {_key(s): Path(base["dir"]) / s["file"] for s in base["samples"] if s.get("weights", "live") == "live"}
+    ref = {sample_key(s): Path(base["dir"]) / s["file"] for s in base["samples"] if s.get("weights", "live") == "live"}
     if expected is not None:
         # likeness only means something where the base model does not already "show" the character (pure
         # noise from an untrained tiny model is full of magenta and yellow)
-        base_like = [likeness(_picture(ref[_key(s)])) for s in base["samples"]
-                     if _key(s) in ref and s["kind"] != "no_trigger" and ref[_key(s)].is_file()]
+        base_like = [likeness(_picture(ref[sample_key(s)])) for s in base["samples"]
+                     if sample_key(s) in ref and s["kind"] != "no_trigger" and ref[sample_key(s)].is_file()]
         if not base_like or float(np.mean(base_like)) >= BASE_LIKENESS_LIMIT:
             expected = None
     out = []
@@ -202,12 +202,12 @@ def _measure_steps(run_dir: Path) -> list[dict[str, Any]]:
                                "likeness": None, "adherence": None}
         burns, likes, adh, leaks, drifts = [], [], [], [], []
         for s in m["samples"]:
-            if s.get("weights", "live") != "live" or _key(s) not in ref:
+            if s.get("weights", "live") != "live" or sample_key(s) not in ref:
                 continue
             path = Path(m["dir"]) / s["file"]
-            if not path.is_file() or not ref[_key(s)].is_file():
+            if not path.is_file() or not ref[sample_key(s)].is_file():
                 continue
-            img, ref_img = _picture(path), _picture(ref[_key(s)])
+            img, ref_img = _picture(path), _picture(ref[sample_key(s)])
             if s["kind"] == "no_trigger":
                 # the demo world's pictures can be read: count what changed rather than pixels that moved
                 scores = (world_leakage_scores if expected is not None else leakage_scores)(img, ref_img)
