@@ -40,7 +40,7 @@ KINDS = ("reference", "ours")
 def build_model(folder: Path, divisor: int) -> None:
     """SD1.5 with random weights (widths divided by ``divisor``; 1 = real size), saved as bf16. Built on the GPU
     where there is one: seconds instead of a minute."""
-    from trainer.tiny_models import build_scaled_sd15, save_pipeline
+    from trainer.models.tiny import build_scaled_sd15, save_pipeline
 
     if (folder / "model_index.json").is_file():
         return

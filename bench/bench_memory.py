@@ -2,7 +2,7 @@
 
 The real architecture at full width (random weights from the shipped configs, no download), a rank-16 attention
 LoRA, one forward + backward per cell at small resolutions on the CPU, counted at the allocator
-(``bench/memory_probe.py``). Printed side by side: the estimate of :func:`trainer.memory.estimate_memory`'s
+(``bench/memory_probe.py``). Printed side by side: the estimate of :func:`trainer.plan.memory.estimate_memory`'s
 ``activations + lora_gradients`` and the measured transient peak (tensors the ops created, and the CPU
 allocator's own figure, which adds oneDNN's scratch buffers); the static parts (weights, LoRA, optimizer state)
 are counted from tensors and equal by construction.
@@ -12,7 +12,7 @@ are counted from tensors and equal by construction.
     python bench/bench_memory.py --json                          # one JSON line per cell
 
 Cells: 64, 128 and 192 px at batch 1, 128 px at batch 2, gradient checkpointing off and on. The coefficients in
-``trainer.memory.ACTIVATIONS`` were fitted on the 128 and 192 px batch-1 cells of this table (``--fit`` prints
+``trainer.plan.memory.ACTIVATIONS`` were fitted on the 128 and 192 px batch-1 cells of this table (``--fit`` prints
 them); the 64 px and batch-2 cells are held out. ``--from FILE`` prints the table again from the JSON lines of an
 earlier ``--json`` run, with the estimates of the code as it is now.
 """
@@ -36,10 +36,10 @@ CELLS = ((64, 1), (128, 1), (192, 1), (64, 2))
 
 def estimate(family: str, precision: str, resolution: int, batch: int, checkpointing: bool) -> int:
     """The plan's transient part for this cell: activations plus the LoRA's gradients."""
-    from trainer.config import from_dict
-    from trainer.memory import estimate_memory
+    from trainer.config.schema import from_dict
+    from trainer.plan.memory import estimate_memory
 
-    base = {"sd15": "trainer/model_configs/sd15", "sdxl": "trainer/model_configs/sdxl"}[family]
+    base = {"sd15": "trainer/models/model_configs/sd15", "sdxl": "trainer/models/model_configs/sdxl"}[family]
     cfg = from_dict({"model": {"base": str(REPO / base), "family": family},
                      "dataset": {"resolution": resolution}, "lora": {"rank": 16, "alpha": 16.0, "targets": "attn"},
                      "train": {"precision": precision, "batch_size": batch, "gradient_checkpointing": checkpointing,

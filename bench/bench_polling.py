@@ -85,7 +85,7 @@ class CpuMeter:
 
 
 def run_headless(workspace: Path, steps: int) -> tuple[float, float]:
-    from trainer.config import save_config
+    from trainer.config.schema import save_config
     from ui.context import make_context
     from ui.fields import config_from_values
 

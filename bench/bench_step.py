@@ -54,7 +54,7 @@ def select_model(name: str, tmp: Path) -> None:
     if name in ("tiny-sd15", "demo"):
         MODEL["base"] = name
         return
-    from trainer.tiny_models import build_scaled_sd15, save_pipeline
+    from trainer.models.tiny import build_scaled_sd15, save_pipeline
 
     folder = tmp / name
     if not (folder / "model_index.json").is_file():

@@ -22,7 +22,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from trainer.models import MODEL_CONFIG_DIR
+from trainer.models.base import MODEL_CONFIG_DIR
 
 
 class TensorTally(TorchDispatchMode):
@@ -79,8 +79,8 @@ def build_unet(family: str, dtype: torch.dtype):
 
 
 def attach(unet, family: str, rank: int = 16, targets: str = "attn"):
-    from trainer.config import LoraConfig
-    from trainer.lora import attach_lora
+    from trainer.config.schema import LoraConfig
+    from trainer.models.lora import attach_lora
 
     return attach_lora(types.SimpleNamespace(unet=unet), LoraConfig(rank=rank, alpha=rank, targets=targets), family,
                        seed=0)

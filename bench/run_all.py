@@ -32,7 +32,7 @@ def real_sd15_shares(resolution: int = 512, batch: int = 1) -> dict[str, float]:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from trainer.tiny_models import build_scaled_sd15
+    from trainer.models.tiny import build_scaled_sd15
 
     def flops(fn) -> int:
         with FlopCounterMode(display=False) as counter:

@@ -1,6 +1,6 @@
 """The two training steps the benchmarks compare, each a zero-argument callable doing one optimizer step.
 
-- :func:`ours`: our :class:`trainer.loop.Trainer` as a run builds it (its config decides caching, the guard,
+- :func:`ours`: our :class:`trainer.train.loop.Trainer` as a run builds it (its config decides caching, the guard,
   precision, device), stepping with ``Trainer.optimizer_step`` over the epoch's batches.
 - :func:`reference`: the training step of diffusers' ``train_text_to_image_lora.py`` re-implemented from its
   documented behaviour: images loaded and transformed every step (its ``dataloader_num_workers`` defaults
@@ -33,10 +33,10 @@ def config(data, out, base: str, resolution: int, overrides: dict | None = None)
 def ours(cfg):
     """``(step, unet)``: ``step(size=None)`` is one optimizer step of our trainer on the next batch of ``size``
     (default ``train.batch_size``); ``unet`` is the trainer's, for switching gradient checkpointing."""
-    from trainer.commands import Commands
-    from trainer.data import epoch_batches
-    from trainer.distributed import Dist
-    from trainer.loop import Hooks, Trainer
+    from trainer.data.batches import epoch_batches
+    from trainer.train.commands import Commands
+    from trainer.train.distributed import Dist
+    from trainer.train.loop import Hooks, Trainer
 
     trainer = Trainer(cfg, None, Commands(), Dist(), Hooks())
     trainer.prepare_run_folder(None, None)
@@ -63,10 +63,10 @@ def reference(cfg, device: torch.device | None = None, dtype: torch.dtype = torc
     from diffusers import DDPMScheduler
     from peft import LoraConfig, inject_adapter_in_model
 
-    from trainer.config import ModelConfig
-    from trainer.data import image_tensor
-    from trainer.dataset import scan_dataset
-    from trainer.models import load_pipeline
+    from trainer.config.schema import ModelConfig
+    from trainer.data.batches import image_tensor
+    from trainer.data.scan import scan_dataset
+    from trainer.models.base import load_pipeline
 
     device = device or torch.device("cpu")
     report = scan_dataset(cfg.dataset)

@@ -25,9 +25,9 @@ import numpy as np
 import torch
 from PIL import Image
 
-from trainer.config import ModelConfig
+from trainer.config.schema import ModelConfig
 from trainer.demo import evaluation as ev
-from trainer.models import load_pipeline
+from trainer.models.base import load_pipeline
 
 TARGET = 0.8
 

@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np
 import torch
 
-from trainer.config import from_dict
+from trainer.config.schema import from_dict
 from trainer.demo import evaluation as ev
 from trainer.demo.measures import adherence_scores, burn, likeness, world_leakage_scores
 from trainer.demo.world import (
@@ -51,11 +51,11 @@ from trainer.demo.world import (
     write_character_dataset,
     write_prior_dataset,
 )
-from trainer.embedding import embedding_beside, load_embedding, unload_embedding
-from trainer.loop import run_training
-from trainer.models import load_pipeline
-from trainer.strength import load_lora_onto
-from trainer.verdict import run_verdict
+from trainer.models.base import load_pipeline
+from trainer.models.embedding import embedding_beside, load_embedding, unload_embedding
+from trainer.review.strength import load_lora_onto
+from trainer.review.verdict import run_verdict
+from trainer.train.loop import run_training
 
 PRESET = "demo-character"
 LIKENESS_TARGET = 0.8

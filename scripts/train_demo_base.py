@@ -27,11 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch
 
-from trainer.config import ModelConfig
+from trainer.config.schema import ModelConfig
 from trainer.demo import base_training as bt
 from trainer.demo import evaluation as ev
 from trainer.io import atomic_write_json
-from trainer.models import DEMO_BASE_DIR, load_pipeline
+from trainer.models.base import DEMO_BASE_DIR, load_pipeline
 
 
 def _save_atomic(obj, path: Path) -> None:
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         timings["diffusion"] = st["seconds"]
         atomic_write_json(timings_path, timings)
 
-    from trainer.tokenizer import clip_tokenizer
+    from trainer.models.tokenizer import clip_tokenizer
 
     bt.train_diffusion(unet, text_encoder, clip_tokenizer(), latents * factor, captions, s, log, checkpoint, state)
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import torch
 
-from trainer.config import load_config
-from trainer.events import MemorySink
-from trainer.loop import Hooks, run_training
+from trainer.config.schema import load_config
+from trainer.train.events import MemorySink
+from trainer.train.loop import Hooks, run_training
 
 
 class Record(Hooks):

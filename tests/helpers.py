@@ -8,8 +8,8 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
-from trainer.config import Config, apply_overrides, from_dict
-from trainer.loop import Hooks
+from trainer.config.schema import Config, apply_overrides, from_dict
+from trainer.train.loop import Hooks
 
 
 def write_toy_dataset(root: Path, n: int = 8, size: int = 64, trigger: str = "zxc", seed: int = 0) -> Path:
@@ -67,7 +67,7 @@ def lora_image(pipe, prompt: str = "zxc, on grass"):
 
 def images_of_both_formats(folder: Path, family: str) -> dict[str, Any]:
     """The same picture with the kohya file and with the diffusers file of ``folder`` loaded on a tiny model."""
-    from trainer.tiny_models import build_tiny_pipeline
+    from trainer.models.tiny import build_tiny_pipeline
 
     images = {}
     for name in ("lora.safetensors", "lora_diffusers.safetensors"):

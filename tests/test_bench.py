@@ -35,8 +35,8 @@ def test_scaled_sd15_is_sd15_narrowed():
     """The benchmark's ``sd15-quarter`` model: SD1.5's blocks and depths, widths divided, an 8x VAE."""
     import torch
 
-    from trainer.models import MODEL_CONFIG_DIR
-    from trainer.tiny_models import build_scaled_sd15
+    from trainer.models.base import MODEL_CONFIG_DIR
+    from trainer.models.tiny import build_scaled_sd15
 
     pipe = build_scaled_sd15(16)
     real = json.loads((MODEL_CONFIG_DIR / "sd15" / "unet" / "config.json").read_text())

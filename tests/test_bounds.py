@@ -13,10 +13,10 @@ import pytest
 from pydantic import BaseModel
 
 from tests.helpers import write_toy_dataset
-from trainer.config import MAX_STEPS, Config, from_dict
-from trainer.dataset import scan_dataset
+from trainer.config.schema import MAX_STEPS, Config, from_dict
+from trainer.data.scan import scan_dataset
 from trainer.errors import UserError
-from trainer.plan import SHOWN_STEPS, Schedule, make_plan
+from trainer.plan.steps import SHOWN_STEPS, Schedule, make_plan
 
 REPO = Path(__file__).resolve().parent.parent
 

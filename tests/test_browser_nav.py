@@ -116,7 +116,7 @@ def test_korean_at_phone_width_keeps_the_title_on_one_line(browser, app):
 
 
 def test_a_symptom_panel_opened_before_the_language_switch_follows_it(browser, app):
-    from trainer.kb import load_kb
+    from trainer.doctor.kb import load_kb
     from ui.steps.troubleshoot import symptom_choices
 
     label, sid = symptom_choices("en")[0]

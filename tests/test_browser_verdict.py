@@ -23,8 +23,8 @@ VERDICT = re.compile(r"[Vv]erdict: (fit|under-trained|over-trained|broken)")
 
 @pytest.fixture(scope="module")
 def default_run(tmp_path_factory):
-    from trainer.loop import run_training
-    from trainer.runner import Runner
+    from trainer.train.loop import run_training
+    from trainer.train.runner import Runner
     from ui.context import make_context
     from ui.fields import config_from_values
 
@@ -40,7 +40,7 @@ def default_run(tmp_path_factory):
 
 def adopt(src: Path, cfg) -> Path:
     """A finished run of the default config, copied into the workspace, its paths made the workspace's."""
-    from trainer.config import from_dict, read_toml
+    from trainer.config.schema import from_dict, read_toml
     from trainer.io import atomic_write_text
 
     theirs = from_dict(read_toml(src / "config.toml"))
@@ -91,7 +91,7 @@ def verdict_on(page, selector: str) -> str:
 
 
 def test_plan_review_and_troubleshoot_agree_on_the_default_demo_run(app, default_run, browser):
-    from trainer.verdict import LABEL_TEXT, run_verdict
+    from trainer.review.verdict import LABEL_TEXT, run_verdict
 
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()

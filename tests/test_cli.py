@@ -55,7 +55,7 @@ def test_a_preset_file_works_as_the_config(tmp_path):
     proc = cli("plan", "presets/sd15-character.toml", "--json", "--set", f"dataset.path={tmp_path / 'data'}")
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)
-    from trainer.presets import preset_config
+    from trainer.config.presets import preset_config
 
     preset = preset_config("sd15-character")
     assert plan["batch_size"] == preset.train.batch_size and plan["image_repeats"] == 40
@@ -116,8 +116,8 @@ def test_tiny_model_command_writes_a_loadable_model(tmp_path, single):
     args = ["tiny-model", "sd15", str(tmp_path / "m")] + (["--single-file"] if single else [])
     proc = cli(*args)
     assert proc.returncode == 0, proc.stderr
-    from trainer.config import ModelConfig
-    from trainer.models import load_pipeline
+    from trainer.config.schema import ModelConfig
+    from trainer.models.base import load_pipeline
 
     target = tmp_path / "m" / "model.safetensors" if single else tmp_path / "m"
     _, info = load_pipeline(ModelConfig(base=str(target)))

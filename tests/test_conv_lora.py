@@ -12,14 +12,14 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from tests.helpers import images_of_both_formats, lora_image, tiny_config, write_toy_dataset
-from trainer.config import from_dict
+from trainer.config.schema import from_dict
 from trainer.errors import UserError
-from trainer.events import MemorySink
-from trainer.export import unet_module_to_sgm
-from trainer.loop import run_training
-from trainer.lora import attach_lora
-from trainer.strength import load_lora_onto
-from trainer.tiny_models import build_tiny_pipeline
+from trainer.export.lora_files import unet_module_to_sgm
+from trainer.models.lora import attach_lora
+from trainer.models.tiny import build_tiny_pipeline
+from trainer.review.strength import load_lora_onto
+from trainer.train.events import MemorySink
+from trainer.train.loop import run_training
 
 pytestmark = pytest.mark.slow
 
@@ -110,7 +110,7 @@ def test_sgm_names_of_resnets_follow_the_original_block_numbering():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_lean_linear_forward_matches_peft_in_values_and_gradients(dtype):
-    """The training forward of LoRA Linear layers (trainer.lora.use_lean_linear_forward) against peft's own."""
+    """The training forward of LoRA Linear layers (trainer.models.lora.use_lean_linear_forward) against peft's own."""
     from peft.tuners.lora.layer import Linear as LoraLinear
 
     def run(lean: bool):

@@ -23,11 +23,11 @@ import torch
 from safetensors import safe_open
 
 from tests.helpers import tiny_config, write_toy_dataset
-from trainer import checkpoint as ckpt
 from trainer import io as tio
-from trainer.events import MemorySink
 from trainer.io import append_jsonl, atomic_folder, atomic_write_bytes, read_jsonl
-from trainer.rundir import (
+from trainer.train import checkpoint as ckpt
+from trainer.train.events import MemorySink
+from trainer.train.rundir import (
     CHECKPOINT_MARKER,
     RunPaths,
     clean_interrupted_saves,
@@ -69,7 +69,7 @@ def test_latest_checkpoint_skips_temp_torn_and_markerless_partial_folders(tmp_pa
     tmp.mkdir()
     torch.save({"step": 40}, tmp / "state.pt")
     assert latest_checkpoint(paths) == paths.step_dir(10)
-    from trainer.review import checkpoint_files
+    from trainer.review.grid import checkpoint_files
 
     # the Review step: no torn or temp folder; a folder without a marker is from an older run and stays listed
     assert [c["label"] for c in checkpoint_files(tmp_path)] == ["checkpoints/step-000010/lora.safetensors",
@@ -183,7 +183,7 @@ def test_a_running_status_whose_process_is_gone_reads_interrupted_with_where_to_
 
 
 def test_the_run_lists_show_a_killed_run_as_interrupted_with_its_resume_step(tmp_path):
-    from trainer.runner import Runner
+    from trainer.train.runner import Runner
     from ui.context import AppContext
     from ui.paths import PathPolicy
 
@@ -202,9 +202,9 @@ def test_the_run_lists_show_a_killed_run_as_interrupted_with_its_resume_step(tmp
 
 @pytest.fixture(scope="module")
 def trainer(tmp_path_factory):
-    from trainer.commands import Commands
-    from trainer.distributed import Dist
-    from trainer.loop import Hooks, Trainer
+    from trainer.train.commands import Commands
+    from trainer.train.distributed import Dist
+    from trainer.train.loop import Hooks, Trainer
 
     root = tmp_path_factory.mktemp("trainer")
     cfg = tiny_config(write_toy_dataset(root / "data", n=4), root / "runs",
@@ -232,7 +232,7 @@ def _poison(tensor: torch.Tensor):
 @pytest.mark.slow
 @pytest.mark.parametrize("rank", [0, 1])
 def test_a_refused_save_keeps_the_previous_rollback_target_on_every_rank(trainer, rank):
-    from trainer.distributed import Dist
+    from trainer.train.distributed import Dist
 
     main_dist = trainer.dist
     trainer.global_step = 2
@@ -427,7 +427,7 @@ def test_a_kill_at_any_instant_of_any_save_costs_at_most_the_steps_since_the_las
 
     # a real resume from a folder as a kill left it (temp folder and all): it continues from the newest whole
     # checkpoint and finishes the run
-    from trainer.loop import run_training
+    from trainer.train.loop import run_training
 
     cfg = tiny_config(data, tmp_path / "runs", {"ema.enabled": True, "lora.trigger_embedding": True,
                                                 "train.max_steps": 5, "save.keep_last": 2})

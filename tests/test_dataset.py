@@ -11,12 +11,12 @@ import zlib
 import pytest
 from PIL import Image
 
-from trainer.buckets import assign_bucket, buckets_for, crop_box, fit_to_bucket, make_buckets
-from trainer.config import DatasetConfig
-from trainer.dataset import BOMB_PIXELS, scan_dataset
+from trainer.config.schema import DatasetConfig
+from trainer.data.buckets import assign_bucket, buckets_for, crop_box, fit_to_bucket, make_buckets
+from trainer.data.images import load_image_rgb
+from trainer.data.problems import PROBLEM_KINDS
+from trainer.data.scan import BOMB_PIXELS, scan_dataset
 from trainer.errors import UserError
-from trainer.images import load_image_rgb
-from trainer.problems import PROBLEM_KINDS
 
 
 def cfg(path, **kw) -> DatasetConfig:

@@ -1,7 +1,7 @@
 """The demo's pictures are shown at a size a person can judge, and the default preset samples as the README says.
 
 The demo draws 64 px pictures; the Review grid and the Train gallery enlarge them for display
-(``trainer.images.for_display``) by a whole factor, nearest neighbour: each pixel becomes a block of its own
+(``trainer.data.images.for_display``) by a whole factor, nearest neighbour: each pixel becomes a block of its own
 colour, so what a person judges is exactly what was drawn and measured.
 """
 
@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from trainer.config.presets import preset_config
+from trainer.data.images import DISPLAY_SIDE, display_scale, for_display
 from trainer.demo.world import character_scene, demo_sample_prompts, render_scene
-from trainer.images import DISPLAY_SIDE, display_scale, for_display
-from trainer.presets import preset_config
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -102,10 +102,10 @@ def test_a_sample_drawn_by_the_demo_base_is_shown_pixel_for_pixel():
     """The same on a picture the trainer draws: the demo base, the preset's sampler settings, its sample seed."""
     import torch
 
-    from trainer.config import ModelConfig
-    from trainer.models import DEMO_BASE_DIR, load_pipeline
-    from trainer.precision import decide_precision
-    from trainer.sampling import render, sampling_pipeline
+    from trainer.config.schema import ModelConfig
+    from trainer.models.base import DEMO_BASE_DIR, load_pipeline
+    from trainer.models.precision import decide_precision
+    from trainer.train.sampling import render, sampling_pipeline
 
     if not (DEMO_BASE_DIR / "model_index.json").is_file():
         pytest.skip("demo/base is missing: run scripts/train_demo_base.py")

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 import torch
 
-from trainer.config import ModelConfig, from_dict
+from trainer.config.schema import ModelConfig, from_dict
 from trainer.demo import evaluation as ev
 from trainer.demo.measures import likeness
 from trainer.demo.world import TRIGGER, write_character_dataset, write_prior_dataset
-from trainer.embedding import embedding_beside, load_embedding
-from trainer.loop import run_training
-from trainer.models import DEMO_BASE_DIR, load_pipeline
+from trainer.models.base import DEMO_BASE_DIR, load_pipeline
+from trainer.models.embedding import embedding_beside, load_embedding
+from trainer.train.loop import run_training
 
 pytestmark = pytest.mark.slow
 

@@ -11,10 +11,10 @@ import torch
 from safetensors.torch import load_file
 
 from tests.helpers import Overflow, tiny_config, write_toy_dataset
-from trainer.events import MemorySink
+from trainer.config.presets import preset_config
 from trainer.io import read_jsonl
-from trainer.loop import Hooks, run_training
-from trainer.presets import preset_config
+from trainer.train.events import MemorySink
+from trainer.train.loop import Hooks, run_training
 
 pytestmark = pytest.mark.slow
 
@@ -154,7 +154,7 @@ def test_healthy_run_on_the_default_preset_raises_nothing(dataset, tmp_path):
     result = run_training(cfg, sink)
     assert result.status == "finished"
     assert not [e for e in sink.events if e["type"] == "alert"]
-    from trainer.diagnose import diagnose
+    from trainer.doctor.diagnose import diagnose
 
     d = diagnose(result.run_dir)
     assert not [f for f in d["observed"] if f["level"] in ("warning", "error")], d["observed"]
@@ -175,7 +175,7 @@ def test_healthy_fp16_run_with_the_scalers_warmup_raises_nothing(dataset, tmp_pa
     assert all(r["nonfinite"] is None for r in rows)
     assert not [e for e in sink.events if e["type"] == "alert"]
     assert not [e for e in sink.events if e["type"] == "finding" and e["id"].startswith("loss_scale")]
-    from trainer.diagnose import diagnose
+    from trainer.doctor.diagnose import diagnose
 
     d = diagnose(result.run_dir)
     assert not [f for f in d["observed"] if f["signal"].startswith("loss_scale")], d["observed"]
@@ -191,7 +191,7 @@ def test_lr_100x_is_called_overtraining_from_dose_and_weight_growth(dataset, tmp
     assert result.status == "finished"
     found = {e["id"] for e in sink.events if e["type"] == "finding"}
     assert {"dose_over", "weight_norm_growth"} <= found, found
-    from trainer.diagnose import diagnose
+    from trainer.doctor.diagnose import diagnose
 
     d = diagnose(result.run_dir)
     assert any(c["id"] in ("overtraining", "lr_too_high") for c in d["causes"][:3])
@@ -202,8 +202,8 @@ def test_a_prescribed_run_differs_from_its_parent_in_one_setting(dataset, tmp_pa
     import subprocess
     import sys
 
-    from trainer.diagnose import diagnose
-    from trainer.kb import apply_change, load_kb
+    from trainer.doctor.diagnose import diagnose
+    from trainer.doctor.kb import apply_change, load_kb
 
     parent_cfg = tiny_config(dataset, tmp_path, {"train.max_steps": 3})
     parent = run_training(parent_cfg, MemorySink())

@@ -59,7 +59,7 @@ def test_paths_too_long_for_the_filesystem_are_refused_shortly(capsys):
 
 
 def test_a_special_file_as_base_model_says_what_it_is():
-    from trainer.models import classify_base
+    from trainer.models.base import classify_base
 
     with pytest.raises(UserError, match="/dev/zero is a character device, not a model folder"):
         classify_base("/dev/zero")
@@ -109,7 +109,7 @@ def test_while_shared_a_dataset_link_out_of_the_workspace_is_refused(tmp_path):
     (ws / "datasets" / "d" / "sub").symlink_to(ws / "datasets" / "d2", target_is_directory=True)
 
     def dataset(path: str):
-        from trainer.config import DatasetConfig
+        from trainer.config.schema import DatasetConfig
 
         return DatasetConfig(path=path)
 

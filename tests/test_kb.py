@@ -10,18 +10,10 @@ import tomllib
 
 import pytest
 
-from trainer.config import Config, diff_configs, from_dict
+from trainer.config.schema import Config, diff_configs, from_dict
+from trainer.doctor.kb import GROUPS, KBError, apply_change, describe_change, load_kb, parse_kb, text
+from trainer.doctor.knowledge import KB_PATH
 from trainer.errors import UserError
-from trainer.kb import (
-    GROUPS,
-    KBError,
-    apply_change,
-    describe_change,
-    load_kb,
-    parse_kb,
-    text,
-)
-from trainer.knowledge import KB_PATH
 
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from kohya_helpers import gui_json, kohya_dataset, pictures, sd_files
 
-from trainer.config import diff_configs, save_config
+from trainer.config.schema import diff_configs, save_config
 from trainer.errors import UserError
-from trainer.kohya_config import import_kohya
-from trainer.kohya_export import export_kohya
-from trainer.kohya_map import BY_SD, ROWS, render_table
-from trainer.sampling import expand_prompts
+from trainer.kohya.exporter import export_kohya
+from trainer.kohya.importer import import_kohya
+from trainer.kohya.mapping import BY_SD, ROWS, render_table
 from trainer.toml_writer import dumps_toml
+from trainer.train.sampling import expand_prompts
 
 REPO = Path(__file__).resolve().parent.parent
 # GUI keys whose value comes back under another key: the folder as subsets, saving by epochs as steps

@@ -10,9 +10,9 @@ import pytest
 from kohya_helpers import DATA, gui_json, kohya_dataset, pictures, sd_files
 
 from trainer.errors import UserError
-from trainer.kohya_config import import_kohya
-from trainer.kohya_map import BY_GUI
-from trainer.kohya_steps import BucketRules, Subset, count
+from trainer.kohya.importer import import_kohya
+from trainer.kohya.mapping import BY_GUI
+from trainer.kohya.steps import BucketRules, Subset, count
 
 
 def test_gui_config_values_arrive_converted(tmp_path):

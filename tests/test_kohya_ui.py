@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 from kohya_helpers import gui_json, kohya_dataset, sd_files
 
-from trainer.config import load_config
+from trainer.config.schema import load_config
 from trainer.errors import UserError
 from ui.fields import config_from_values, values_from_config
 from ui.steps.preset import import_kohya_files

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from trainer.config import Config
-from trainer.runner import Runner
+from trainer.config.schema import Config
+from trainer.train.runner import Runner
 from ui import plots
 from ui.steps.train import REDRAW_AFTER, live_plots
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from trainer.detectors import (
+from trainer.doctor.detectors import (
     SCALE_DRIFT_HALVINGS,
     SCALE_HALVINGS,
     SCALE_HIGH,
@@ -15,9 +15,9 @@ from trainer.detectors import (
     loss_scale_growth_finding,
     metric_findings,
 )
-from trainer.guard import Guard
-from trainer.kb import load_kb
-from trainer.numerics import StepHealth
+from trainer.doctor.guard import Guard
+from trainer.doctor.kb import load_kb
+from trainer.doctor.numerics import StepHealth
 
 
 def rows_of(scales: list[tuple[float, bool]]) -> list[dict]:
@@ -104,7 +104,7 @@ def test_an_initial_scale_set_high_is_not_growth():
 
 
 def test_the_loss_scale_findings_run_with_the_others_and_name_kb_signals():
-    from trainer.config import Config
+    from trainer.config.schema import Config
 
     rows = rows_of([*WARMUP, *[(1024.0 * 2**i, False) for i in range(1, 15)]])
     found = {f.signal for f in metric_findings(rows, {}, Config())}

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from tests.helpers import tiny_config, write_toy_dataset
-from trainer.config import from_dict
-from trainer.memory import (
+from trainer.config.schema import from_dict
+from trainer.plan.memory import (
     GIB,
     TIGHT_SHARE,
     estimate_memory,
@@ -22,14 +22,14 @@ from trainer.memory import (
     shapes_for,
     verdict_for,
 )
-from trainer.memory_fit import fit_to_memory, parse_bytes
+from trainer.plan.memory_fit import fit_to_memory, parse_bytes
 
 REPO = Path(__file__).resolve().parent.parent
 CPU = torch.device("cpu")
 
 
 def _real(family: str, **train):
-    return from_dict({"model": {"base": str(REPO / "trainer" / "model_configs" / family), "family": family},
+    return from_dict({"model": {"base": str(REPO / "trainer" / "models" / "model_configs" / family), "family": family},
                       "train": {"device": "cpu", **train}})
 
 
@@ -47,8 +47,8 @@ def test_parameter_counts_are_the_real_models_read_from_the_shipped_configs():
 ])
 @pytest.mark.parametrize("family", ["sd15", "sdxl"])
 def test_lora_tensors_match_what_attach_lora_creates(tmp_path, family, lora):
-    from trainer.lora import attach_lora
-    from trainer.tiny_models import build_tiny_pipeline
+    from trainer.models.lora import attach_lora
+    from trainer.models.tiny import build_tiny_pipeline
 
     cfg = tiny_config(write_toy_dataset(tmp_path / "d", n=1), tmp_path / "o", {f"lora.{k}": v for k, v in lora.items()},
                       base=f"tiny-{family}")
@@ -60,7 +60,7 @@ def test_lora_tensors_match_what_attach_lora_creates(tmp_path, family, lora):
 
 @pytest.mark.parametrize("optimizer", ["adamw", "adamw8bit", "prodigy"])
 def test_optimizer_bytes_match_the_optimizers_real_state(optimizer):
-    from trainer.optim import build_optimizer
+    from trainer.train.optim import build_optimizer
 
     params = [torch.nn.Parameter(torch.randn(n)) for n in (100, 4096, 5000, 70_000)]
     cfg = from_dict({"optim": {"optimizer": optimizer}})
@@ -131,7 +131,7 @@ def test_fit_says_when_nothing_is_enough_and_when_nothing_is_needed():
 
 
 def test_fit_reports_a_changed_step_count_with_the_plan(tmp_path, make_image):
-    from trainer.plan import plan_from_config
+    from trainer.plan.steps import plan_from_config
 
     data = tmp_path / "d"
     for i, size in enumerate(((64, 64), (128, 64))):  # two buckets, one picture each: a batch of 2 makes 2 steps
@@ -152,7 +152,7 @@ def test_parse_bytes():
 def test_plan_cli_shows_the_memory_plan_and_the_fit(tmp_path):
     data = write_toy_dataset(tmp_path / "d", n=2)
     cfg = tmp_path / "c.toml"
-    cfg.write_text(f'[model]\nbase = "{REPO / "trainer" / "model_configs" / "sd15"}"\n[dataset]\npath = "{data}"\n'
+    cfg.write_text(f'[model]\nbase = "{REPO / "trainer" / "models" / "model_configs" / "sd15"}"\n[dataset]\npath = "{data}"\n'
                    '[train]\nprecision = "fp32"\nbatch_size = 2\ndevice = "cpu"\n')
     run = lambda *a: subprocess.run([sys.executable, "-m", "trainer", "plan", str(cfg), *a], cwd=REPO,  # noqa: E731
                                     capture_output=True, text=True, timeout=300)

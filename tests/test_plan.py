@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from trainer.config import Config
-from trainer.dataset import scan_dataset
+from trainer.config.schema import Config
+from trainer.data.scan import scan_dataset
 from trainer.errors import UserError
-from trainer.plan import make_plan, plan_from_config
+from trainer.plan.steps import make_plan, plan_from_config
 
 
 def config(path, **sections) -> Config:
@@ -151,7 +151,7 @@ def test_conv_blocks_the_base_lacks_are_caught_by_the_plan_from_the_unet_config(
     with pytest.raises(UserError, match=r"lora.conv_blocks: .* no block 'up_blocks.2'.*up_blocks.1"):
         plan_from_config(config(kohya_set, model={"base": "tiny-sd15"}, lora=lora))  # two levels
     plan_from_config(config(kohya_set, model={"base": "tiny-sd15"}, lora={**lora, "conv_rank": 0}))  # conv off
-    from trainer.tiny_models import build_tiny_pipeline, save_pipeline
+    from trainer.models.tiny import build_tiny_pipeline, save_pipeline
 
     folder = save_pipeline(build_tiny_pipeline("sdxl"), tmp_path / "sdxl")
     with pytest.raises(UserError, match=r"its blocks are down_blocks.0, down_blocks.1, mid_block, up_blocks.0"):

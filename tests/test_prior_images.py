@@ -9,12 +9,12 @@ from PIL import Image
 from safetensors import safe_open
 
 from tests.helpers import tiny_config, write_toy_dataset
-from trainer.dataset import scan_dataset
+from trainer.data.scan import scan_dataset
 from trainer.errors import UserError
-from trainer.events import MemorySink
 from trainer.io import read_jsonl
-from trainer.loop import run_training
-from trainer.plan import make_plan
+from trainer.plan.steps import make_plan
+from trainer.train.events import MemorySink
+from trainer.train.loop import run_training
 
 
 def _write_prior(root, n: int = 3, repeats: int = 2):

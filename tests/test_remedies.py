@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainer.config import from_dict
-from trainer.precision import decide_precision
-from trainer.remedies import MID_RUN_KEYS, rollback_change, rollback_signals
+from trainer.config.schema import from_dict
+from trainer.doctor.remedies import MID_RUN_KEYS, rollback_change, rollback_signals
+from trainer.models.precision import decide_precision
 
 FP16_PLAN = decide_precision("fp16", torch.device("cpu"))
 FP16 = {"train": {"precision": "fp16"}}

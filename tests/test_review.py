@@ -1,4 +1,4 @@
-"""trainer.review: the checkpoint × prompt grid, leakage per step, the recommended checkpoint, the strength sweep."""
+"""trainer.review.grid: the checkpoint × prompt grid, leakage per step, the recommended checkpoint, the strength sweep."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from trainer import review, strength
-from trainer.config import from_dict
+from trainer.config.schema import from_dict
 from trainer.demo import character_scene, demo_sample_prompts, render_scene, write_character_dataset
 from trainer.demo.world import Scene
 from trainer.errors import UserError
 from trainer.io import atomic_write_json, atomic_write_text
-from trainer.sampling import expand_prompts
+from trainer.review import grid as review
+from trainer.review import strength
+from trainer.train.sampling import expand_prompts
 
 KINDS = ["trigger", "trigger_unseen", "trigger_outfit", "no_trigger"]
 
@@ -210,8 +211,8 @@ def test_a_folder_that_is_not_a_run_is_a_user_error(tmp_path):
 @pytest.mark.slow
 def test_strength_sweep_renders_every_strength_and_prompt_and_reuses_the_result(tmp_path):
     from tests.helpers import tiny_config, write_toy_dataset
-    from trainer.events import MemorySink
-    from trainer.loop import run_training
+    from trainer.train.events import MemorySink
+    from trainer.train.loop import run_training
 
     data = write_toy_dataset(tmp_path / "data", n=4)
     cfg = tiny_config(data, tmp_path / "runs", {"train.max_steps": 3, "optim.lr": 5e-2, "sample.steps": 2})
@@ -237,10 +238,10 @@ def test_strength_sweep_renders_every_strength_and_prompt_and_reuses_the_result(
 def test_sweeps_share_one_loaded_base_and_draw_what_a_fresh_one_draws(tmp_path, monkeypatch):
     """The kept pipeline is loaded once for two checkpoints, and each sweep's pictures equal those of a sweep on
     a freshly loaded base (the first sweep's LoRA and trigger embedding came off again)."""
-    import trainer.models
+    import trainer.models.base
     from tests.helpers import tiny_config, write_toy_dataset
-    from trainer.events import MemorySink
-    from trainer.loop import run_training
+    from trainer.train.events import MemorySink
+    from trainer.train.loop import run_training
 
     data = write_toy_dataset(tmp_path / "data", n=4)
     cfg = tiny_config(data, tmp_path / "runs", {"train.max_steps": 4, "save.every_steps": 2, "optim.lr": 5e-2,
@@ -248,8 +249,8 @@ def test_sweeps_share_one_loaded_base_and_draw_what_a_fresh_one_draws(tmp_path, 
     result = run_training(cfg, MemorySink())
     assert result.status == "finished", result.message
     loads = []
-    real_load = trainer.models.load_pipeline
-    monkeypatch.setattr(trainer.models, "load_pipeline", lambda *a, **k: loads.append(1) or real_load(*a, **k))
+    real_load = trainer.models.base.load_pipeline
+    monkeypatch.setattr(trainer.models.base, "load_pipeline", lambda *a, **k: loads.append(1) or real_load(*a, **k))
     kept = strength.SweepPipelines()
     shared = {c: strength.strength_sweep(result.run_dir, c, (0.5, 1.0), pipelines=kept)
               for c in ("checkpoints/step-000002/lora.safetensors", "checkpoints/step-000004/lora.safetensors")}

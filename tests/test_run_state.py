@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from tests.helpers import Overflow, tiny_config, write_toy_dataset
-from trainer.commands import Commands
-from trainer.events import MemorySink
 from trainer.io import read_jsonl
-from trainer.loop import Hooks, run_training
-from trainer.state import DataPosition, TrainState
+from trainer.train.commands import Commands
+from trainer.train.events import MemorySink
+from trainer.train.loop import Hooks, run_training
+from trainer.train.state import DataPosition, TrainState
 
 # ------------------------------------------------------------------------------------------- units
 
@@ -32,7 +32,7 @@ class _Lora:
 
 
 def _state(scaler: bool = False, ema: bool = True) -> tuple[TrainState, torch.nn.Linear]:
-    from trainer.ema import LoraEMA
+    from trainer.train.ema import LoraEMA
 
     torch.manual_seed(0)
     layer = torch.nn.Linear(4, 4)
@@ -210,9 +210,9 @@ class NanParamAfter(Hooks):
 
 @pytest.mark.slow
 def test_fp16_rollback_without_bf16_restores_the_past_and_finishes(dataset, tmp_path, monkeypatch):
-    import trainer.remedies
+    import trainer.doctor.remedies
 
-    monkeypatch.setattr(trainer.remedies, "bf16_supported", lambda device: False)  # a T4 / V100 / RTX 20xx
+    monkeypatch.setattr(trainer.doctor.remedies, "bf16_supported", lambda device: False)  # a T4 / V100 / RTX 20xx
     cfg = tiny_config(dataset, tmp_path, {
         "train.precision": "fp16", "train.max_steps": 7, "save.every_steps": 3, "ema.enabled": True,
         "guard.on_nonfinite": "rollback", "train.fp16_init_scale": 256.0,
@@ -267,11 +267,11 @@ def test_skipped_steps_are_not_measured_for_update_ratio_and_consume_their_batch
 def test_latent_cache_refuses_nan_latents_and_re_encodes_a_nan_file(tmp_path):
     from safetensors.torch import save_file
 
-    from trainer.config import DatasetConfig
-    from trainer.data import LatentCache, samples_from_report
-    from trainer.dataset import scan_dataset
+    from trainer.config.schema import DatasetConfig
+    from trainer.data.batches import LatentCache, samples_from_report
+    from trainer.data.scan import scan_dataset
     from trainer.errors import UserError
-    from trainer.tiny_models import build_tiny_pipeline
+    from trainer.models.tiny import build_tiny_pipeline
 
     root = write_toy_dataset(tmp_path / "data", n=2)
     report = scan_dataset(DatasetConfig(path=str(root), trigger="zxc", resolution=64, bucket_step=16,

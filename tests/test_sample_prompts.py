@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import tiny_config, write_toy_dataset
-from trainer.config import DEFAULT_SAMPLE_PROMPTS
-from trainer.detectors import sample_prompt_finding
-from trainer.kb import load_kb
-from trainer.plan import plan_from_config
+from trainer.config.schema import DEFAULT_SAMPLE_PROMPTS
+from trainer.doctor.detectors import sample_prompt_finding
+from trainer.doctor.kb import load_kb
+from trainer.plan.steps import plan_from_config
 
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
 
@@ -78,10 +78,10 @@ def test_several_pictures_per_prompt_each_with_its_own_seed_drawn_as_one_alone(t
     from PIL import Image
 
     from tests.helpers import tiny_config, write_toy_dataset
-    from trainer.loop import run_training
-    from trainer.models import load_pipeline
-    from trainer.precision import decide_precision
-    from trainer.sampling import render, sampling_pipeline
+    from trainer.models.base import load_pipeline
+    from trainer.models.precision import decide_precision
+    from trainer.train.loop import run_training
+    from trainer.train.sampling import render, sampling_pipeline
 
     data = write_toy_dataset(tmp_path / "data", n=2)
     cfg = tiny_config(data, tmp_path / "runs", {"train.max_steps": 1, "sample.enabled": True, "sample.images_per_prompt": 2,

@@ -18,10 +18,10 @@ from safetensors import safe_open
 from safetensors.torch import load_file
 
 from tests.helpers import tiny_config, write_toy_dataset
-from trainer.export import write_diffusers, write_kohya
-from trainer.lora import attach_lora
-from trainer.models import MODEL_CONFIG_DIR
-from trainer.plan import plan_from_config
+from trainer.export.lora_files import write_diffusers, write_kohya
+from trainer.models.base import MODEL_CONFIG_DIR
+from trainer.models.lora import attach_lora
+from trainer.plan.steps import plan_from_config
 
 pytestmark = pytest.mark.slow
 

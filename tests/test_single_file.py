@@ -12,10 +12,10 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from trainer import single_file
-from trainer.config import ModelConfig
-from trainer.models import MODEL_CONFIG_DIR, load_pipeline
-from trainer.tiny_models import build_tiny_pipeline, save_pipeline
+from trainer.config.schema import ModelConfig
+from trainer.export import single_file
+from trainer.models.base import MODEL_CONFIG_DIR, load_pipeline
+from trainer.models.tiny import build_tiny_pipeline, save_pipeline
 
 FAMILIES = ("sd15", "sdxl")
 
@@ -238,7 +238,7 @@ def test_shipped_configs_describe_the_real_models(shipped):
     import diffusers
     import transformers
 
-    from trainer.tokenizer import clip_tokenizer
+    from trainer.models.tokenizer import clip_tokenizer
 
     family, folder, index, models = shipped
     expected_class = "StableDiffusionXLPipeline" if family == "sdxl" else "StableDiffusionPipeline"

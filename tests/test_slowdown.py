@@ -7,8 +7,8 @@ import random
 import pytest
 
 from tests.helpers import tiny_config, write_toy_dataset
-from trainer.detectors import metric_findings, slowdown_finding
-from trainer.kb import load_kb
+from trainer.doctor.detectors import metric_findings, slowdown_finding
+from trainer.doctor.kb import load_kb
 
 
 def _rows(times, **extra):
@@ -55,7 +55,7 @@ def test_quiet_on_healthy_rows(times):
 @pytest.mark.slow
 def test_quiet_on_a_real_tiny_training(tmp_path):
     from trainer.io import read_jsonl
-    from trainer.loop import run_training
+    from trainer.train.loop import run_training
 
     cfg = tiny_config(write_toy_dataset(tmp_path / "d", n=4), tmp_path / "o", {"train.max_steps": 16, "train.batch_size": 1})
     result = run_training(cfg, None)

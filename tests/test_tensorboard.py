@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import trainer.tensorboard_log as tb
+import trainer.train.tensorboard_log as tb
 from tests.helpers import Overflow, tiny_config, write_toy_dataset
-from trainer.events import MemorySink
 from trainer.io import read_jsonl
-from trainer.loop import run_training
+from trainer.train.events import MemorySink
+from trainer.train.loop import run_training
 
 pytestmark = pytest.mark.slow
 

@@ -16,11 +16,11 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from tests.helpers import Overflow, images_of_both_formats, lora_image, tiny_config, write_toy_dataset
-from trainer.events import MemorySink
 from trainer.io import read_jsonl
-from trainer.loop import Hooks, run_training
-from trainer.review import dose_by_step
-from trainer.tiny_models import build_tiny_pipeline
+from trainer.models.tiny import build_tiny_pipeline
+from trainer.review.grid import dose_by_step
+from trainer.train.events import MemorySink
+from trainer.train.loop import Hooks, run_training
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
@@ -132,7 +132,7 @@ class StopAt(Hooks):
 
 @pytest.mark.parametrize("cached", [True, False])
 def test_resume_matches_an_uninterrupted_run(dataset, tmp_path, cached):
-    from trainer.commands import Commands
+    from trainer.train.commands import Commands
 
     over = {"train.max_steps": 20, "dataset.shuffle_tags": True, "dataset.caption_dropout": 0.2,
             "train.noise_offset": 0.05, "ema.enabled": True, "dataset.cache_latents": cached,
@@ -239,8 +239,8 @@ def test_torchrun_two_processes_write_one_run_folder(dataset, tmp_path):
 def test_tag_dropout_keeps_the_trigger_and_drops_the_other_tags_at_its_rate():
     import random
 
-    from trainer.config import DatasetConfig
-    from trainer.data import captions_are_augmented, process_caption
+    from trainer.config.schema import DatasetConfig
+    from trainer.data.batches import captions_are_augmented, process_caption
 
     cfg = DatasetConfig(tag_dropout=0.5, keep_tokens=1)
     rng = random.Random(0)

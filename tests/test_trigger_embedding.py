@@ -7,10 +7,16 @@ import torch
 from safetensors.torch import load_file
 
 from tests.helpers import tiny_config, write_toy_dataset
-from trainer.embedding import TriggerEmbedding, _placed, load_embedding, trigger_token_ids, unload_embedding
-from trainer.events import MemorySink
-from trainer.loop import Hooks, run_training
-from trainer.tiny_models import build_tiny_pipeline
+from trainer.models.embedding import (
+    TriggerEmbedding,
+    _placed,
+    load_embedding,
+    trigger_token_ids,
+    unload_embedding,
+)
+from trainer.models.tiny import build_tiny_pipeline
+from trainer.train.events import MemorySink
+from trainer.train.loop import Hooks, run_training
 
 
 def test_deltas_land_only_on_whole_occurrences_of_the_trigger():
@@ -81,7 +87,7 @@ def test_trained_embedding_is_saved_and_loads_in_diffusers_as_trained(tmp_path):
 
 @pytest.mark.slow
 def test_resume_restores_the_embedding(tmp_path):
-    from trainer.commands import Commands
+    from trainer.train.commands import Commands
 
     data = write_toy_dataset(tmp_path / "data", n=4)
     over = {"lora.trigger_embedding": True, "optim.embedding_lr": 5e-2, "train.max_steps": 8}

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from trainer.presets import preset_config
+from trainer.config.presets import preset_config
 
 pytestmark = pytest.mark.slow
 
@@ -146,7 +146,7 @@ def test_user_presets_save_load_and_only_by_name(app, api):
     builtin = api("save_preset", user_preset_name="demo-character")
     assert "built-in preset" in builtin["preset_msg"]
     written = api("write_config", run_name="cfgtest", lr=2e-4)
-    from trainer.config import load_config
+    from trainer.config.schema import load_config
 
     assert load_config(app.ctx.configs_dir / "cfgtest.toml").optim.lr == pytest.approx(2e-4)
     assert "cfgtest.toml" in written["preset_msg"]

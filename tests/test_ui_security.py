@@ -213,7 +213,7 @@ def test_a_caption_goes_only_to_a_picture_the_scan_listed_and_is_bounded(local_a
 
 
 def _fake_run(ctx) -> str:
-    from trainer.config import Config, save_config
+    from trainer.config.schema import Config, save_config
 
     run = ctx.runs_dir / "lora" / "20260101-000000"
     (run / "final").mkdir(parents=True, exist_ok=True)

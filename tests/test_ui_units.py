@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from trainer.config import Config
+from trainer.config.presets import preset_config
+from trainer.config.schema import Config
 from trainer.errors import UserError
-from trainer.presets import preset_config
 from ui import live, plots
 from ui.fields import BY_NAME, FIELDS, config_from_values, values_from_config
 from ui.i18n import TEXTS, t
@@ -312,9 +312,9 @@ def test_every_text_the_code_asks_for_exists_in_both_languages():
 
 
 def test_prefixed_keys_cover_every_value():
-    from trainer.kb import GROUPS
-    from trainer.runner import TERMINAL
-    from trainer.sampling import PROMPT_KINDS
+    from trainer.doctor.kb import GROUPS
+    from trainer.train.runner import TERMINAL
+    from trainer.train.sampling import PROMPT_KINDS
 
     for g in GROUPS:
         assert f"group_{g}" in TEXTS

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from trainer.dataset import scan_dataset
+from trainer.data.scan import scan_dataset
 from trainer.errors import UserError
-from trainer.runner import Runner, RunState
+from trainer.train.runner import Runner, RunState
 from ui import plots
 from ui.binding import UI, Toasts
 from ui.context import AppContext, status_label
@@ -88,7 +88,7 @@ def test_a_refused_handler_toasts_through_the_limiter_and_resets_its_views(tmp_p
 def test_a_failed_scan_leaves_nothing_of_the_previous_dataset(tmp_path, make_image):
     for i in range(3):
         make_image(tmp_path / "data" / "10_zxc" / f"{i}.png", caption="zxc")
-    from trainer.config import Config
+    from trainer.config.schema import Config
 
     cfg = Config()
     cfg.dataset.path = str(tmp_path / "data")
@@ -100,7 +100,7 @@ def test_a_failed_scan_leaves_nothing_of_the_previous_dataset(tmp_path, make_ima
 
 
 def test_the_thumbnails_say_how_many_of_the_pictures_they_show(tmp_path, make_image):
-    from trainer.config import Config
+    from trainer.config.schema import Config
 
     for i in range(dataset.MAX_THUMBS + 2):
         make_image(tmp_path / "data" / "1_zxc" / f"{i:02d}.png", caption="zxc")
@@ -117,7 +117,7 @@ def test_the_thumbnails_say_how_many_of_the_pictures_they_show(tmp_path, make_im
 
 
 def test_a_scan_reports_each_picture_as_it_goes(tmp_path, make_image):
-    from trainer.config import Config
+    from trainer.config.schema import Config
 
     for i in range(5):
         make_image(tmp_path / "data" / "1_zxc" / f"{i}.png", caption="zxc")
@@ -149,7 +149,7 @@ def test_run_lists_and_findings_name_the_status_in_the_page_language(tmp_path):
 
 
 def test_signal_and_prompt_kind_ids_are_shown_in_words():
-    from trainer.sampling import PROMPT_KINDS, kind_words
+    from trainer.train.sampling import PROMPT_KINDS, kind_words
     from ui import live
     from ui.i18n import kind_label, signal_label
 
@@ -176,7 +176,7 @@ def test_one_korean_spelling_per_term():
     from ui.fields import FIELDS
 
     words += " " + " ".join(f"{f.ko} {f.help('ko') or ''}" for f in FIELDS)
-    kb = Path(__file__).resolve().parent.parent / "trainer" / "knowledge" / "kb.toml"
+    kb = Path(__file__).resolve().parent.parent / "trainer" / "doctor" / "knowledge" / "kb.toml"
     words += " " + " ".join(line for line in kb.read_text(encoding="utf-8").splitlines() if "_ko = " in line)
     for a, b in variants:
         assert not (a in words and b in words), (a, b)

@@ -1,4 +1,4 @@
-"""trainer.verdict: one judgement per run and checkpoint, and Plan, Review, Troubleshoot and the guard reading it.
+"""trainer.review.verdict: one judgement per run and checkpoint, and Plan, Review, Troubleshoot and the guard reading it.
 
 Synthetic run folders (tests/test_review.py's ``fake_run``): pictures drawn by the demo world's renderer, so the
 measures read them as a real demo run's samples would be read."""
@@ -13,16 +13,16 @@ import pytest
 from PIL import Image
 
 from tests.test_review import _burnt, _world, fake_run
-from trainer import review
-from trainer.config import from_dict
+from trainer.config.presets import preset_config
+from trainer.config.schema import from_dict
 from trainer.demo import character_scene, render_scene, write_character_dataset
-from trainer.diagnose import alert_prescription, diagnose
+from trainer.doctor.diagnose import alert_prescription, diagnose
+from trainer.doctor.kb import describe_change, load_kb, moves_as_meant
 from trainer.io import atomic_write_text
-from trainer.kb import describe_change, load_kb, moves_as_meant
-from trainer.plan import plan_from_config
-from trainer.presets import preset_config
-from trainer.risks import start_risks
-from trainer.verdict import (
+from trainer.plan.risks import start_risks
+from trainer.plan.steps import plan_from_config
+from trainer.review import grid as review
+from trainer.review.verdict import (
     LABEL_TEXT,
     checkpoint_verdicts,
     plan_verdict,

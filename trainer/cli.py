@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from .errors import UserError
+from trainer.errors import UserError
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_GUARD, EXIT_USER_STOP = 0, 2, 3, 130
 
@@ -33,8 +33,8 @@ def _print_json(obj) -> None:
 
 
 def cmd_plan(args) -> int:
-    from .config import load_config
-    from .plan import plan_from_config
+    from trainer.config.schema import load_config
+    from trainer.plan.steps import plan_from_config
 
     cfg = load_config(args.config, args.set)
     report, plan = plan_from_config(cfg, args.processes)
@@ -64,8 +64,8 @@ def cmd_plan(args) -> int:
 
 def _memory(cfg, report, plan, fit_memory: str | None):
     """The memory plan of the run's largest bucket, and with ``--fit-memory`` the changes that fit the budget."""
-    from .memory import estimate_memory
-    from .memory_fit import fit_to_memory, parse_bytes
+    from trainer.plan.memory import estimate_memory
+    from trainer.plan.memory_fit import fit_to_memory, parse_bytes
 
     memory = estimate_memory(cfg, plan.per_bucket)
     fit = fit_to_memory(cfg, parse_bytes(fit_memory), plan.per_bucket, report) if fit_memory else None
@@ -75,8 +75,8 @@ def _memory(cfg, report, plan, fit_memory: str | None):
 def cmd_check_dataset(args) -> int:
     from pydantic import ValidationError
 
-    from .config import DatasetConfig
-    from .dataset import scan_dataset
+    from trainer.config.schema import DatasetConfig
+    from trainer.data.scan import scan_dataset
 
     try:
         ds = DatasetConfig(path=args.dir, trigger=args.trigger, resolution=args.resolution,
@@ -98,7 +98,7 @@ def cmd_check_dataset(args) -> int:
 
 
 def cmd_tiny_model(args) -> int:
-    from .tiny_models import build_tiny_pipeline, save_pipeline
+    from trainer.models.tiny import build_tiny_pipeline, save_pipeline
 
     pipe = build_tiny_pipeline(args.family)
     out = save_pipeline(pipe, args.out_dir, single_file=args.single_file)
@@ -107,8 +107,8 @@ def cmd_tiny_model(args) -> int:
 
 
 def cmd_train(args) -> int:
-    from .config import load_config
-    from .console import run_from_cli
+    from trainer.config.schema import load_config
+    from trainer.train.console import run_from_cli
 
     cfg = load_config(args.config, args.set)
     check_output_dir(cfg.save.output_dir)
@@ -132,7 +132,7 @@ def check_output_dir(output_dir: str) -> None:
 
 
 def cmd_diagnose(args) -> int:
-    from .diagnose import diagnose, format_diagnosis
+    from trainer.doctor.diagnose import diagnose, format_diagnosis
 
     result = diagnose(args.run_dir)
     if args.json:
@@ -143,8 +143,8 @@ def cmd_diagnose(args) -> int:
 
 
 def cmd_import_kohya(args) -> int:
-    from .config import save_config
-    from .kohya_config import import_kohya
+    from trainer.config.schema import save_config
+    from trainer.kohya.importer import import_kohya
 
     cfg, report = import_kohya(args.file, args.dataset_config, compare_steps=not args.no_steps)
     out = Path(args.output).expanduser()
@@ -160,7 +160,7 @@ def cmd_import_kohya(args) -> int:
 
 
 def cmd_export_kohya(args) -> int:
-    from .kohya_export import export_kohya
+    from trainer.kohya.exporter import export_kohya
 
     files, command, report = export_kohya(args.source, args.output)
     if args.json:

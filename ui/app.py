@@ -77,7 +77,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
 
 
 def _wire_language(ui: UI) -> None:
-    from trainer.presets import list_presets
+    from trainer.config.presets import list_presets
 
     def relabel(*, lang: str) -> dict[str, Any]:
         out: dict[str, Any] = relabel_fields(ui, lang)

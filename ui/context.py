@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from trainer.errors import UserError
-from trainer.runner import Runner, get_runner
-from trainer.strength import SweepPipelines
+from trainer.review.strength import SweepPipelines
+from trainer.train.runner import Runner, get_runner
 
 from .i18n import TEXTS, t
 from .paths import PathPolicy
@@ -54,7 +54,7 @@ class AppContext:
 
     def run_choices(self, lang: str = "en") -> list[tuple[str, str]]:
         """(label, value) for every run in the workspace, newest first; the value is the folder inside runs/."""
-        from trainer.rundir import list_runs, run_status
+        from trainer.train.rundir import list_runs, run_status
 
         out = []
         for run in reversed(list_runs(self.runs_dir)):
@@ -81,7 +81,7 @@ class AppContext:
 
     def recommend(self, run_dir: Path) -> dict[str, Any] | None:
         """recommend_checkpoint, cached until the run's folder changes (the journal table asks for every run)."""
-        from trainer.review import recommend_checkpoint
+        from trainer.review.grid import recommend_checkpoint
 
         stamp = max((p.stat().st_mtime for p in (run_dir / "status.json", run_dir / "samples") if p.exists()),
                     default=0.0)
@@ -111,10 +111,10 @@ def status_label(status: dict[str, Any], lang: str = "en") -> str:
 def make_context(workspace: str | Path, restricted: bool = False, lang: str = "en",
                  runner: Runner | None = None) -> AppContext:
     """Create the workspace folders, the demo dataset on first run, and the starting values (demo + preset)."""
+    from trainer.config.presets import preset_config
     from trainer.demo import TRIGGER, demo_sample_prompts, write_character_dataset, write_prior_dataset
-    from trainer.models import DEMO_BASE_DIR
-    from trainer.precision import bf16_supported, resolve_device
-    from trainer.presets import preset_config
+    from trainer.models.base import DEMO_BASE_DIR
+    from trainer.models.precision import bf16_supported, resolve_device
 
     from .fields import values_from_config
 

@@ -3,7 +3,7 @@
 Every widget that holds a setting is declared here once: its name (the keyword its handlers receive), the
 config path it reads and writes, its kind, which wizard step shows it, and its label in English and Korean.
 :func:`values_from_config` and :func:`config_from_values` are the only two ways between widgets and a
-:class:`~trainer.config.Config`, so a field added out of order cannot shift anything.
+:class:`~trainer.config.schema.Config`, so a field added out of order cannot shift anything.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainer.config import Config, from_dict
+from trainer.config.schema import Config, from_dict
 from trainer.errors import UserError
 
 
@@ -157,7 +157,7 @@ def config_from_values(values: dict[str, Any], output_dir: Path, extra_preset_di
 
     Raises :class:`UserError` naming the field (by its config key) when a value is out of range.
     """
-    from trainer.presets import preset_config
+    from trainer.config.presets import preset_config
 
     preset_id = values.get("preset") or ""
     if any(c in preset_id for c in "/\\:") or preset_id.endswith(".toml"):  # an id, never a file path

@@ -3,7 +3,7 @@ that every key the code uses exists in both languages)."""
 
 from __future__ import annotations
 
-from trainer.sampling import PROMPT_KIND_WORDS, kind_words
+from trainer.train.sampling import PROMPT_KIND_WORDS, kind_words
 
 LANGS = ("en", "ko")
 
@@ -286,7 +286,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "group_strength": ("Strength", "강도"),
     "group_data": ("Data", "데이터"),
     "group_speed": ("Speed", "속도"),
-    # the one verdict (trainer.verdict), shown alike on Plan, Review and Troubleshoot; dangerous settings ask first
+    # the one verdict (trainer.review.verdict), shown alike on Plan, Review and Troubleshoot; dangerous settings ask first
     "verdict_run": ("Verdict: {label}", "판정: {label}"),
     "verdict_plan": ("Expected verdict: {label}", "예상 판정: {label}"),
     "verdict_rests_on": ("What it rests on", "근거"),
@@ -320,7 +320,7 @@ def signal_label(signal: str, lang: str) -> str:
     """A finding's or alert's signal id for people: the UI's own words, else the knowledge base's title."""
     if f"signal_{signal}" in TEXTS:
         return t(f"signal_{signal}", lang)
-    from trainer.kb import load_kb
+    from trainer.doctor.kb import load_kb
 
     entry = load_kb().signals.get(signal)
     return entry.text("title", lang) if entry is not None else signal

@@ -11,8 +11,8 @@ from typing import Any
 
 from PIL import Image
 
-from trainer.images import for_display
-from trainer.plan import Schedule
+from trainer.data.images import for_display
+from trainer.plan.steps import Schedule
 
 from .i18n import TEXTS, signal_label, t
 
@@ -98,7 +98,7 @@ def top_prescription(run_dir: str | Path | None, alert: dict[str, Any], lang: st
                         return {"title": p["title"][lang], "detail": p["detail"][lang], "change": change}
             except (OSError, ValueError, KeyError):
                 pass
-    from trainer.diagnose import alert_prescription
+    from trainer.doctor.diagnose import alert_prescription
 
     return alert_prescription(run_dir, alert["kind"], lang)  # weighed as the diagnosis weighs it
 

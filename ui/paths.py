@@ -21,7 +21,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainer.dataset import IMAGE_SUFFIXES
+from trainer.data.scan import IMAGE_SUFFIXES
 from trainer.errors import UserError
 
 from .i18n import t
@@ -115,7 +115,7 @@ class PathPolicy:
         """model.base: built-in names pass; a local folder or file (relative ones are relative to the
         workspace, like every typed path) goes through :meth:`resolve`; a hub id passes on the user's own
         machine only: while shared a visitor may not make it download models."""
-        from trainer.models import BUILTIN_BASES, SINGLE_FILE_SUFFIXES, classify_base
+        from trainer.models.base import BUILTIN_BASES, SINGLE_FILE_SUFFIXES, classify_base
 
         text = (base or "").strip()
         if text in BUILTIN_BASES:

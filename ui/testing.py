@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainer.runner import Runner
+from trainer.train.runner import Runner
 
 from .app import build_app, launch_app
 from .context import AppContext, make_context

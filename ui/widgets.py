@@ -13,7 +13,7 @@ from .i18n import t
 
 def base_choices() -> list[str]:
     """The built-in bases offered in the base-model box (any folder, file or hub id can be typed too)."""
-    from trainer.models import DEMO_BASE_DIR, TINY_BASES
+    from trainer.models.base import DEMO_BASE_DIR, TINY_BASES
 
     return (["demo"] if (DEMO_BASE_DIR / "model_index.json").is_file() else []) + list(TINY_BASES)
 

@@ -4,7 +4,7 @@ shows (the LoRA dataset), and measures computed from pictures (likeness, adheren
 ``world`` draws and captions; ``measures`` reads pictures back. See each module's docstring.
 """
 
-from .measures import (
+from trainer.demo.measures import (
     adherence,
     adherence_scores,
     burn,
@@ -17,7 +17,7 @@ from .measures import (
     likeness,
     world_leakage_scores,
 )
-from .world import (
+from trainer.demo.world import (
     TRIGGER,
     DemoPrompt,
     Scene,

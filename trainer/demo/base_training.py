@@ -35,8 +35,8 @@ import torch
 import torch.nn.functional as F
 from PIL import Image, ImageDraw
 
-from ..io import atomic_write_json
-from .world import SUPERSAMPLE, render_scene, sample_scene, varied_caption
+from trainer.demo.world import SUPERSAMPLE, render_scene, sample_scene, varied_caption
+from trainer.io import atomic_write_json
 
 Log = Callable[[str], None]
 
@@ -182,7 +182,7 @@ def assemble_pipeline(vae, text_encoder, unet):
     """A StableDiffusionPipeline of the trained parts, with the offline CLIP tokenizer and no safety checker."""
     from diffusers import DDIMScheduler, StableDiffusionPipeline
 
-    from ..tokenizer import clip_tokenizer
+    from trainer.models.tokenizer import clip_tokenizer
 
     pipe = StableDiffusionPipeline(vae=vae, text_encoder=text_encoder, tokenizer=clip_tokenizer(), unet=unet,
                                    scheduler=DDIMScheduler(**scheduler_config()), safety_checker=None,

@@ -10,9 +10,9 @@ import numpy as np
 import torch
 from PIL import Image
 
-from .base_training import IMAGE_SIZE
-from .measures import adherence_scores, detect_background, detect_colour, detect_shape, likeness
-from .world import TRIGGER, caption, sample_scene
+from trainer.demo.base_training import IMAGE_SIZE
+from trainer.demo.measures import adherence_scores, detect_background, detect_colour, detect_shape, likeness
+from trainer.demo.world import TRIGGER, caption, sample_scene
 
 EVAL_STEPS = 20  # DDIM steps and guidance the base is measured with (the demo preset samples alike)
 EVAL_GUIDANCE = 5.0

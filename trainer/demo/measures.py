@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from .world import (
+from trainer.demo.world import (
     BACKGROUNDS,
     CHARACTER_SIZES,
     COLOURS,

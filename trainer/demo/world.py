@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
-from ..io import atomic_write_bytes, atomic_write_json, atomic_write_text
+from trainer.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 
 RGB = tuple[int, int, int]
 

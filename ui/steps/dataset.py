@@ -9,7 +9,7 @@ from typing import Any
 import gradio as gr
 from PIL import Image
 
-from trainer.dataset import DatasetReport, scan_dataset
+from trainer.data.scan import DatasetReport, scan_dataset
 from trainer.errors import UserError
 from trainer.io import atomic_write_text
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import gradio as gr
 
-from trainer.dataset import DatasetReport
+from trainer.data.scan import DatasetReport
 from trainer.errors import UserError
-from trainer.plan import make_plan
+from trainer.plan.steps import make_plan
 
 from ..binding import UI
 from ..fields import config_from_values

@@ -1,7 +1,7 @@
 """The Preset step's memory block: the estimated peak device memory of the settings, part by part, with the
 verdict against the device's free memory, and "Fit to memory", which applies the fewest changes that fit.
 
-The numbers come from :mod:`trainer.memory` and :mod:`trainer.memory_fit`; this module only shows them.
+The numbers come from :mod:`trainer.plan.memory` and :mod:`trainer.plan.memory_fit`; this module only shows them.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 import gradio as gr
 
 from trainer.errors import UserError
-from trainer.memory import estimate_memory
-from trainer.memory_fit import fit_to_memory
+from trainer.plan.memory import estimate_memory
+from trainer.plan.memory_fit import fit_to_memory
 
 from ..binding import UI, ok_box
 from ..fields import BY_NAME, FIELDS, NAMES, config_from_values, to_widget

@@ -8,10 +8,10 @@ from typing import Any
 
 import gradio as gr
 
-from trainer.config import Config, flatten, save_config
+from trainer.config.presets import PRESET_DIR, list_presets, load_preset, preset_config
+from trainer.config.schema import Config, flatten, save_config
 from trainer.errors import UserError
 from trainer.io import atomic_write_text
-from trainer.presets import PRESET_DIR, list_presets, load_preset, preset_config
 
 from ..binding import UI, ok_box
 from ..fields import BY_NAME, NAMES, config_from_values, fields_of, values_from_config
@@ -177,7 +177,7 @@ def save_user_preset(ui: UI, name: str, values: dict[str, Any], lang: str):
     stamp = time.strftime("%Y-%m-%d %H:%M")
     meta = {"version": 1, "name_en": name.strip(), "name_ko": name.strip(),
             "description_en": f"Saved from the app on {stamp}", "description_ko": f"{stamp}에 앱에서 저장함"}
-    from trainer.config import dumps_toml
+    from trainer.config.schema import dumps_toml
 
     path = ui.ctx.presets_dir / f"{pid}.toml"
     atomic_write_text(path, dumps_toml({"preset": meta, **sparse}))
@@ -206,7 +206,7 @@ def import_kohya_files(ui: UI, files: list[str], lang: str) -> tuple[Config, str
     import tomllib
     from pathlib import Path
 
-    from trainer.kohya_config import import_kohya
+    from trainer.kohya.importer import import_kohya
 
     paths = [Path(f) for f in files or []]
     if not paths:

@@ -17,10 +17,11 @@ from typing import Any
 import gradio as gr
 from PIL import Image
 
-from trainer import review, strength
-from trainer.embedding import embedding_beside
+from trainer.data.images import for_display
 from trainer.errors import UserError
-from trainer.images import for_display
+from trainer.models.embedding import embedding_beside
+from trainer.review import grid as review
+from trainer.review import strength
 
 from ..binding import UI, ok_box
 from ..i18n import kind_label, t

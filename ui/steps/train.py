@@ -24,12 +24,12 @@ import gradio as gr
 from gradio import processing_utils
 from gradio.components.plot import PlotData
 
-from trainer.config import save_config
+from trainer.config.schema import save_config
 from trainer.errors import UserError
-from trainer.plan import make_plan
-from trainer.risks import start_risks
-from trainer.rundir import list_runs, run_status
-from trainer.runner import TERMINAL
+from trainer.plan.risks import start_risks
+from trainer.plan.steps import make_plan
+from trainer.train.rundir import list_runs, run_status
+from trainer.train.runner import TERMINAL
 
 from .. import live, plots
 from ..binding import UI, ok_box

@@ -9,13 +9,13 @@ from typing import Any
 
 import gradio as gr
 
-from trainer.config import diff_configs
-from trainer.diagnose import cause_strength, earlier_checkpoint
+from trainer.config.schema import diff_configs
+from trainer.doctor.diagnose import cause_strength, earlier_checkpoint
+from trainer.doctor.kb import GROUPS, apply_change, describe_change, load_kb, moves_as_meant
 from trainer.errors import UserError
-from trainer.kb import GROUPS, apply_change, describe_change, load_kb, moves_as_meant
-from trainer.review import load_run_config
-from trainer.rundir import list_runs, run_status
-from trainer.verdict import STRENGTH_TEXT, symptom_causes, symptom_reading
+from trainer.review.grid import load_run_config
+from trainer.review.verdict import STRENGTH_TEXT, symptom_causes, symptom_reading
+from trainer.train.rundir import list_runs, run_status
 
 from ..binding import UI, ok_box
 from ..context import status_label
@@ -123,9 +123,9 @@ def wire(ui: UI) -> None:
 
 
 def run_diagnosis(run: Path) -> dict[str, Any] | None:
-    """``trainer.diagnose.diagnose`` on the run (written to diagnosis.json); None where it is unavailable."""
+    """``trainer.doctor.diagnose.diagnose`` on the run (written to diagnosis.json); None where it is unavailable."""
     try:
-        from trainer.diagnose import diagnose
+        from trainer.doctor.diagnose import diagnose
     except ImportError:
         return None
     try:

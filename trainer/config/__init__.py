@@ -1,0 +1,1 @@
+"""What a run is asked to do: the typed config and the shipped presets."""

@@ -1,0 +1,91 @@
+"""Presets: sparse TOML overrides of the config defaults, shipped in ``presets/``.
+
+A preset file holds a ``[preset]`` table (version, names and one-line descriptions in Korean and English)
+and any config sections it changes. Users' own presets live in the same format in the workspace.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainer.errors import UserError
+
+PRESET_DIR = Path(__file__).resolve().parents[2] / "presets"
+PRESET_FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Preset:
+    id: str
+    version: int
+    name: dict[str, str]
+    description: dict[str, str]
+    overrides: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+
+    def label(self, lang: str = "en") -> str:
+        return self.name.get(lang) or self.name["en"]
+
+    def blurb(self, lang: str = "en") -> str:
+        return self.description.get(lang) or self.description["en"]
+
+
+def _parse(path: Path) -> Preset:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise UserError(f"preset {path} is not valid TOML: {e}") from None
+    meta = data.pop("preset", None)
+    if not isinstance(meta, dict):
+        raise UserError(f"preset {path} has no [preset] table (version, name_en, name_ko, ...)")
+    missing = [k for k in ("version", "name_en", "name_ko", "description_en", "description_ko") if k not in meta]
+    if missing:
+        raise UserError(f"preset {path}: [preset] is missing {', '.join(missing)}")
+    if meta["version"] != PRESET_FORMAT_VERSION:
+        raise UserError(f"preset {path}: version {meta['version']!r}; this app reads version {PRESET_FORMAT_VERSION}")
+    return Preset(
+        id=path.stem,
+        version=meta["version"],
+        name={"en": meta["name_en"], "ko": meta["name_ko"]},
+        description={"en": meta["description_en"], "ko": meta["description_ko"]},
+        overrides=data,
+        path=path,
+    )
+
+
+def preset_dirs(extra: list[Path] | None = None) -> list[Path]:
+    return [PRESET_DIR, *(extra or [])]
+
+
+def list_presets(extra_dirs: list[Path] | None = None) -> list[Preset]:
+    found: dict[str, Preset] = {}
+    for d in preset_dirs(extra_dirs):
+        if d.is_dir():
+            for p in sorted(d.glob("*.toml")):
+                found[p.stem] = _parse(p)
+    return list(found.values())
+
+
+def load_preset(name_or_path: str, extra_dirs: list[Path] | None = None) -> Preset:
+    p = Path(name_or_path)
+    if p.suffix == ".toml" and p.is_file():
+        return _parse(p)
+    for d in reversed(preset_dirs(extra_dirs)):
+        candidate = d / f"{name_or_path}.toml"
+        if candidate.is_file():
+            return _parse(candidate)
+    known = ", ".join(pr.id for pr in list_presets(extra_dirs))
+    raise UserError(f"unknown preset '{name_or_path}'; known presets: {known}")
+
+
+def preset_config(name_or_path: str, extra_dirs: list[Path] | None = None):
+    """The full config a preset gives on top of the defaults."""
+    from trainer.config.schema import from_dict
+
+    preset = load_preset(name_or_path, extra_dirs)
+    cfg = from_dict(preset.overrides, origin=str(preset.path))
+    cfg.preset = preset.id
+    return cfg

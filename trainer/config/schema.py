@@ -1,0 +1,462 @@
+"""The one typed, versioned training config.
+
+Loading order: defaults ← preset (sparse TOML) ← the user's TOML ← ``--set section.key=value``.
+Every key is declared here; an unknown key, a wrong type or a value out of range is a :class:`UserError`
+naming the key, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from trainer.errors import UserError
+from trainer.toml_writer import dumps_toml
+
+CONFIG_VERSION = 1
+
+# The seed's four sample-prompt kinds. "{trigger}" is replaced by dataset.trigger at run time.
+DEFAULT_SAMPLE_PROMPTS = [
+    "{trigger}",
+    "{trigger}, sitting on a bench in a park, from the side",
+    "{trigger}, wearing a red raincoat",
+    "a person standing in a city street",
+]
+
+
+MAX_STEPS = 1_000_000
+"""The most optimizer steps a run, a save interval or a sample interval may count: about 12 days at a step a
+second, far past any LoRA; a larger number is a typo (an extra zero, 1e23) that would only stall the plan."""
+
+
+def _at_most_max_steps(v: Any) -> Any:
+    # before int parsing, so 1e23 and inf get this message rather than pydantic's "unable to parse"
+    if isinstance(v, int | float) and not isinstance(v, bool) and v > MAX_STEPS:
+        raise PydanticCustomError("too_many_steps", f"at most {MAX_STEPS:,} steps; a larger count is a typo")
+    return v
+
+
+Steps = Annotated[int, BeforeValidator(_at_most_max_steps), Field(ge=0)]
+
+
+MAX_PATH_CHARS = 4096  # Linux's PATH_MAX; a longer path cannot be opened anywhere
+MAX_NAME_BYTES = 255  # one folder or file name, on every common filesystem
+MAX_TRIGGER_CHARS = 200  # a rare word or two; CLIP reads 77 tokens of the whole prompt
+
+
+def plain_text(v: str, max_chars: int) -> str:
+    """Text that can be written to a TOML/JSON file and sent to the browser: UTF-8, no NUL, bounded."""
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise PydanticCustomError(
+            "not_text", "holds a character that cannot be saved as text (a lone surrogate at position "
+            "{pos}); retype it", {"pos": e.start}) from None
+    if "\x00" in v:
+        raise PydanticCustomError("not_text", "holds a NUL character; retype it")
+    if len(v) > max_chars:
+        raise PydanticCustomError("too_long", "is {n} characters long; at most {limit}",
+                                  {"n": f"{len(v):,}", "limit": f"{max_chars:,}"})
+    return v
+
+
+def path_text(v: str) -> str:
+    """A path the filesystem can take: :func:`plain_text`, at most PATH_MAX long, no name over 255 bytes."""
+    plain_text(v, MAX_PATH_CHARS)
+    if any(len(part.encode("utf-8")) > MAX_NAME_BYTES for part in Path(v).parts):
+        raise PydanticCustomError("name_too_long", "a folder or file name in it is longer than {limit} bytes",
+                                  {"limit": MAX_NAME_BYTES})
+    return v
+
+
+PathText = Annotated[str, AfterValidator(path_text)]
+TriggerText = Annotated[str, AfterValidator(lambda v: plain_text(v, MAX_TRIGGER_CHARS))]
+
+
+class _Section(BaseModel):
+    # allow_inf_nan=False: inf/nan (TOML inf, JSON Infinity, 1e999) in any float field is refused by name; no
+    # setting means "infinitely", and a non-finite number cannot even be sent to the browser as JSON
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=False, allow_inf_nan=False)
+
+
+class ModelConfig(_Section):
+    base: PathText = Field("tiny-sd15", min_length=1)
+    """"tiny-sd15", "tiny-sdxl", "demo", a local diffusers folder, a local .safetensors/.ckpt, or a hub id."""
+    family: Literal["auto", "sd15", "sdxl"] = "auto"
+    prediction_type: Literal["auto", "epsilon", "v_prediction"] = "auto"
+    allow_distilled: bool = False
+    """Train on a turbo/LCM/lightning base anyway (the seeds advise against it)."""
+
+
+class DatasetConfig(_Section):
+    path: PathText = ""
+    trigger: TriggerText = ""
+    resolution: int = Field(512, ge=64, le=4096, multiple_of=8)
+    repeats: int = Field(1, ge=1, le=10000)
+    """Repeats for folders without an ``N_`` prefix."""
+    caption_ext: str = ".txt"
+    shuffle_tags: bool = False
+    keep_tokens: int = Field(1, ge=0, le=255)
+    caption_dropout: float = Field(0.0, ge=0.0, le=1.0)
+    tag_dropout: float = Field(0.0, ge=0.0, le=1.0)
+    """Chance that each tag after the first ``keep_tokens`` is left out of a step's caption (sd-scripts'
+    ``caption_tag_dropout_rate``): the trigger learns to carry the subject without the other tags."""
+    buckets: bool = True
+    bucket_step: int = Field(64, ge=8, le=512, multiple_of=8)
+    min_bucket_side: int = Field(256, ge=8, le=4096)
+    max_bucket_side: int = Field(1024, ge=8, le=8192)
+    cache_latents: bool = True
+    cache_to_disk: bool = False
+    flip: bool = False
+    reg_path: PathText = ""
+    """Prior (regularisation) images: pictures of what the base model should go on drawing, captioned without
+    the trigger, in ``N_name`` folders like the dataset's (kohya's reg folder). They are trained beside the
+    dataset, so no-trigger prompts stay where they were. Unlike sd-scripts they are not balanced to the
+    dataset's count: their folders' repeats say how often they come."""
+    prior_loss_weight: float = Field(1.0, ge=0.0, le=10.0)
+    """Loss weight of prior images (sd-scripts' ``prior_loss_weight``)."""
+
+    @field_validator("caption_ext")
+    @classmethod
+    def _dot(cls, v: str) -> str:
+        if not v.startswith(".") or len(v) < 2:
+            raise ValueError('must start with a dot, like ".txt"')
+        return v
+
+
+class LoraConfig(_Section):
+    rank: int = Field(16, ge=1, le=1024)
+    alpha: float = Field(16.0, gt=0.0, le=4096.0)
+    targets: Literal["attn", "attn_ff", "cross_kv"] = "attn"
+    """attn: attention projections; attn_ff adds the feed-forward and proj_in/proj_out (sd-scripts' default set);
+    cross_kv: only the cross-attention's key and value projections, the layers that read the prompt (a new word's
+    meaning is learnt where the words are read, and little else moves; pair it with conv_rank for fine detail).
+    A text-encoder LoRA takes the attention projections under attn and cross_kv."""
+    conv_rank: int = Field(0, ge=0, le=1024)
+    """Rank of LoRA on the UNet's resnet convolutions (kohya's conv_dim, "LoCon"); 0 = none. They reach the
+    pixels' fine detail (stripes, eyes, texture) that attention layers alone render blurred."""
+    conv_alpha: float = Field(0.0, ge=0.0, le=4096.0)
+    """Alpha of the convolution LoRA; 0 = the linear layers' ratio (alpha / rank x conv_rank)."""
+    conv_blocks: list[str] = Field(default_factory=list)
+    """UNet blocks whose resnets get convolution LoRA, by diffusers name ("up_blocks.2", "mid_block"); empty = all.
+    The up path's last blocks draw the finest detail at the least cost."""
+    dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    train_text_encoder: bool = False
+    trigger_embedding: bool = False
+    """Also train the trigger word's own token embeddings (pivotal tuning; needs dataset.trigger); they are saved
+    as embedding.safetensors beside each LoRA file, a textual inversion named after the trigger."""
+
+    @property
+    def effective_conv_alpha(self) -> float:
+        return self.conv_alpha or self.alpha / self.rank * self.conv_rank
+
+
+class OptimConfig(_Section):
+    optimizer: Literal["adamw", "adamw8bit", "prodigy"] = "adamw"
+    lr: float = Field(1e-4, gt=0.0, le=10.0)
+    te_lr: float = Field(0.0, ge=0.0, le=10.0)
+    """Text-encoder lr; 0 means the same as ``lr``."""
+    embedding_lr: float = Field(0.0, ge=0.0, le=10.0)
+    """lr of the trigger embedding (lora.trigger_embedding); 0 means the same as ``lr``."""
+    scheduler: Literal["constant", "constant_with_warmup", "cosine", "linear", "cosine_with_restarts"] = (
+        "constant_with_warmup"
+    )
+    warmup_steps: Steps = 0
+    num_cycles: int = Field(1, ge=1, le=100)
+    max_grad_norm: float = Field(1.0, ge=0.0)
+    """0 turns clipping off."""
+    weight_decay: float = Field(1e-2, ge=0.0, le=1.0)
+    beta1: float = Field(0.9, ge=0.0, lt=1.0)
+    beta2: float = Field(0.999, ge=0.0, lt=1.0)
+    eps: float = Field(1e-8, gt=0.0, le=1e-2)
+
+
+class TrainConfig(_Section):
+    epochs: int = Field(10, ge=1, le=100000)
+    max_steps: Steps = 0
+    """0 = computed from epochs."""
+    batch_size: int = Field(1, ge=1, le=1024)
+    grad_accum: int = Field(1, ge=1, le=1024)
+    precision: Literal["fp32", "bf16", "fp16"] = "bf16"
+    seed: int = Field(42, ge=0, le=2**32 - 1)
+    gradient_checkpointing: bool = False
+    noise_offset: float = Field(0.0, ge=0.0, le=1.0)
+    min_snr_gamma: float = Field(0.0, ge=0.0, le=100.0)
+    """0 turns min-SNR weighting off; 5 is the paper's value."""
+    fp16_init_scale: float = Field(65536.0, gt=0.0, le=2.0**24)
+    """The fp16 loss scaler's starting scale (GradScaler's default); it halves on overflow."""
+    fp16_growth_interval: Steps = Field(2000, ge=1)
+    """Steps without overflow before the fp16 loss scale doubles."""
+    device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
+    channels_last: bool = True
+    """UNet activations in channels-last layout on CUDA (faster convolutions on tensor cores); ignored on CPU,
+    where it measured slower."""
+    compile: bool = False
+    num_workers: int = Field(0, ge=0, le=64)
+
+
+class EmaConfig(_Section):
+    enabled: bool = False
+    decay: float = Field(0.999, gt=0.0, lt=1.0)
+    warmup: bool = True
+    """Ramp the decay up as ``min(decay, (1 + step) / (10 + step))`` so early averages are not stuck at init."""
+
+
+class SaveConfig(_Section):
+    output_dir: PathText = "runs"
+    name: str = Field("lora", min_length=1, max_length=100)
+    every_steps: Steps = 0
+    """0 = only the final save."""
+    keep_last: Steps = 0
+    """0 = keep every checkpoint."""
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, v: str) -> str:
+        if any(c in v for c in '/\\:*?"<>|') or v in {".", ".."}:
+            raise ValueError('must be a plain file name without / \\ : * ? " < > |')
+        return v
+
+
+class SampleConfig(_Section):
+    every_steps: Steps = 0
+    """0 = sample at every checkpoint (and at step 0 and the end)."""
+    prompts: list[str] = Field(default_factory=lambda: list(DEFAULT_SAMPLE_PROMPTS))
+    negative_prompt: str = ""
+    seed: int = Field(1234, ge=0, le=2**32 - 1)
+    images_per_prompt: int = Field(1, ge=1, le=16)
+    """Pictures per prompt, drawn with seeds ``seed``, ``seed + 1``, …: one seed's picture can be lucky or unlucky,
+    and the Review measures average over all of them."""
+    steps: int = Field(20, ge=1, le=200)
+    guidance: float = Field(7.0, ge=0.0, le=50.0)
+    enabled: bool = True
+
+
+class GuardConfig(_Section):
+    enabled: bool = True
+    """Off: no finiteness checks or decisions (benchmarks only; a NaN then reaches the weights)."""
+    on_nonfinite: Literal["stop", "skip", "rollback"] = "stop"
+    max_consecutive_skips: int = Field(5, ge=1, le=1000)
+    max_rollbacks: int = Field(2, ge=0, le=20)
+    detectors: bool = True
+    """Run the detectors short of NaN (spikes, clipping, trends, weight growth, dose) while training."""
+    detect_every: Steps = Field(25, ge=1)
+
+
+class DoseConfig(_Section):
+    """The zone in which ``lr × total_steps × alpha / rank`` usually lands a good LoRA (from the preset)."""
+
+    fit_low: float = Field(0.05, gt=0.0)
+    fit_high: float = Field(0.3, gt=0.0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> DoseConfig:
+        if self.fit_low >= self.fit_high:
+            raise ValueError(f"fit_low ({self.fit_low}) must be below fit_high ({self.fit_high})")
+        return self
+
+
+class Config(_Section):
+    version: int = CONFIG_VERSION
+    preset: str = ""
+    """The preset these values started from (informational once resolved)."""
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    dataset: DatasetConfig = Field(default_factory=DatasetConfig)
+    lora: LoraConfig = Field(default_factory=LoraConfig)
+    optim: OptimConfig = Field(default_factory=OptimConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    ema: EmaConfig = Field(default_factory=EmaConfig)
+    save: SaveConfig = Field(default_factory=SaveConfig)
+    sample: SampleConfig = Field(default_factory=SampleConfig)
+    guard: GuardConfig = Field(default_factory=GuardConfig)
+    dose: DoseConfig = Field(default_factory=DoseConfig)
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: int) -> int:
+        if v != CONFIG_VERSION:
+            raise ValueError(f"this app reads config version {CONFIG_VERSION}")
+        return v
+
+    @property
+    def effective_te_lr(self) -> float:
+        return self.optim.te_lr or self.optim.lr
+
+    @property
+    def effective_embedding_lr(self) -> float:
+        return self.optim.embedding_lr or self.optim.lr
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def to_toml(self) -> str:
+        return dumps_toml(self.to_dict())
+
+    def get(self, dotted: str) -> Any:
+        obj: Any = self
+        for part in dotted.split("."):
+            obj = getattr(obj, part)
+        return obj
+
+
+# --------------------------------------------------------------------------------------------- loading
+
+
+def _format_validation_error(err: ValidationError, origin: str) -> str:
+    lines = []
+    for e in err.errors():
+        key = ".".join(str(p) for p in e["loc"])
+        if e["type"] == "extra_forbidden":
+            section = ".".join(str(p) for p in e["loc"][:-1])
+            allowed = sorted(_section_fields(section))
+            lines.append(f"unknown key '{key}'; allowed here: {', '.join(allowed)}")
+        elif isinstance(e.get("input"), dict):  # a rule across keys: its message names them
+            msg = e["msg"].removeprefix("Value error, ")
+            lines.append(f"{key}: {msg}" if key else msg)
+        else:
+            value = repr(e.get("input"))
+            value = value if len(value) <= 120 else f"{value[:80]}…{value[-20:]} ({len(value):,} characters)"
+            lines.append(f"'{key}' = {value}: {e['msg'].lower()}")
+    where = f" in {origin}" if origin else ""
+    return f"config error{where}: " + "; ".join(lines)
+
+
+def _section_fields(section: str) -> list[str]:
+    model: type[BaseModel] = Config
+    if section:
+        for part in section.split("."):
+            field = model.model_fields.get(part)
+            if field is None or not isinstance(field.annotation, type):
+                return []
+            model = field.annotation
+    return list(model.model_fields)
+
+
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"config file not found: {p} (give the path of a .toml file)")
+    try:
+        return tomllib.loads(p.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise UserError(f"{p} is not valid TOML: {e}") from None
+    except RecursionError:  # tomllib recurses once per nesting level
+        raise UserError(f"{p}: arrays or tables nested too deeply to read; a config is a few flat tables") from None
+
+
+def parse_override(item: str) -> tuple[str, Any]:
+    """``section.key=value`` → (path, value). The value is TOML-ish: numbers, true/false, lists, strings."""
+    if "=" not in item:
+        raise UserError(f"--set {item!r}: write it as section.key=value, e.g. --set optim.lr=5e-5")
+    key, raw = item.split("=", 1)
+    key = key.strip()
+    if not key or any(not part for part in key.split(".")):
+        raise UserError(f"--set {item!r}: the key is empty; write section.key=value")
+    raw = raw.strip()
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        try:
+            value = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            value = raw  # a bare string such as a path
+        except (RecursionError, MemoryError):
+            raise UserError(f"--set {key}: the value is nested too deeply to read") from None
+    except RecursionError:
+        raise UserError(f"--set {key}: the value is nested too deeply to read") from None
+    return key, value
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str] | None) -> dict[str, Any]:
+    out = deep_merge({}, data)
+    for item in overrides or []:
+        key, value = parse_override(item)
+        node = out
+        parts = key.split(".")
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise UserError(f"--set {item!r}: '{part}' is a value, not a section")
+            node = child
+        node[parts[-1]] = value
+    return out
+
+
+def from_dict(data: dict[str, Any], origin: str = "") -> Config:
+    """Validate a (possibly sparse) dict against the schema, applying its preset first."""
+    data = dict(data)
+    preset_name = data.get("preset") or ""
+    if isinstance(preset_name, dict):  # a preset file read as a config ([preset] is its name table)
+        if not str(origin).endswith(".toml"):
+            raise UserError("preset: give a preset's name or the path of its .toml file, not a table")
+        preset_name = data["preset"] = str(origin)  # the file is its own preset
+    if preset_name:
+        from trainer.config.presets import load_preset
+
+        base = load_preset(preset_name).overrides
+        data = deep_merge(base, data)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as e:
+        raise UserError(_format_validation_error(e, origin)) from None
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> Config:
+    """Load a config file (or the defaults when ``path`` is None) and apply ``--set`` overrides."""
+    data: dict[str, Any] = read_toml(path) if path else {}
+    data = apply_overrides(data, overrides)
+    cfg = from_dict(data, origin=str(path) if path else "")
+    if path and cfg.dataset.path and not Path(cfg.dataset.path).is_absolute():
+        # A relative dataset path in a file means relative to that file, as users expect.
+        candidate = (Path(path).parent / cfg.dataset.path).resolve()
+        if candidate.exists():
+            cfg.dataset.path = str(candidate)
+    return cfg
+
+
+def save_config(cfg: Config, path: str | Path) -> None:
+    from trainer.io import atomic_write_text
+
+    atomic_write_text(path, cfg.to_toml())
+
+
+def diff_configs(a: Config, b: Config) -> dict[str, tuple[Any, Any]]:
+    """Flat ``{dotted.key: (a_value, b_value)}`` for every setting that differs (``preset`` ignored)."""
+    fa, fb = flatten(a.to_dict()), flatten(b.to_dict())
+    keys = sorted(set(fa) | set(fb))
+    return {k: (fa.get(k), fb.get(k)) for k in keys if fa.get(k) != fb.get(k) and k != "preset"}
+
+
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out

@@ -1,0 +1,472 @@
+"""Scan a training folder: kohya ``N_name`` folders, captions, and every problem a file can have.
+
+The scan never crashes on a file: each bad file becomes one problem (``file``, ``kind``, ``severity``,
+``message``/``message_ko``) and the rest of the folder is still read. Only a missing folder, a path that
+is a file, or a folder without a single image is a :class:`UserError`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import warnings
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from PIL import Image, UnidentifiedImageError
+from pydantic import ValidationError
+
+from trainer.config.schema import DatasetConfig
+from trainer.data.buckets import Bucket, assign_bucket, buckets_for, upscale_factor
+from trainer.data.images import bit_depth, exif_orientation, has_transparency
+from trainer.data.problems import TAG_WELD_MESSAGE
+from trainer.data.problems import problem as _problem
+from trainer.errors import UserError
+
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif"})
+# Formats people drop in by mistake (phone photos, layered files): named, so they are not silently ignored.
+UNSUPPORTED_SUFFIXES = frozenset({".tif", ".tiff", ".heic", ".heif", ".avif", ".jxl", ".psd", ".svg", ".dng"})
+# Pillow's default hard limit (2 × MAX_IMAGE_PIXELS). Checked from the header ourselves too, so the refusal
+# holds even where someone set Image.MAX_IMAGE_PIXELS = None. ~13k × 13k: far beyond any training picture.
+BOMB_PIXELS = 178_956_970
+EXTREME_ASPECT = 4.0
+SOFT_UPSCALE = 2.0
+TAG_WELD_SHARE = 0.9
+KOHYA_FOLDER = re.compile(r"^(\d+)_(.*)$")
+PRIOR_PREFIX = "reg/"  # prior images' folders and files are named reg/<folder>/... in a report
+
+@dataclass
+class ImageItem:
+    """One usable training image. ``width``/``height`` are after EXIF rotation."""
+
+    path: str
+    rel: str
+    folder: str
+    repeats: int
+    caption: str
+    width: int
+    height: int
+    bucket: Bucket
+    caption_source: str = "file"
+    """"file", or what stood in for a missing/empty/unreadable one: "folder" (kohya class words), "trigger", "none"."""
+    prior: bool = False
+    """A prior (regularisation) image from ``dataset.reg_path``; its ``rel`` starts with ``PRIOR_PREFIX``."""
+
+
+@dataclass
+class DatasetReport:
+    """What the scan found. ``to_json()`` gives a plain dict (no inf/nan) for the UI, CLI and ``plan.json``."""
+
+    root: str
+    usable: bool
+    images: int
+    captions: int
+    image_repeats: int
+    folders: list[dict[str, Any]]
+    problems: list[dict[str, Any]]
+    items: list[ImageItem]
+    buckets: list[dict[str, int]]
+    size_histogram: list[dict[str, Any]]
+    aspect_histogram: list[dict[str, Any]]
+    tags: dict[str, int]
+    trigger_share: float | None
+    tag_warnings: list[dict[str, Any]]
+    problem_counts: dict[str, int] = field(default_factory=dict)
+    resolution: int = 512
+    trigger: str = ""
+    prior_images: int = 0
+    """How many of ``images`` are prior images (``dataset.reg_path``)."""
+
+    @property
+    def own_images(self) -> int:
+        """The dataset's own pictures, prior images left out."""
+        return self.images - self.prior_images
+
+    def to_json(self, include_items: bool = True) -> dict[str, Any]:
+        d = asdict(self)
+        if include_items:
+            for it in d["items"]:
+                it["bucket"] = list(it["bucket"])
+        else:
+            del d["items"]
+        return d
+
+
+# ------------------------------------------------------------------------------------------- public API
+
+
+def scan_dataset(cfg: DatasetConfig | None = None, /, *, progress: Callable[[int, int], None] | None = None,
+                 **overrides: Any) -> DatasetReport:
+    """Scan ``cfg.path``; keyword overrides (``path=``, ``trigger=``, ...) replace config fields. ``progress(done,
+    total)`` after each picture file (every one is opened and hashed: seconds for a big folder).
+
+    Raises :class:`UserError` for a missing path, a file instead of a folder, or a folder with no images.
+    """
+    cfg = _resolve_cfg(cfg, overrides)
+    root = _check_root(cfg.path)
+    folders, unsupported = _discover(root, cfg)
+    n_images = sum(len(f.files) for f in folders)
+    if cfg.reg_path:
+        reg_folders, reg_unsupported = _discover(_check_root(cfg.reg_path, "dataset.reg_path"), cfg, PRIOR_PREFIX)
+        folders += reg_folders
+        unsupported += reg_unsupported
+    if n_images == 0:
+        extra = f" ({len(unsupported)} files in formats it cannot read; convert them)" if unsupported else ""
+        if any(f.repeats == 0 for f in folders):
+            extra += " (folders named 0_... are skipped; rename them to 1_...)"
+        raise UserError(
+            f"no images (png, jpg, webp, bmp, gif) in {root}{extra}; "
+            "put the training pictures there, in N_name subfolders or directly in the folder"
+        )
+    buckets = buckets_for(cfg)
+    problems: list[dict[str, Any]] = [
+        _problem("unsupported_format", rel, suffix=Path(rel).suffix) for rel in unsupported
+    ]
+    items: list[ImageItem] = []
+    captions: dict[str, str] = {}  # rel → the caption file's text (only real, non-empty ones)
+    seen: dict[str, str] = {}  # content hash → rel of the first file with it
+    folder_rows = []
+    done, total = 0, sum(len(f.files) for f in folders)
+    for f in folders:
+        problems.extend(f.problems)
+        count = 0
+        # prior images are captioned without the trigger on purpose
+        folder_cfg = cfg.model_copy(update={"trigger": ""}) if f.prior else cfg
+        for path in f.files:
+            if progress:
+                progress(done, total)
+            done += 1
+            rel = f.prefix + path.relative_to(f.root).as_posix()
+            try:
+                item, notes, text = _scan_image(path, rel, f, folder_cfg, buckets, seen)
+            except _Excluded as ex:
+                problems.append(ex.problem)
+                continue
+            except Exception as e:  # the scan must survive any file; the reason goes to the user
+                problems.append(_problem("unreadable_image", rel, reason=_short(e)))
+                continue
+            problems.extend(notes)
+            items.append(item)
+            count += 1
+            if text and not f.prior:  # tag counts and the trigger share describe the dataset itself
+                captions[rel] = text
+        folder_rows.append({"name": f.name, "repeats": f.repeats, "images": count})
+    if progress:
+        progress(total, total)
+    return _summarise(root, cfg, items, captions, problems, folder_rows)
+
+
+def split_tags(caption: str) -> list[str]:
+    """Comma-separated tags, trimmed, empty ones dropped."""
+    return [t for t in (" ".join(p.split()) for p in caption.split(",")) if t]
+
+
+def contains_trigger(caption: str, trigger: str) -> bool:
+    """Whether ``trigger`` appears as a whole word (case-insensitive, as CLIP lower-cases)."""
+    if not trigger:
+        return True
+    return re.search(rf"(?<!\w){re.escape(trigger)}(?!\w)", caption, re.IGNORECASE) is not None
+
+
+def min_side_for(resolution: int) -> int:
+    """Shortest side under which an image is refused: upscaling it more than ~8× gives mush."""
+    return max(min(64, resolution // 2), resolution // 8)
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+def _resolve_cfg(cfg: DatasetConfig | None, overrides: dict[str, Any]) -> DatasetConfig:
+    if cfg is None and not overrides:
+        raise UserError("no dataset folder given; set dataset.path to the folder with your pictures")
+    if not overrides:
+        return cfg  # type: ignore[return-value]
+    base = cfg.model_dump() if cfg is not None else {}
+    try:
+        return DatasetConfig.model_validate({**base, **overrides})
+    except ValidationError as e:
+        err = e.errors()[0]
+        key = ".".join(str(p) for p in err["loc"])
+        raise UserError(f"'dataset.{key}' = {err.get('input')!r}: {err['msg'].lower()}") from None
+
+
+def _check_root(path: str, key: str = "dataset.path") -> Path:
+    what = "prior-image folder" if key == "dataset.reg_path" else "dataset folder"
+    if not path:
+        raise UserError(f"no {what} set; set {key} to the folder with your pictures")
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise UserError(f"{what} not found: {root} ({key}; check the path, or create it and add pictures)")
+    if not root.is_dir():
+        raise UserError(f"{key} is a file, not a folder: {root} (give the folder that holds the pictures)")
+    try:
+        next(root.iterdir(), None)
+    except OSError as e:
+        raise UserError(f"cannot read {what} {root}: {e.strerror or e}") from None
+    return root.resolve()
+
+
+def _hidden(name: str) -> bool:
+    # macOS litters copies with "._x.png" resource forks and __MACOSX; they are not pictures.
+    return name.startswith(".") or name == "__MACOSX"
+
+
+@dataclass
+class _Folder:
+    name: str
+    repeats: int
+    class_words: str
+    """kohya's words after ``N_`` ("zxc girl"): the caption of a picture that has none."""
+    files: list[Path]
+    problems: list[dict[str, Any]]
+    root: Path
+    """Where ``files`` are relative to: ``dataset.path``, or ``dataset.reg_path`` for prior folders."""
+    prefix: str = ""
+    """Put before names and relative paths: ``reg/`` for prior folders, empty for the dataset's."""
+
+    @property
+    def prior(self) -> bool:
+        return bool(self.prefix)
+
+
+def _discover(root: Path, cfg: DatasetConfig, prefix: str = "") -> tuple[list[_Folder], list[str]]:
+    """Folders to read (root first), each with repeats, image files and folder-level problems; names and paths
+    carry ``prefix`` (prior folders)."""
+    folders: list[_Folder] = []
+    unsupported: list[str] = []
+
+    def pick(paths: list[Path]) -> list[Path]:
+        out = []
+        for p in sorted(paths):
+            s = p.suffix.lower()
+            if s in IMAGE_SUFFIXES:
+                out.append(p)
+            elif s in UNSUPPORTED_SUFFIXES:
+                unsupported.append(prefix + p.relative_to(root).as_posix())
+        return out
+
+    entries = sorted(e for e in root.iterdir() if not _hidden(e.name))
+    root_files = pick([e for e in entries if e.is_file()])
+    if root_files:
+        folders.append(_Folder(prefix.rstrip("/") or ".", cfg.repeats, "", root_files, [], root, prefix))
+    for d in (e for e in entries if e.is_dir()):
+        m = KOHYA_FOLDER.match(d.name)
+        repeats, words, probs = cfg.repeats, "", []
+        if m:
+            repeats, words = int(m.group(1)), m.group(2).strip()
+            if repeats == 0:
+                probs.append(_problem("zero_repeats", prefix + d.name))
+            elif repeats > 100:
+                probs.append(_problem("high_repeats", prefix + d.name, repeats=repeats))
+        files: list[Path] = []
+        # Sub-subfolders count towards their top folder (kohya reads one level; people nest anyway).
+        for dirpath, dirnames, filenames in os.walk(d):
+            dirnames[:] = sorted(n for n in dirnames if not _hidden(n))
+            files.extend(Path(dirpath) / n for n in filenames if not _hidden(n))
+        files = pick(files) if repeats > 0 else []
+        folders.append(_Folder(prefix + d.name, repeats, words, files, probs, root, prefix))
+    return folders, unsupported
+
+
+def _short(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _file_hash(path: Path) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class _Excluded(Exception):
+    """Raised inside a file's checks: the file is not trained on, for this one reason."""
+
+    def __init__(self, kind: str, rel: str, **fmt: Any):
+        super().__init__(kind)
+        self.problem = _problem(kind, rel, **fmt)
+
+
+def _inspect_pixels(path: Path, rel: str, resolution: int) -> tuple[int, int, int, list[dict[str, Any]]]:
+    """Header checks first, then one full decode. Returns the upright size, EXIF orientation and notes."""
+    if path.stat().st_size == 0:
+        raise _Excluded("zero_byte", rel)
+    limit = f"{BOMB_PIXELS:,}"
+    try:
+        with warnings.catch_warnings():
+            # Between 1× and 2× MAX_IMAGE_PIXELS Pillow only warns; the size check below decides.
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            im = Image.open(path)
+    except Image.DecompressionBombError:
+        raise _Excluded("decompression_bomb", rel, pixels=f"more than {limit}", limit=limit) from None
+    except UnidentifiedImageError:
+        raise _Excluded("not_an_image", rel, suffix=path.suffix) from None
+    with im:
+        w, h = im.size
+        if w * h > BOMB_PIXELS:  # from the header alone, before a single pixel is decoded
+            raise _Excluded("decompression_bomb", rel, pixels=f"{w}×{h}", limit=limit)
+        orientation = exif_orientation(im)
+        if orientation in (5, 6, 7, 8):
+            w, h = h, w
+        min_side = min_side_for(resolution)
+        if min(w, h) < min_side:
+            raise _Excluded("too_small", rel, w=w, h=h, res=resolution, min_side=min_side)
+        frames = im.n_frames if getattr(im, "is_animated", False) else 1
+        im.seek(0)
+        bits = bit_depth(im)
+        if im.format == "JPEG":
+            # Decode at 1/8 scale: libjpeg still reads every byte (truncation is caught), 10-50× faster.
+            im.draft(im.mode, (1, 1))
+        try:
+            im.load()
+        except Exception as e:
+            raise _Excluded("unreadable_image", rel, reason=_short(e)) from None
+        notes = [_problem("animated", rel, frames=frames)] if frames > 1 else []
+        if im.mode == "CMYK":
+            notes.append(_problem("cmyk", rel))
+        if bits > 8:
+            notes.append(_problem("high_bit_depth", rel, bits=bits))
+        if has_transparency(im):
+            notes.append(_problem("alpha_channel", rel))
+    if orientation != 1:
+        notes.append(_problem("exif_rotated", rel, orientation=orientation, w=w, h=h))
+    return w, h, orientation, notes
+
+
+def _scan_image(
+    path: Path, rel: str, folder: _Folder, cfg: DatasetConfig, buckets: list[Bucket], seen: dict[str, str]
+) -> tuple[ImageItem, list[dict[str, Any]], str | None]:
+    """Check one file: the item, its notes, and its caption file's text. Raises _Excluded."""
+    w, h, _, notes = _inspect_pixels(path, rel, cfg.resolution)
+    digest = _file_hash(path)
+    if digest in seen:
+        raise _Excluded("duplicate", rel, original=seen[digest])
+    seen[digest] = rel
+    bucket = assign_bucket(w, h, buckets)
+    if max(w, h) / min(w, h) > EXTREME_ASPECT:
+        notes.append(_problem("extreme_aspect", rel, ratio=max(w, h) / min(w, h), bw=bucket[0], bh=bucket[1]))
+    scale = upscale_factor(w, h, bucket)
+    if scale > SOFT_UPSCALE:
+        notes.append(_problem("low_resolution", rel, w=w, h=h, scale=scale, bw=bucket[0], bh=bucket[1]))
+    text, status = _read_caption(path, cfg.caption_ext)
+    caption, source = text or "", "file"
+    if status != "ok":
+        caption, source = _fallback_caption(folder.class_words, cfg.trigger)
+        shown_en = f'the caption "{caption}"' if caption else "an empty caption"
+        shown_ko = f'"{caption}" 캡션으로' if caption else "빈 캡션으로"
+        cap_name = path.with_suffix(cfg.caption_ext).name
+        notes.append(_problem(status, rel, {"fallback": shown_ko}, fallback=shown_en, caption=cap_name))
+    elif cfg.trigger and not contains_trigger(caption, cfg.trigger):
+        notes.append(_problem("no_trigger", rel, trigger=cfg.trigger))
+    item = ImageItem(str(path), rel, folder.name, folder.repeats, caption, w, h, bucket, source, folder.prior)
+    return item, notes, text
+
+
+def _read_caption(image: Path, ext: str) -> tuple[str | None, str]:
+    """(text, status) with status one of ok / missing_caption / empty_caption / caption_not_utf8."""
+    cap = image.with_suffix(ext)
+    if not cap.is_file():
+        return None, "missing_caption"
+    try:
+        raw = cap.read_bytes().decode("utf-8-sig")  # -sig: Windows Notepad's BOM is not part of the caption
+    except UnicodeDecodeError:
+        return None, "caption_not_utf8"
+    # Lines become comma-separated parts: kohya keeps only the first line, which silently drops the rest.
+    lines = [" ".join(line.split()).strip(", ") for line in raw.splitlines()]
+    text = ", ".join(line for line in lines if line)
+    return (text, "ok") if text else (None, "empty_caption")
+
+
+def _fallback_caption(class_words: str, trigger: str) -> tuple[str, str]:
+    # kohya's DreamBooth-style folders: "10_zxc girl" trains uncaptioned pictures as "zxc girl".
+    if class_words:
+        return class_words, "folder"
+    if trigger:
+        return trigger, "trigger"
+    return "", "none"
+
+
+# (lo, hi, label), hi None = open-ended. Shortest side in pixels; aspect as width / height.
+SIZE_BINS = [(0, 256, "<256"), (256, 512, "256–511"), (512, 768, "512–767"), (768, 1024, "768–1023"),
+             (1024, 1536, "1024–1535"), (1536, 2048, "1536–2047"), (2048, None, "≥2048")]  # fmt: skip
+ASPECT_BINS = [(0.0, 0.25, "<1:4"), (0.25, 0.5, "1:4–1:2"), (0.5, 0.75, "1:2–3:4"), (0.75, 0.95, "3:4–1:1"),
+               (0.95, 1.05, "1:1"), (1.05, 4 / 3, "1:1–4:3"), (4 / 3, 2.0, "4:3–2:1"), (2.0, 4.0, "2:1–4:1"),
+               (4.0, None, ">4:1")]  # fmt: skip
+
+
+def _histogram(values: list[float], bins: list[tuple[float, float | None, str]]) -> list[dict[str, Any]]:
+    return [
+        {"label": label, "lo": lo, "hi": hi, "count": sum(lo <= v and (hi is None or v < hi) for v in values)}
+        for lo, hi, label in bins
+    ]
+
+
+def _tag_stats(
+    captions: list[str], trigger: str
+) -> tuple[dict[str, int], float | None, list[dict[str, Any]]]:
+    counts: Counter[str] = Counter()
+    for c in captions:
+        counts.update(set(split_tags(c)))  # a tag counts once per caption: "in how many captions"
+    tags = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    share = None
+    if trigger and captions:
+        share = sum(contains_trigger(c, trigger) for c in captions) / len(captions)
+    warns = []
+    if len(captions) >= 3:  # with one or two captions every tag is "in all of them"; that says nothing
+        for tag, n in tags.items():
+            if n / len(captions) < TAG_WELD_SHARE:
+                break
+            if trigger and contains_trigger(tag, trigger):
+                continue
+            pct = round(100 * n / len(captions))
+            en, ko = TAG_WELD_MESSAGE
+            fmt = {"tag": tag, "pct": pct}
+            warns.append({"tag": tag, "count": n, "share": n / len(captions),
+                          "message": en.format(**fmt), "message_ko": ko.format(**fmt)})  # fmt: skip
+    return tags, share, warns
+
+
+def _summarise(
+    root: Path,
+    cfg: DatasetConfig,
+    items: list[ImageItem],
+    captions: dict[str, str],
+    problems: list[dict[str, Any]],
+    folders: list[dict[str, Any]],
+) -> DatasetReport:
+    by_bucket: dict[Bucket, list[int]] = {}
+    for it in items:
+        row = by_bucket.setdefault(it.bucket, [0, 0])
+        row[0] += 1
+        row[1] += it.repeats
+    buckets = [
+        {"width": b[0], "height": b[1], "images": n, "image_repeats": r}
+        for b, (n, r) in sorted(by_bucket.items(), key=lambda kv: (kv[0][0] / kv[0][1], kv[0][0]))
+    ]
+    tags, share, tag_warnings = _tag_stats(list(captions.values()), cfg.trigger)
+    return DatasetReport(
+        root=str(root),
+        usable=bool(items),
+        images=len(items),
+        captions=len(captions),
+        image_repeats=sum(it.repeats for it in items),
+        folders=folders,
+        problems=problems,
+        items=items,
+        buckets=buckets,
+        size_histogram=_histogram([min(it.width, it.height) for it in items], SIZE_BINS),
+        aspect_histogram=_histogram([it.width / it.height for it in items], ASPECT_BINS),
+        tags=tags,
+        trigger_share=share,
+        tag_warnings=tag_warnings,
+        problem_counts=dict(Counter(p["kind"] for p in problems)),
+        resolution=cfg.resolution,
+        trigger=cfg.trigger,
+        prior_images=sum(it.prior for it in items),
+    )

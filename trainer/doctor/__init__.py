@@ -1,0 +1,1 @@
+"""Watching the numbers: the per-step guard, detectors, the knowledge base, recovery and the diagnosis."""

@@ -1,0 +1,276 @@
+"""``diagnose(run_dir)``: what was observed, the likely causes ranked by that evidence, prescriptions in order.
+
+Reads only the run folder (config, plan, metrics, events, samples, journal), so it works on a finished, a
+stopped or a crashed run, and on runs from another machine. Writes ``diagnosis.json``.
+
+The run's verdict (:mod:`trainer.review.verdict`) comes with it and orders it: a signal that is weak on the run's model
+counts as weak, and a cause that points away from the verdict ("overtrained" on a run judged fit) is kept as a
+lesser, weighed observation after the causes that agree, never as the top cause.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+from trainer.config.schema import Config, diff_configs, from_dict, read_toml
+from trainer.doctor.detectors import Finding, metric_findings, nonfinite_findings, sample_findings
+from trainer.errors import UserError
+from trainer.io import atomic_write_json, read_jsonl
+from trainer.train.events import as_float
+from trainer.train.rundir import RunPaths, run_status
+
+LEVEL_WEIGHT = {"error": 1.0, "warning": 0.6, "info": 0.3}
+NONFINITE_WEIGHT = 5.0
+# An lr a hundred times the preset's explains more than anything it caused, the non-finite values included.
+LR_FIRST_WEIGHT = 6.0
+WEAK_SIGNAL_FACTOR = 0.25  # a signal that is weak evidence on this run's model (trainer.review.verdict.weak_signals)
+CAUSE_STRENGTH = ((1.0, "strong"), (0.5, "moderate"), (0.0, "weak"))  # a cause's score, in words
+
+
+def _load_config(paths: RunPaths) -> Config:
+    return from_dict(read_toml(paths.config), origin=str(paths.config))
+
+
+def _bf16_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+
+
+def collect_findings(run_dir: Path, config: Config | None = None, with_samples: bool = True) -> list[Finding]:
+    paths = RunPaths(Path(run_dir))
+    config = config or _load_config(paths)
+    plan = json.loads(paths.plan.read_text()) if paths.plan.is_file() else {}
+    rows = read_jsonl(paths.metrics)
+    events = read_jsonl(paths.events)
+    findings = nonfinite_findings(events)
+    findings += metric_findings(rows, plan, config) if plan else []
+    if with_samples and paths.samples.is_dir():
+        findings += sample_findings(paths.samples)
+    from trainer.plan.risks import lr_far_finding
+
+    lr_far = lr_far_finding(config)
+    findings += [lr_far] if lr_far else []
+    for ev in events:
+        if ev.get("type") == "alert" and ev.get("kind") == "distilled_base":
+            findings.append(Finding("distilled_base", "warning", {"en": ev["message"], "ko": ev["message"]}))
+    return findings
+
+
+def earlier_checkpoint(verdict) -> int | None:
+    """The checkpoint "use an earlier checkpoint" means for this run (a Verdict or its JSON): the verdict's, when
+    a later one exists; None when the run has no earlier checkpoint to use."""
+    v = verdict if isinstance(verdict, dict) else verdict.to_json()
+    steps = [c["step"] for c in v.get("checkpoints") or []]
+    rec = v.get("recommended_step")
+    return rec if rec is not None and steps and rec < max(steps) else None
+
+
+def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+    from trainer.doctor.kb import describe_change, moves_as_meant
+
+    out, seen = [], set()
+    for rc in ranked:
+        for p in kb.prescriptions_for(rc.cause.id):
+            if p.id in seen:
+                continue
+            seen.add(p.id)
+            change = None
+            applicable = True
+            detail = {"en": p.text("detail", "en"), "ko": p.text("detail", "ko")}
+            if p.id == "earlier_checkpoint" and verdict is not None:
+                step = earlier_checkpoint(verdict)
+                applicable = step is not None  # never a checkpoint the run does not have
+                if step is not None:
+                    detail = {"en": f"Step {step}: " + detail["en"], "ko": f"{step}스텝: " + detail["ko"]}
+            if p.change is not None:
+                if "bf16_supported" in p.change.requires and not _bf16_available():
+                    applicable = False
+                try:
+                    from trainer.doctor.kb import apply_change
+
+                    new_cfg = apply_change(config, p.change)
+                    diff = diff_configs(config, new_cfg)
+                    if not moves_as_meant(config, p.change):
+                        diff = {}  # it would move the setting against the prescription's meaning
+                except (UserError, ValueError):
+                    diff = {}
+                if not diff:
+                    applicable = False  # already so in this config (or only the other way): no change to make
+                change = {
+                    "key": p.change.key, "op": p.change.op, "value": p.change.value,
+                    "requires": list(p.change.requires),
+                    "diff": {k: list(v) for k, v in diff.items()},
+                    "describe": {"en": describe_change(p.change, "en", config) if diff else "",
+                                 "ko": describe_change(p.change, "ko", config) if diff else ""},
+                }
+            out.append({
+                "id": p.id, "for_cause": rc.cause.id,
+                "title": {"en": p.text("title", "en"), "ko": p.text("title", "ko")},
+                "detail": detail, "change": change, "applicable": applicable,
+                "lesser": rc.cause.id in lesser, "step": p.step,
+            })
+    return out
+
+
+def _loss_summary(rows: list[dict]) -> dict[str, Any]:
+    losses = [as_float(r.get("loss")) for r in rows if not r.get("skipped")]
+    losses = [v for v in losses if v is not None and math.isfinite(v)]
+    tail = losses[-max(1, len(losses) // 4) :] if losses else []
+    return {"steps": len(rows), "final_loss_mean": statistics.fmean(tail) if tail else None,
+            "nonfinite_rows": sum(1 for r in rows if r.get("nonfinite"))}
+
+
+def compare_with_parent(paths: RunPaths, findings: list[Finding]) -> dict[str, Any] | None:
+    if not paths.journal.is_file():
+        return None
+    journal = json.loads(paths.journal.read_text())
+    parent = journal.get("parent")
+    if not parent or not RunPaths(Path(parent)).config.is_file():
+        return None
+    ppaths = RunPaths(Path(parent))
+    parent_findings = {f.signal for f in collect_findings(ppaths.root, with_samples=False)}
+    mine = {f.signal for f in findings}
+    changes = diff_configs(_load_config(ppaths), _load_config(paths))
+    return {
+        "parent": parent,
+        "changes": {k: list(v) for k, v in changes.items()},
+        "one_change": len(changes) == 1,
+        "parent_status": run_status(ppaths.root).get("status"),
+        "status": run_status(paths.root).get("status"),
+        "resolved": sorted(parent_findings - mine),
+        "new": sorted(mine - parent_findings),
+        "still": sorted(parent_findings & mine),
+        "loss": {"parent": _loss_summary(read_jsonl(ppaths.metrics)), "this": _loss_summary(read_jsonl(paths.metrics))},
+    }
+
+
+def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
+    """Findings, ranked causes and prescriptions for a run folder; also written to ``diagnosis.json``."""
+    from trainer.doctor.kb import load_kb
+
+    paths = RunPaths(Path(run_dir))
+    if not paths.config.is_file():
+        raise UserError(f"{run_dir} is not a run folder (no config.toml)")
+    config = _load_config(paths)
+    findings = collect_findings(paths.root, config)
+    from trainer.review.verdict import LABEL_TEXT, run_verdict, symptom_lean
+
+    verdict = run_verdict(paths.root, findings=findings)
+    kb = load_kb()
+    signals: dict[str, float] = {}
+    for f in findings:
+        if f.signal in kb.signals:
+            # A non-finite failure outranks any number of softer findings: it is what stopped the run.
+            weight = NONFINITE_WEIGHT if f.signal.startswith("nonfinite_") else LEVEL_WEIGHT[f.level]
+            if f.signal == "lr_far_from_preset" and f.level == "error":
+                weight = LR_FIRST_WEIGHT
+            if f.signal in verdict.weak_signals:
+                weight *= WEAK_SIGNAL_FACTOR
+            signals[f.signal] = max(signals.get(f.signal, 0.0), weight)
+    for signal, weight in verdict.signals().items():  # what the pictures showed, as the verdict weighed it
+        if signal in kb.signals:
+            signals[signal] = max(signals.get(signal, 0.0), weight)
+    ranked = kb.rank_causes(signals, config) if signals else []
+    # causes that point away from the verdict go after those that agree with it, as lesser observations: by their
+    # own lean, or because every symptom that brought them up points away from it (caption bias raised only by
+    # "samples melt late" on a fit run)
+    leans = {sid: symptom_lean(sid, config) for sid in {sym for rc in ranked for _, sym in rc.evidence}}
+
+    def away(lean: str | None) -> bool:
+        return lean is not None and lean != verdict.label
+
+    lesser = frozenset(rc.cause.id for rc in ranked if (rc.cause.leans and verdict.label not in rc.cause.leans)
+                       or all(away(leans[sym]) for _, sym in rc.evidence))
+    ranked = [rc for rc in ranked if rc.cause.id not in lesser] + [rc for rc in ranked if rc.cause.id in lesser]
+    why_lesser = {"en": f"this run's verdict is {LABEL_TEXT[verdict.label]['en']}",
+                  "ko": f"이 실행의 판정은 {LABEL_TEXT[verdict.label]['ko']}입니다"}
+    result = {
+        "run_dir": str(paths.root),
+        "status": run_status(paths.root).get("status"),
+        "verdict": verdict.to_json(),
+        "observed": [{**f.to_json(), "weak": f.signal in verdict.weak_signals} for f in findings],
+        "causes": [
+            {"id": rc.cause.id, "score": round(rc.score, 4), "strength": cause_strength(rc.score),
+             "lesser": rc.cause.id in lesser, "why_lesser": why_lesser if rc.cause.id in lesser else None,
+             "title": {"en": rc.cause.text("title", "en"), "ko": rc.cause.text("title", "ko")},
+             "explanation": {"en": rc.cause.text("explanation", "en"), "ko": rc.cause.text("explanation", "ko")},
+             "evidence": [list(e) for e in rc.evidence]}
+            for rc in ranked
+        ],
+        "prescriptions": _prescriptions(kb, ranked, config, verdict, lesser),
+        "parent": compare_with_parent(paths, findings),
+        "healthy": not any(f.level in ("warning", "error") for f in findings),
+    }
+    if write:
+        atomic_write_json(paths.diagnosis, result)
+    return result
+
+
+def cause_strength(score: float) -> str:
+    """A cause's ranking score in words (strong / moderate / weak evidence): nobody can read "1.70"."""
+    return next(word for floor, word in CAUSE_STRENGTH if score >= floor)
+
+
+def format_diagnosis(result: dict[str, Any], lang: str = "en") -> str:
+    from trainer.review.verdict import STRENGTH_TEXT
+
+    lines = [f"run: {result['run_dir']}  status: {result.get('status')}"]
+    if result.get("verdict"):
+        lines.append(("verdict: " if lang == "en" else "판정: ") + result["verdict"]["summary"][lang])
+    lines.append("observed:" if lang == "en" else "관찰:")
+    for f in result["observed"] or []:
+        lines.append(f"  [{f['level']}] {f['message'][lang]}")
+    if not result["observed"]:
+        lines.append("  nothing unusual" if lang == "en" else "  특이사항 없음")
+    if result["causes"]:
+        lines.append("likely causes:" if lang == "en" else "가능한 원인:")
+        for c in result["causes"][:5]:
+            lesser = f" — {c['why_lesser'][lang]}" if c.get("lesser") else ""
+            lines.append(f"  {c['title'][lang]} ({STRENGTH_TEXT[c.get('strength', 'weak')][lang]}){lesser}")
+        lines.append("prescriptions (change one at a time):" if lang == "en" else "처방 (한 번에 하나만):")
+        for p in [p for p in result["prescriptions"] if p["applicable"] and not p.get("lesser")][:6]:
+            extra = f"  [{p['change']['describe'][lang]}]" if p["change"] and p["change"]["describe"][lang] else ""
+            lines.append(f"  - {p['title'][lang]}{extra}")
+    if result.get("parent"):
+        par = result["parent"]
+        lines.append(f"compared with parent {par['parent']}: changes {par['changes']}, resolved {par['resolved']}, "
+                     f"new {par['new']}")
+    return "\n".join(lines)
+
+
+def alert_prescription(run_dir: str | Path | None, signal: str, lang: str = "en") -> dict[str, str] | None:
+    """The first prescription for a guard alert while the run's diagnosis is not written yet, weighed as
+    :func:`diagnose` weighs it: an lr a hundred times the preset's comes first (back to the preset's lr, not half
+    of it), and a change this config cannot make, or only the wrong way, is skipped. ``{title, detail, change}``
+    in ``lang``; None when nothing applies."""
+    from trainer.doctor.kb import apply_change, describe_change, load_kb, moves_as_meant
+    from trainer.plan.risks import lr_far_finding
+
+    kb = load_kb()
+    paths = RunPaths(Path(run_dir)) if run_dir else None
+    config = _load_config(paths) if paths is not None and paths.config.is_file() else None
+    signals = {signal: NONFINITE_WEIGHT if signal.startswith("nonfinite_") else LEVEL_WEIGHT["warning"]}
+    lr_far = lr_far_finding(config) if config is not None else None
+    if lr_far is not None:
+        signals[lr_far.signal] = LR_FIRST_WEIGHT if lr_far.level == "error" else LEVEL_WEIGHT[lr_far.level]
+    for rc in kb.rank_causes(signals, config):
+        for p in kb.prescriptions_for(rc.cause.id):
+            change = ""
+            if p.change is not None and config is not None:
+                if "bf16_supported" in p.change.requires and not _bf16_available():
+                    continue
+                try:
+                    if not diff_configs(config, apply_change(config, p.change)) or not moves_as_meant(config, p.change):
+                        continue
+                except (UserError, ValueError):
+                    continue
+                change = describe_change(p.change, lang, config)
+            elif p.change is not None:
+                change = describe_change(p.change, lang)
+            return {"title": p.text("title", lang), "detail": p.text("detail", lang), "change": change}
+    return None

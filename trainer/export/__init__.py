@@ -1,0 +1,1 @@
+"""LoRA files other tools load, and whole-pipeline single files."""

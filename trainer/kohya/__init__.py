@@ -1,0 +1,1 @@
+"""Coming from and going to kohya_ss / sd-scripts: the mapping table, import, export, step counts, the report."""

@@ -1,0 +1,193 @@
+"""Write the sd-scripts files that train what one of our configs (or runs) trains, as closely as sd-scripts
+can: a ``--config_file`` TOML, a ``dataset_config`` TOML, the sample prompts and the command line, with the
+same kind of report as the import, the other way round."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+from trainer.config.schema import Config, flatten, load_config
+from trainer.data.scan import IMAGE_SUFFIXES, KOHYA_FOLDER
+from trainer.errors import UserError
+from trainer.io import atomic_write_text
+from trainer.kohya.mapping import ROWS, Row
+from trainer.kohya.report import Report
+from trainer.toml_writer import dumps_toml
+
+# Our settings sd-scripts has no place for, and why that is fine (or what to do there).
+OURS_ONLY: dict[str, tuple[str, str]] = {
+    "version": ("our config's format version", "우리 설정 형식의 버전"),
+    "preset": ("the preset these values started from", "이 값들의 출발점이 된 프리셋"),
+    "model.family": ("sd-scripts: the script (train_network.py or sdxl_train_network.py)", "sd-scripts: 스크립트 이름으로"),
+    "model.allow_distilled": ("sd-scripts does not check the base", "sd-scripts는 기반 모델을 검사하지 않음"),
+    "dataset.trigger": ("in the sample prompts ({trigger} filled in) and the folder names", "표본 프롬프트({trigger} 채움)와 폴더 이름에"),
+    "dataset.repeats": ("num_repeats of folders without an N_ prefix", "N_ 접두어 없는 폴더의 num_repeats로"),
+    "lora.targets": ("sd-scripts' networks.lora trains attention and feed-forward layers (our attn_ff)",
+                     "sd-scripts의 networks.lora는 어텐션과 피드포워드 층을 학습(우리 attn_ff)"),
+    "lora.conv_blocks": ("sd-scripts puts convolution LoRA on every block", "sd-scripts는 모든 블록에 합성곱 LoRA를 닮"),
+    "lora.trigger_embedding": ("not offered by train_network.py", "train_network.py에는 없음"),
+    "optim.embedding_lr": ("not offered by train_network.py", "train_network.py에는 없음"),
+    "optim.weight_decay": ("in optimizer_args", "optimizer_args에"), "optim.beta1": ("in optimizer_args", "optimizer_args에"),
+    "optim.beta2": ("in optimizer_args", "optimizer_args에"), "optim.eps": ("in optimizer_args", "optimizer_args에"),
+    "save.keep_last": ("sd-scripts: save_last_n_steps keeps the saves of the last N steps", "sd-scripts: save_last_n_steps"),
+    "sample.negative_prompt": ("--n on each prompt line", "프롬프트 줄마다 --n"), "sample.seed": ("--d on each prompt line", "프롬프트 줄마다 --d"),
+    "sample.steps": ("--s on each prompt line", "프롬프트 줄마다 --s"), "sample.guidance": ("--l on each prompt line", "프롬프트 줄마다 --l"),
+    "sample.enabled": ("sd-scripts samples only when sample_prompts is given", "sd-scripts는 sample_prompts가 있을 때만 표본"),
+}
+SUBSET_KEYS = ("model.family", "dataset.path", "dataset.reg_path")  # written as the script and the subsets
+SECTION_NOTES = {
+    "ema": ("EMA of the LoRA weights is not offered by train_network.py", "train_network.py에는 LoRA 가중치 EMA가 없음"),
+    "guard": ("our numerics guard; sd-scripts trains on through a NaN", "우리 수치 가드. sd-scripts는 NaN이 나도 계속 학습"),
+    "dose": ("our dose zone (a reading, not a setting)", "우리 학습량 범위(설정이 아니라 판단 기준)"),
+    "train": ("runtime choice of ours; sd-scripts decides it itself", "우리 실행 선택. sd-scripts는 스스로 정함"),
+}
+
+
+def load_source(path: str | Path) -> Config:
+    """A config file, or a run folder (its resolved config.toml)."""
+    p = Path(path)
+    if p.is_dir():
+        if not (p / "config.toml").is_file():
+            raise UserError(f"{p} is a folder without config.toml; give a run folder or a config file")
+        p = p / "config.toml"
+    return load_config(p)
+
+
+def to_kohya(cfg: Config, out_dir: Path) -> tuple[dict[str, Any], dict[str, Any], list[str], Report]:
+    """(sd-scripts arguments, dataset config, prompt lines, report)."""
+    rep = Report(source="LoRA Doctor config", kind="export")
+    done: set[str] = set()
+    args: dict[str, Any] = {}
+    general: dict[str, Any] = {}
+    ds: dict[str, Any] = {}
+
+    def put(ours: str, target: dict[str, Any], key: str, value: Any, note: tuple[str, str] | None = None) -> None:
+        if value is not None:
+            target[key] = value
+        (rep.changed(ours, cfg.get(ours), key, value, *note) if note else rep.mapped(ours, cfg.get(ours), key, value))
+        done.add(ours)
+
+    for row in ROWS:
+        if not row.supported or row.special or not row.sd or row.ours in done or row.ours in SUBSET_KEYS:
+            continue
+        key = "batch_size" if row.sd == "train_batch_size" else row.sd
+        put(row.ours, _level(row, args, ds, general), key, row.to_kohya(cfg.get(row.ours)))
+    args["train_batch_size"] = cfg.train.batch_size
+    args["network_module"] = "networks.lora"
+    if cfg.lora.conv_rank:
+        args["network_args"] = [f"conv_dim={cfg.lora.conv_rank}", f"conv_alpha={cfg.lora.effective_conv_alpha:g}"]
+    for ours, value in (("lora.conv_rank", cfg.lora.conv_rank), ("lora.conv_alpha", cfg.lora.effective_conv_alpha)):
+        put(ours, {}, f"network_args {ours.split('_')[-1].replace('rank', 'dim')}", value if cfg.lora.conv_rank else None)
+    args["unet_lr"] = cfg.optim.lr
+    opt_args = [f"weight_decay={cfg.optim.weight_decay:g}", f"betas={cfg.optim.beta1:g},{cfg.optim.beta2:g}"]
+    opt_args += ([f"eps={cfg.optim.eps:g}"] if cfg.optim.optimizer != "prodigy" else
+                 ["use_bias_correction=True", "safeguard_warmup=True"])
+    args["optimizer_args"] = opt_args
+    put("optim.warmup_steps", args, "lr_warmup_steps", cfg.optim.warmup_steps)
+    put("optim.num_cycles", args, "lr_scheduler_num_cycles", cfg.optim.num_cycles)
+    if cfg.train.max_steps:
+        put("train.max_steps", args, "max_train_steps", cfg.train.max_steps)
+        rep.unsupported("train.epochs", cfg.train.epochs, "max_steps decides the length", "max_steps가 길이를 정함")
+    else:
+        put("train.epochs", args, "max_train_epochs", cfg.train.epochs)
+        rep.mapped("train.max_steps", 0, "max_train_epochs", cfg.train.epochs)
+    done |= {"train.epochs", "train.max_steps"}
+    put("train.precision", args, "mixed_precision", {"fp32": "no"}.get(cfg.train.precision, cfg.train.precision))
+    args["save_precision"] = "fp16"
+    args["save_model_as"] = "safetensors"
+    put("save.every_steps", args, "save_every_n_steps", cfg.save.every_steps or None)
+    prompts = _prompt_lines(cfg)
+    if cfg.sample.enabled and prompts:
+        args["sample_prompts"] = str(out_dir / "sample_prompts.txt")
+        args["sample_every_n_steps"] = cfg.sample.every_steps or cfg.save.every_steps or None
+    put("sample.prompts", args, "sample_prompts", args.get("sample_prompts"))
+    put("sample.every_steps", args, "sample_every_n_steps", args.get("sample_every_n_steps"))
+    ds["subsets"] = _subsets(cfg, rep)
+    args["dataset_config"] = str(out_dir / "dataset_config.toml")
+    done |= {"dataset.path", "dataset.reg_path"}
+    script = "sdxl_train_network.py" if cfg.model.family == "sdxl" else "train_network.py"
+    put("model.family", args, "(script)", None, (script, script))
+    for key, value in flatten(cfg.to_dict()).items():
+        if key in done or key in rep.source_keys():
+            continue
+        note = OURS_ONLY.get(key) or SECTION_NOTES.get(key.split(".")[0])
+        if note is None:
+            note = ("sd-scripts has no such setting", "sd-scripts에는 없는 설정")
+        rep.unsupported(key, value, *note)
+    return args, {"general": general, "datasets": [ds]}, prompts, rep
+
+
+def _level(row: Row, args: dict, ds: dict, general: dict) -> dict:
+    return {"args": args, "dataset": ds, "subset": general}[row.where]
+
+
+def _prompt_lines(cfg: Config) -> list[str]:
+    from trainer.train.sampling import expand_prompts
+
+    flags = f" --s {cfg.sample.steps} --l {cfg.sample.guidance:g} --d {cfg.sample.seed}"
+    if cfg.sample.negative_prompt:
+        flags += f" --n {cfg.sample.negative_prompt}"
+    return [p["prompt"] + flags for p in expand_prompts(cfg.sample.prompts, cfg.dataset.trigger)]
+
+
+def _subsets(cfg: Config, rep: Report) -> list[dict[str, Any]]:
+    """Our dataset folder(s) as sd-scripts subsets: one per N_name folder, plus the folder's own pictures."""
+    out: list[dict[str, Any]] = []
+    for root, is_reg, key in ((cfg.dataset.path, False, "dataset.path"), (cfg.dataset.reg_path, True, "dataset.reg_path")):
+        if not root:
+            continue
+        base = Path(root).expanduser()
+        found: list[dict[str, Any]] = []
+        if not base.is_dir():
+            rep.changed(key, root, "image_dir", root, "the folder is not here, so its N_name folders could not be listed",
+                        "폴더가 없어 N_이름 폴더를 나열할 수 없음")
+            out.append({"image_dir": root, "num_repeats": cfg.dataset.repeats, **({"is_reg": True} if is_reg else {})})
+            continue
+        if any(p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES for p in base.iterdir()):
+            found.append({"image_dir": str(base), "num_repeats": cfg.dataset.repeats})
+        for d in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            m = KOHYA_FOLDER.match(d.name)
+            repeats, words = (int(m.group(1)), m.group(2).strip()) if m else (cfg.dataset.repeats, "")
+            if repeats == 0:
+                continue
+            sub: dict[str, Any] = {"image_dir": str(d), "num_repeats": repeats}
+            if words:
+                sub["class_tokens"] = words
+            found.append(sub)
+            if any(p.is_dir() for p in d.iterdir()):
+                rep.unsupported(f"{key} {d.name}/…", str(d), "sd-scripts reads no nested folders; ours does: move "
+                                "their pictures up", "sd-scripts는 하위 폴더를 읽지 않음(우리는 읽음). 그림을 위로 옮기세요")
+        for sub in found:
+            if is_reg:
+                sub["is_reg"] = True
+        rep.mapped(key, root, "[[datasets.subsets]] image_dir", [s["image_dir"] for s in found])
+        if is_reg:
+            rep.changed(key, root, "is_reg", True, "sd-scripts repeats regularisation pictures until they match the "
+                        "dataset's count; ours uses their folders' repeats", "sd-scripts는 정규화 그림을 데이터셋 수만큼 "
+                        "늘림. 우리는 폴더의 반복 수를 씀")
+        out += found
+    return out
+
+
+def export_kohya(source: str | Path, out_dir: str | Path) -> tuple[dict[str, Path], str, Report]:
+    """Write ``sd_config.toml``, ``dataset_config.toml``, ``sample_prompts.txt`` and ``command.txt`` into
+    ``out_dir``; return the files, the command line and the report."""
+    cfg = load_source(source)
+    out = Path(out_dir).expanduser().resolve()
+    if out.exists() and not out.is_dir():
+        raise UserError(f"-o {out}: a file is there; give a folder to write the sd-scripts files into")
+    out.mkdir(parents=True, exist_ok=True)
+    args, dataset, prompts, rep = to_kohya(cfg, out)
+    rep.source = str(source)
+    files = {"config": out / "sd_config.toml", "dataset": out / "dataset_config.toml", "command": out / "command.txt"}
+    atomic_write_text(files["config"], dumps_toml(args))
+    atomic_write_text(files["dataset"], dumps_toml({k: v for k, v in dataset.items() if v}))
+    if "sample_prompts" in args:
+        files["prompts"] = out / "sample_prompts.txt"
+        atomic_write_text(files["prompts"], "\n".join(prompts) + "\n")
+    script = "sdxl_train_network.py" if cfg.model.family == "sdxl" else "train_network.py"
+    command = f"accelerate launch {script} --config_file {shlex.quote(str(files['config']))}"
+    atomic_write_text(files["command"], command + "\n")
+    return files, command, rep

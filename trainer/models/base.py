@@ -1,0 +1,281 @@
+"""Base models: the tiny ones (built by ``tiny_models``), the demo base, and real ones from a folder, a single
+file or a hub id.
+
+Every path ends in a diffusers pipeline (SD1.5 or SDXL) plus a :class:`BaseInfo` saying what was loaded,
+which family it is, and whether it looks distilled (the seeds: LoRA training on a few-step distilled base
+undoes the distillation and blurs the pictures).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from trainer.errors import UserError
+
+TINY_BASES = ("tiny-sd15", "tiny-sdxl")
+BUILTIN_BASES = (*TINY_BASES, "demo")  # names, never paths (the repository holds a demo/ folder)
+SINGLE_FILE_SUFFIXES = (".safetensors", ".ckpt", ".pt", ".bin")
+MODEL_CONFIG_DIR = Path(__file__).resolve().parent / "model_configs"
+DEMO_BASE_DIR = Path(__file__).resolve().parents[2] / "demo" / "base"
+DISTILLED_WORDS = ("turbo", "lcm", "lightning", "hyper", "schnell")
+
+
+@dataclass
+class BaseInfo:
+    source: str  # what the user gave
+    kind: str  # tiny | demo | folder | single_file | hub
+    family: str  # sd15 | sdxl
+    prediction_type: str = "epsilon"
+    distilled: bool = False
+    distilled_reason: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+# --------------------------------------------------------------------------------------- base resolving
+
+
+def classify_base(base: str) -> str:
+    """tiny | demo | folder | single_file | hub — from the string alone (and the filesystem)."""
+    if base in TINY_BASES:
+        return "tiny"
+    if base == "demo":
+        return "demo"
+    try:
+        p = Path(base).expanduser()
+        mode = p.stat().st_mode if p.exists() else None
+    except (OSError, RuntimeError, ValueError) as e:  # a name too long, ~nobody, a NUL byte
+        raise UserError(f"model.base: {base[:200]!r} cannot be used ({getattr(e, 'strerror', None) or e})") from None
+    if mode is not None and stat.S_ISDIR(mode):
+        return "folder"
+    if mode is not None and stat.S_ISREG(mode):
+        if p.suffix.lower() in SINGLE_FILE_SUFFIXES:
+            return "single_file"
+        raise UserError(f"model.base: {p} is a file but not a .safetensors/.ckpt checkpoint")
+    if mode is not None:
+        raise UserError(f"model.base: {p} is {_special_file(mode)}, not a model folder or checkpoint file; give a "
+                        "diffusers folder or a .safetensors file")
+    if p.suffix.lower() in SINGLE_FILE_SUFFIXES or base.startswith((".", "/", "~", "\\")) or ":" in base:
+        raise UserError(f"model.base: {p} does not exist; give a local folder, a .safetensors file or a hub id")
+    if re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", base):
+        return "hub"
+    raise UserError(
+        f"model.base: {base!r} is not a built-in model ({', '.join(BUILTIN_BASES)}), "
+        "an existing folder or file, or a hub id like 'owner/name'"
+    )
+
+
+def _special_file(mode: int) -> str:
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "neither a folder nor a file"
+
+
+def _family_from_index(folder: Path) -> str | None:
+    index = folder / "model_index.json"
+    if not index.is_file():
+        return None
+    name = json.loads(index.read_text(encoding="utf-8")).get("_class_name", "")
+    return "sdxl" if "XL" in name else "sd15"
+
+
+def _family_from_single_file(path: Path) -> str:
+    if path.suffix.lower() != ".safetensors":
+        return "sd15"
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        keys = f.keys()
+        if any(k.startswith("conditioner.embedders.1") for k in keys):
+            return "sdxl"
+    return "sd15"
+
+
+def base_config_folder(model_cfg, kind: str) -> Path | None:
+    """The folder holding the configs of a demo, folder or single-file base (of ``kind``); None for the others."""
+    if kind == "demo":
+        return DEMO_BASE_DIR
+    if kind == "folder":
+        return Path(model_cfg.base).expanduser()
+    if kind == "single_file":
+        path = Path(model_cfg.base).expanduser()
+        family = model_cfg.family if model_cfg.family != "auto" else _family_from_single_file(path)
+        return single_file_config_dir(path, family)
+    return None
+
+
+def unet_block_names(model_cfg) -> list[str] | None:
+    """The UNet's blocks (``down_blocks.i``, ``mid_block``, ``up_blocks.i``) from its config alone, without
+    weights; None where that config is not at hand (hub ids, bases that do not exist: loading reports those)."""
+    try:
+        kind = classify_base(model_cfg.base)
+    except UserError:
+        return None
+    if kind == "tiny":  # both tiny UNets (build_tiny_pipeline) have two levels and a mid block
+        return ["down_blocks.0", "down_blocks.1", "mid_block", "up_blocks.0", "up_blocks.1"]
+    folder = base_config_folder(model_cfg, kind)
+    if folder is None:
+        return None
+    try:
+        config = json.loads((folder / "unet" / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    names = [f"down_blocks.{i}" for i in range(len(config.get("down_block_types", [])))]
+    if config.get("mid_block_type", "UNetMidBlock2DCrossAttn") is not None:
+        names.append("mid_block")
+    return names + [f"up_blocks.{i}" for i in range(len(config.get("up_block_types", [])))]
+
+
+def detect_distilled(source: str, pipe=None) -> tuple[bool, str]:
+    """Look for turbo / LCM / lightning / hyper / schnell in the name, the configs and the scheduler."""
+    lowered = source.lower()
+    for word in DISTILLED_WORDS:
+        if re.search(rf"(^|[^a-z]){word}([^a-z]|$)", lowered):
+            return True, f"the name contains '{word}'"
+    if pipe is not None:
+        sched = type(pipe.scheduler).__name__
+        if sched in {"LCMScheduler", "TCDScheduler"}:
+            return True, f"its scheduler is {sched}"
+        unet_cfg = getattr(getattr(pipe, "unet", None), "config", {})
+        if unet_cfg.get("time_cond_proj_dim"):
+            return True, "its UNet takes a guidance embedding (time_cond_proj_dim), as guidance-distilled models do"
+        name = str(unet_cfg.get("_name_or_path", "")).lower()
+        for word in DISTILLED_WORDS:
+            if word in name:
+                return True, f"its UNet config names '{word}'"
+    return False, ""
+
+
+DISTILLED_WARNING = {
+    "en": (
+        "This base looks distilled ({reason}). Few-step and guidance-distilled models were trained away from "
+        "the ordinary 'add noise, predict it' objective that LoRA training uses; training on them undoes the "
+        "distillation, so few-step drawing breaks and pictures blur. Train on the original (non-distilled) "
+        "model, then use the LoRA on the distilled one."
+    ),
+    "ko": (
+        "증류된 기반 모델로 보입니다({reason}). 몇 스텝 모델이나 가이던스 증류 모델은 LoRA 학습이 쓰는 보통의 "
+        "'노이즈를 섞고 맞히는' 목표에서 벗어나게 학습되어 있어, 그 위에서 학습하면 증류가 풀리고 적은 스텝으로 "
+        "그리는 능력이 망가져 그림이 흐려집니다. 증류하지 않은 원본에서 학습하고, 쓸 때 증류 모델에 붙이세요."
+    ),
+}
+
+
+def _hub_offline_error(base: str, err: Exception) -> UserError:
+    return UserError(
+        f"model.base: could not load hub model {base!r} ({type(err).__name__}). This machine may be offline or "
+        "the id may be wrong; download the model once and give its local folder or .safetensors file instead"
+    )
+
+
+def load_pipeline(model_cfg, torch_dtype: torch.dtype = torch.float32):
+    """Load the base pipeline named by ``model_cfg`` (a :class:`trainer.config.schema.ModelConfig`).
+
+    Returns ``(pipe, BaseInfo)``. Errors the user can fix are :class:`UserError`.
+    """
+    base = model_cfg.base
+    kind = classify_base(base)
+    family = None if model_cfg.family == "auto" else model_cfg.family
+    if kind == "tiny":
+        from trainer.models.tiny import build_tiny_pipeline
+
+        family = family or base.split("-", 1)[1]
+        pipe = build_tiny_pipeline(family)
+    elif kind == "demo":
+        folder = DEMO_BASE_DIR
+        if not (folder / "model_index.json").is_file():
+            raise UserError(f"model.base: the demo base model is missing from {folder}; restore it from git")
+        family = "sd15"
+        pipe = _from_folder(folder, "sd15", torch_dtype)
+    elif kind == "folder":
+        folder = Path(base).expanduser()
+        detected = _family_from_index(folder)
+        if detected is None:
+            raise UserError(f"model.base: {folder} has no model_index.json; give a diffusers model folder")
+        family = family or detected
+        pipe = _from_folder(folder, family, torch_dtype)
+    elif kind == "single_file":
+        path = Path(base).expanduser()
+        family = family or _family_from_single_file(path)
+        pipe = _from_single_file(path, family, torch_dtype)
+    else:
+        pipe, family = _from_hub(base, family, torch_dtype)
+
+    pred = model_cfg.prediction_type
+    if pred == "auto":
+        pred = pipe.scheduler.config.get("prediction_type", "epsilon")
+    info = BaseInfo(source=base, kind=kind, family=family, prediction_type=pred)
+    info.distilled, info.distilled_reason = detect_distilled(base, pipe)
+    if info.distilled:
+        info.warnings.append(DISTILLED_WARNING["en"].format(reason=info.distilled_reason))
+    if pipe.dtype != torch_dtype:
+        pipe.to(dtype=torch_dtype)
+    return pipe, info
+
+
+def _pipeline_class(family: str):
+    from diffusers import StableDiffusionPipeline, StableDiffusionXLPipeline
+
+    return StableDiffusionXLPipeline if family == "sdxl" else StableDiffusionPipeline
+
+
+def _from_folder(folder: Path, family: str, torch_dtype):
+    cls = _pipeline_class(family)
+    kwargs: dict[str, Any] = {"dtype": torch_dtype}
+    if family == "sd15":
+        kwargs.update(safety_checker=None, requires_safety_checker=False)
+    try:
+        return cls.from_pretrained(str(folder), local_files_only=True, **kwargs)
+    except (OSError, ValueError, KeyError) as e:
+        raise UserError(f"model.base: could not load the diffusers folder {folder}: {e}") from None
+
+
+def single_file_config_dir(path: Path, family: str) -> Path:
+    """A config folder beside the file (``config/`` or ``<stem>.config/``), else the shipped one for its family."""
+    for candidate in (path.parent / "config", path.with_suffix("").with_name(path.stem + ".config")):
+        if (candidate / "model_index.json").is_file():
+            return candidate
+    return MODEL_CONFIG_DIR / family
+
+
+def _from_single_file(path: Path, family: str, torch_dtype):
+    cls = _pipeline_class(family)
+    config_dir = single_file_config_dir(path, family)
+    kwargs: dict[str, Any] = {"dtype": torch_dtype, "config": str(config_dir), "local_files_only": True}
+    if family == "sd15":
+        kwargs.update(safety_checker=None, requires_safety_checker=False)
+    else:
+        # diffusers picks te2's weights by a te1 key whenever the two widths match (true of tiny models):
+        # load te2 from its own OpenCLIP tensors so it can never receive te1's.
+        from trainer.export.single_file import load_open_clip_text_encoder
+
+        kwargs["text_encoder_2"] = load_open_clip_text_encoder(path, config_dir, torch_dtype)
+    try:
+        return cls.from_single_file(str(path), **kwargs)
+    except (OSError, ValueError, KeyError, RuntimeError) as e:
+        raise UserError(
+            f"model.base: could not load the checkpoint {path} as {family} with the configs in {config_dir}: "
+            f"{str(e).splitlines()[0][:300]}"
+        ) from None
+
+
+def _from_hub(base: str, family: str | None, torch_dtype):
+    from diffusers import DiffusionPipeline
+
+    try:
+        pipe = DiffusionPipeline.from_pretrained(base, dtype=torch_dtype)
+    except Exception as e:  # huggingface_hub raises many kinds when offline; all mean the same to the user
+        raise _hub_offline_error(base, e) from None
+    detected = "sdxl" if "XL" in type(pipe).__name__ else "sd15"
+    return pipe, family or detected

@@ -1,0 +1,184 @@
+"""Tiny Stable Diffusion pipelines built offline from configs (SD1.5- and SDXL-shaped, for tests and the CLI's
+``make-tiny``), SD1.5's own architecture at a fraction of its widths (for benchmarks), and saving a pipeline as a
+diffusers folder or a single file. Nothing here downloads anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from trainer.errors import UserError
+from trainer.models.base import MODEL_CONFIG_DIR
+
+
+def _tiny_text_encoder(projection: bool, seed: int):
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
+
+    config = CLIPTextConfig(
+        vocab_size=49408,
+        hidden_size=32,
+        intermediate_size=64,
+        num_attention_heads=4,
+        num_hidden_layers=2,
+        max_position_embeddings=77,
+        projection_dim=32,
+        bos_token_id=49406,
+        eos_token_id=49407,
+        pad_token_id=49407,
+        hidden_act="quick_gelu",
+    )
+    torch.manual_seed(seed)
+    cls = CLIPTextModelWithProjection if projection else CLIPTextModel
+    return cls(config)
+
+
+def _tiny_vae(seed: int):
+    from diffusers import AutoencoderKL
+
+    torch.manual_seed(seed)
+    return AutoencoderKL(
+        in_channels=3,
+        out_channels=3,
+        down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+        up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"),
+        block_out_channels=(32, 64),
+        layers_per_block=1,
+        latent_channels=4,
+        norm_num_groups=32,
+        sample_size=64,
+    )
+
+
+def _train_scheduler_config(prediction_type: str = "epsilon") -> dict[str, Any]:
+    return dict(
+        num_train_timesteps=1000,
+        beta_start=0.00085,
+        beta_end=0.012,
+        beta_schedule="scaled_linear",
+        prediction_type=prediction_type,
+        clip_sample=False,
+        set_alpha_to_one=False,
+        steps_offset=1,
+    )
+
+
+def build_tiny_pipeline(family: str = "sd15", seed: int = 0, prediction_type: str = "epsilon"):
+    """A tiny SD1.5- or SDXL-shaped pipeline (64×64 images, ~2 M params) with a real CLIP tokenizer."""
+    from diffusers import (
+        DDIMScheduler,
+        StableDiffusionPipeline,
+        StableDiffusionXLPipeline,
+        UNet2DConditionModel,
+    )
+
+    from trainer.models.tokenizer import clip_tokenizer
+
+    scheduler = DDIMScheduler(**_train_scheduler_config(prediction_type))
+    vae = _tiny_vae(seed + 1)
+    if family == "sd15":
+        torch.manual_seed(seed)
+        unet = UNet2DConditionModel(
+            sample_size=32,
+            in_channels=4,
+            out_channels=4,
+            block_out_channels=(32, 64),
+            layers_per_block=2,
+            down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+            up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+            cross_attention_dim=32,
+            attention_head_dim=8,
+            norm_num_groups=32,
+        )
+        return StableDiffusionPipeline(
+            vae=vae,
+            text_encoder=_tiny_text_encoder(False, seed + 2),
+            tokenizer=clip_tokenizer(),
+            unet=unet,
+            scheduler=scheduler,
+            safety_checker=None,
+            feature_extractor=None,
+            requires_safety_checker=False,
+        )
+    if family == "sdxl":
+        torch.manual_seed(seed)
+        unet = UNet2DConditionModel(
+            sample_size=32,
+            in_channels=4,
+            out_channels=4,
+            block_out_channels=(32, 64),
+            layers_per_block=2,
+            down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+            up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
+            attention_head_dim=(2, 4),
+            use_linear_projection=True,
+            addition_embed_type="text_time",
+            addition_time_embed_dim=8,
+            transformer_layers_per_block=(1, 2),
+            projection_class_embeddings_input_dim=80,  # 32 (pooled text) + 6 × 8 (time ids)
+            cross_attention_dim=64,  # te1 (32) and te2 (32) hidden states concatenated
+            norm_num_groups=32,
+        )
+        return StableDiffusionXLPipeline(
+            vae=vae,
+            text_encoder=_tiny_text_encoder(False, seed + 2),
+            text_encoder_2=_tiny_text_encoder(True, seed + 3),
+            tokenizer=clip_tokenizer(),
+            tokenizer_2=clip_tokenizer(pad_token="!"),
+            unet=unet,
+            scheduler=scheduler,
+            force_zeros_for_empty_prompt=True,
+        )
+    raise UserError(f"model.family: unknown family {family!r}; use sd15 or sdxl")
+
+
+def build_scaled_sd15(divisor: int = 8, seed: int = 0):
+    """SD1.5 itself, every width divided by ``divisor``, random weights (for benchmarks).
+
+    Read from the shipped SD1.5 configs: the same blocks, depths, head counts, 8x VAE with its mid attention,
+    12-layer text encoder, scheduler and tokenizer; only channel widths shrink (norm groups follow so each
+    group keeps SD1.5's channels per group where possible). Unlike ``tiny-sd15``, whose VAE is ~5% of a
+    training step on a CPU, its VAE encode costs a share of the step close to the real model's.
+    """
+    from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    from trainer.models.tokenizer import clip_tokenizer
+
+    folder = MODEL_CONFIG_DIR / "sd15"
+
+    def narrow(cfg: dict[str, Any]) -> dict[str, Any]:
+        widths = [c // divisor for c in cfg["block_out_channels"]]
+        groups = max(g for g in (32, 16, 8, 4, 2, 1) if all(w % g == 0 for w in widths))
+        return {**cfg, "block_out_channels": widths, "norm_num_groups": groups}
+
+    torch.manual_seed(seed)
+    unet_cfg = narrow(UNet2DConditionModel.load_config(str(folder / "unet")))
+    unet_cfg["cross_attention_dim"] //= divisor
+    unet = UNet2DConditionModel.from_config(unet_cfg)
+    vae = AutoencoderKL.from_config(narrow(AutoencoderKL.load_config(str(folder / "vae"))))
+    te_cfg = CLIPTextConfig.from_pretrained(str(folder / "text_encoder"))
+    te_cfg.hidden_size //= divisor
+    te_cfg.intermediate_size //= divisor
+    te_cfg.projection_dim //= divisor
+    te_cfg.num_attention_heads = max(1, te_cfg.num_attention_heads // divisor)  # SD1.5's head width kept
+    scheduler = DDIMScheduler.from_config(DDIMScheduler.load_config(str(folder / "scheduler")))
+    return StableDiffusionPipeline(vae=vae, text_encoder=CLIPTextModel(te_cfg), tokenizer=clip_tokenizer(),
+                                   unet=unet, scheduler=scheduler, safety_checker=None, feature_extractor=None,
+                                   requires_safety_checker=False)
+
+
+def save_pipeline(pipe, out_dir: str | Path, single_file: bool = False) -> Path:
+    """Save as a diffusers folder, or as ``model.safetensors`` plus a ``config/`` folder of the configs."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if not single_file:
+        pipe.save_pretrained(out, safe_serialization=True)
+        return out
+    from trainer.export.single_file import save_single_file, write_config_folder
+
+    write_config_folder(pipe, out / "config")
+    path = out / "model.safetensors"
+    save_single_file(pipe, path)
+    return path

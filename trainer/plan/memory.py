@@ -1,0 +1,340 @@
+"""Will it fit: the peak device memory a config needs, part by part, against what the device has free.
+
+The parts are counted, not guessed: frozen weights from the parameter counts of the base's own configs (the
+models built on the meta device, no weights read), LoRA weights, gradients, optimizer state and EMA from the
+adapters' real shapes, and the UNet's activations from coefficients measured at the allocator on the real
+SD1.5 / SDXL architectures (``bench/bench_memory.py``, table :data:`ACTIVATIONS`). The verdict compares the
+total with the free memory the device reports (``torch.cuda.mem_get_info`` on CUDA, available system memory on
+a CPU): *fits* with a margin, *tight* within it, *spill* past it (on a GPU the driver may spill into shared
+system memory and each step slows several-fold; a CPU swaps).
+
+:func:`fit_to_memory` (in :mod:`trainer.plan.memory_fit`) picks the changes that bring a config under a budget.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from trainer.config.schema import Config
+from trainer.errors import UserError
+from trainer.models.base import MODEL_CONFIG_DIR, base_config_folder, classify_base
+from trainer.models.lora import CONV_PATTERN, TE_TARGETS, UNET_TARGETS
+from trainer.models.precision import decide_precision, resolve_device
+
+GIB = 2**30
+TIGHT_SHARE = 0.85
+"""Below this share of the free memory the plan fits; up to all of it, tight (the allocator's fragmentation
+and the sampling pass live in the rest)."""
+RUNTIME_BYTES = {"cuda": int(0.75 * GIB), "mps": int(0.5 * GIB), "cpu": int(0.4 * GIB)}
+"""The CUDA context, cuBLAS/cuDNN workspaces and the allocator's rounding on a GPU; the interpreter and the
+libraries on a CPU."""
+
+# Activation bytes of one sample's UNet forward + backward (what the step adds beyond its LoRA gradients),
+# ``c0 + c1 × latent pixels``, by family, compute precision and gradient checkpointing. Measured on the CPU at
+# the allocator (live tensor bytes), 128 and 192 px, batch 1, SDPA attention, rank-16 attention LoRA
+# (bench/bench_memory.py --fit; the table in the README holds the cells left out of the fit). The CPU's
+# bf16 autocast keeps norm outputs in bf16 where CUDA's makes them fp32: on a GPU the half rows may read low
+# (bench/gpu_check.sh part 5 compares with CUDA's max_memory_allocated).
+ACTIVATIONS: dict[tuple[str, str, bool], tuple[float, float]] = {
+    ("sd15", "fp32", False): (-4_894_972, 407_368.9),
+    ("sd15", "fp32", True): (-12_538_492, 118_184.0),
+    ("sd15", "half", False): (520_068, 226_462.9),
+    ("sd15", "half", True): (-3_655_382, 46_741.6),
+    # SDXL in bf16 only (its fp32 UNet alone is ~10 GB, past this machine's budget), fitted through 64 and 128 px.
+    # With checkpointing its small cells are all LoRA gradients (93 MB against 1-4 MB), so that row and fp32 are
+    # scaled by SD1.5's measured ratios (0.206× with checkpointing, 1.80× for fp32).
+    ("sdxl", "half", False): (23_688_192, 396_154.0),
+    ("sdxl", "half", True): (0.206 * 23_688_192, 0.206 * 396_154.0),
+    ("sdxl", "fp32", False): (1.80 * 23_688_192, 1.80 * 396_154.0),
+    ("sdxl", "fp32", True): (1.80 * 0.206 * 23_688_192, 1.80 * 0.206 * 396_154.0),
+}
+# A trained text encoder's forward + backward, bytes per caption (77 tokens), by encoder and precision.
+# CLIP-L measured (batch 2 less batch 1); OpenCLIP bigG (SDXL's second) not measured: CLIP-L's scaled by layers
+# × width (32 × 1280 against 12 × 768, 4.44×).
+TEXT_ACTIVATIONS: dict[tuple[str, str], float] = {("clip_l", "fp32"): 46_424_848, ("clip_l", "half"): 27_491_920,
+                                                  ("clip_g", "fp32"): 4.44 * 46_424_848,
+                                                  ("clip_g", "half"): 4.44 * 27_491_920}
+# The VAE encoding pictures without gradients (latents not cached): bytes per picture, c0 + c1 × pixels, fp32
+# (measured at 128 and 256 px: 50.5 and 201.6 MB).
+VAE_ENCODE: tuple[float, float] = (0.0, 3076.0)
+# Reference widths the coefficients were measured on; another UNet's activations scale with its widths.
+REFERENCE_WIDTHS = {"sd15": 320 + 640 + 1280 + 1280, "sdxl": 320 + 640 + 1280}
+
+PART_WORDS = {
+    "unet_weights": ("UNet weights (frozen)", "UNet 가중치(고정)"),
+    "text_encoder_weights": ("text encoder weights (frozen)", "텍스트 인코더 가중치(고정)"),
+    "vae_weights": ("VAE weights", "VAE 가중치"),
+    "lora_weights": ("LoRA weights (fp32)", "LoRA 가중치(fp32)"),
+    "lora_gradients": ("LoRA gradients (fp32)", "LoRA 그라디언트(fp32)"),
+    "optimizer_state": ("optimizer state", "옵티마이저 상태"),
+    "ema": ("EMA shadow (fp32)", "EMA 사본(fp32)"),
+    "activations": ("UNet activations", "UNet 활성값"),
+    "text_encoder_activations": ("text encoder activations", "텍스트 인코더 활성값"),
+    "vae_encode": ("VAE encoding (latents not cached)", "VAE 인코딩(잠재 캐시 없음)"),
+    "runtime": ("runtime (CUDA context, workspaces)", "런타임(CUDA 컨텍스트, 작업 공간)"),
+}
+VERDICT_WORDS = {
+    "fits": ("fits", "들어감"),
+    "tight": ("tight: it should fit, with little to spare", "빠듯함: 들어가지만 여유가 거의 없음"),
+    "spill": ("will not fit: it would spill out of device memory", "들어가지 않음: 장치 메모리를 넘쳐 흘러넘침"),
+    "unknown": ("free memory unknown", "남은 메모리를 알 수 없음"),
+}
+
+
+@dataclass
+class MemoryPlan:
+    """Estimated peak bytes by part, their total, and the device's free bytes with the verdict."""
+
+    parts: dict[str, int]
+    total: int
+    device: str
+    free: int | None
+    verdict: str  # fits | tight | spill | unknown
+    device_total: int | None = None
+    resolution: tuple[int, int] = (0, 0)
+    """The largest bucket (width, height): the step that peaks."""
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"parts": dict(self.parts), "total": self.total, "device": self.device, "free": self.free,
+                "device_total": self.device_total, "verdict": self.verdict, "resolution": list(self.resolution),
+                "notes": list(self.notes)}
+
+    def text(self, lang: str = "en") -> str:
+        """Plain lines for the CLI."""
+        i = 0 if lang == "en" else 1
+        lines = [f"  {PART_WORDS[k][i]:<38} {gib(v):>9}" for k, v in self.parts.items() if v]
+        lines.append(f"  {'total' if lang == 'en' else '합계':<38} {gib(self.total):>9}")
+        free = gib(self.free) if self.free is not None else "?"
+        lines.append(f"  {self.device}: {free} free → {VERDICT_WORDS[self.verdict][i]}")
+        return "\n".join(lines)
+
+    def markdown(self, lang: str = "en") -> str:
+        """A Markdown table and the verdict, for the Preset step."""
+        i = 0 if lang == "en" else 1
+        head = ("| part | estimate |" if lang == "en" else "| 항목 | 추정 |") + "\n|---|---:|"
+        rows = [f"| {PART_WORDS[k][i]} | {gib(v)} |" for k, v in self.parts.items() if v]
+        rows.append(f"| **{'total' if lang == 'en' else '합계'}** | **{gib(self.total)}** |")
+        free = gib(self.free) if self.free is not None else "?"
+        w, h = self.resolution
+        verdict = (f"**{VERDICT_WORDS[self.verdict][i]}** — {self.device}, {free} free, largest bucket {w}×{h}"
+                   if lang == "en" else
+                   f"**{VERDICT_WORDS[self.verdict][i]}** — {self.device}, 남은 메모리 {free}, 가장 큰 버킷 {w}×{h}")
+        return "\n".join([head, *rows, "", verdict])
+
+
+def gib(n: int | float | None) -> str:
+    if n is None:
+        return "?"
+    return f"{n / GIB:.2f} GiB" if n >= GIB / 10 else f"{n / 2**20:.0f} MiB"
+
+
+# ------------------------------------------------------------------------------------- model shapes
+
+
+@dataclass(frozen=True)
+class ModelShapes:
+    """Parameter counts of a base's parts and the shapes LoRA can attach to, read from its configs."""
+
+    family: str
+    unet: int
+    text_encoders: tuple[tuple[str, int], ...]  # (kind clip_l | clip_g, params)
+    vae: int
+    vae_scale: int  # pixels per latent pixel along a side
+    vae_force_upcast: bool
+    widths: int  # the UNet's summed block widths (activations scale with them)
+    unet_layers: tuple[tuple[str, str, tuple[int, ...]], ...]  # (name, Linear | Conv2d, weight shape)
+    te_layers: tuple[tuple[tuple[str, tuple[int, ...]], ...], ...]  # per text encoder: (name, weight shape)
+
+
+def _layers(model: torch.nn.Module) -> tuple:
+    return tuple((name, type(m).__name__, tuple(m.weight.shape)) for name, m in model.named_modules()
+                 if isinstance(m, torch.nn.Linear | torch.nn.Conv2d))
+
+
+@functools.lru_cache(maxsize=8)
+def model_shapes(source: str, family: str) -> ModelShapes:
+    """Build the UNet, text encoder(s) and VAE of ``source`` (a config folder, or "tiny-<family>") on the meta
+    device and count them. Cached: the plan asks on every change of a setting."""
+    from diffusers import AutoencoderKL, UNet2DConditionModel
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
+
+    with torch.device("meta"):
+        if source.startswith("tiny-"):
+            from trainer.models.tiny import build_tiny_pipeline
+
+            pipe = build_tiny_pipeline(family)
+            unet, vae = pipe.unet, pipe.vae
+            encoders = [pipe.text_encoder] + ([pipe.text_encoder_2] if family == "sdxl" else [])
+        else:
+            folder = Path(source)
+            unet = UNet2DConditionModel.from_config(UNet2DConditionModel.load_config(str(folder / "unet")))
+            vae = AutoencoderKL.from_config(AutoencoderKL.load_config(str(folder / "vae")))
+            encoders = [CLIPTextModel(CLIPTextConfig.from_pretrained(str(folder / "text_encoder")))]
+            if family == "sdxl":
+                encoders.append(CLIPTextModelWithProjection(
+                    CLIPTextConfig.from_pretrained(str(folder / "text_encoder_2"))))
+    count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    kinds = tuple(("clip_g" if e.config.hidden_size >= 1280 else "clip_l", count(e)) for e in encoders)
+    te_layers = tuple(tuple((n, s) for n, _, s in _layers(e)) for e in encoders)
+    return ModelShapes(
+        family=family, unet=count(unet), text_encoders=kinds, vae=count(vae),
+        vae_scale=2 ** (len(vae.config.block_out_channels) - 1),
+        vae_force_upcast=bool(vae.config.get("force_upcast", False)),
+        widths=sum(unet.config.block_out_channels), unet_layers=_layers(unet), te_layers=te_layers,
+    )
+
+
+def shapes_for(model_cfg) -> ModelShapes:
+    """The shapes of ``cfg.model``'s base from its configs: the tiny models, the demo's folder, a diffusers
+    folder, a single file's config folder, or (hub ids) the family's shipped configs."""
+    kind = classify_base(model_cfg.base)
+    family = model_cfg.family
+    if kind == "tiny":
+        family = family if family != "auto" else model_cfg.base.split("-", 1)[1]
+        return model_shapes(model_cfg.base if family in model_cfg.base else f"tiny-{family}", family)
+    folder = base_config_folder(model_cfg, kind)
+    if folder is None:  # a hub id: the family's shipped configs
+        family = family if family != "auto" else ("sdxl" if re.search(r"xl", model_cfg.base, re.I) else "sd15")
+        folder = MODEL_CONFIG_DIR / family
+    if family == "auto":
+        index = folder / "model_index.json"
+        try:
+            family = "sdxl" if "XL" in json.loads(index.read_text(encoding="utf-8")).get("_class_name", "") else "sd15"
+        except (OSError, ValueError):
+            raise UserError(f"model.base: {folder} has no readable model_index.json to estimate memory from") from None
+    if not (folder / "unet" / "config.json").is_file():
+        folder = MODEL_CONFIG_DIR / family
+    return model_shapes(str(folder), family)
+
+
+def _matches(name: str, keys: list[str]) -> bool:
+    # peft's rule for a list of target names: the whole name, or its dotted tail
+    return any(name == k or name.endswith("." + k) for k in keys)
+
+
+def lora_tensors(cfg: Config, shapes: ModelShapes) -> list[int]:
+    """Element counts of every LoRA tensor (A and B of each adapted layer) the config trains."""
+    lc = cfg.lora
+    out: list[int] = []
+    keys = UNET_TARGETS[lc.targets]
+    for name, kind, shape in shapes.unet_layers:
+        is_conv_target = (lc.conv_rank > 0 and kind == "Conv2d" and re.fullmatch(r"(.*\.)?" + CONV_PATTERN, name)
+                          and (not lc.conv_blocks or any(name.startswith(b.rstrip(".") + ".") for b in lc.conv_blocks)))
+        if not (is_conv_target or _matches(name, keys)):
+            continue
+        rank = lc.conv_rank if kind == "Conv2d" and max(shape[2:], default=1) > 1 else lc.rank
+        fan_in = shape[1] * (shape[2] * shape[3] if kind == "Conv2d" else 1)
+        out += [rank * fan_in, shape[0] * rank]
+    if lc.train_text_encoder:
+        for layers in shapes.te_layers:
+            for name, shape in layers:
+                if _matches(name, TE_TARGETS[lc.targets]):
+                    out += [lc.rank * shape[1], shape[0] * lc.rank]
+    return out
+
+
+def optimizer_bytes(optimizer: str, tensors: list[int]) -> int:
+    """AdamW: two fp32 moments. 8-bit AdamW (bitsandbytes): two 1-byte moments, an fp32 absmax per block of 256
+    and two 256-entry fp32 quantization maps for tensors of 4,096 elements or more, fp32 moments below. Prodigy:
+    the moments plus its ``s`` and ``p0``."""
+    if optimizer == "adamw8bit":
+        return sum(2 * n + 2 * 4 * -(-n // 256) + 2 * 1024 if n >= 4096 else 8 * n for n in tensors)
+    per = 16 if optimizer == "prodigy" else 8
+    return per * sum(tensors)
+
+
+# ------------------------------------------------------------------------------------------- device
+
+
+def device_memory(device: torch.device) -> tuple[str, int | None, int | None]:
+    """(name, free bytes, total bytes) of a device; the CPU's available system memory (psutil)."""
+    if device.type == "cuda":
+        free, total = torch.cuda.mem_get_info(device)
+        return f"{torch.cuda.get_device_name(device)} ({device})", int(free), int(total)
+    import psutil
+
+    vm = psutil.virtual_memory()
+    return ("Apple GPU (shared memory)" if device.type == "mps" else "CPU (system memory)"), int(vm.available), int(vm.total)
+
+
+def verdict_for(total: int, free: int | None) -> str:
+    if free is None:
+        return "unknown"
+    return "fits" if total <= TIGHT_SHARE * free else "tight" if total <= free else "spill"
+
+
+# --------------------------------------------------------------------------------------------- plan
+
+
+def largest_bucket(cfg: Config, buckets: list[dict] | None = None) -> tuple[int, int]:
+    """(width, height) of the bucket with the most pixels (the step that peaks); the square resolution without
+    a scanned dataset."""
+    sizes = [(b["width"], b["height"]) for b in buckets or [] if b.get("image_repeats", 1)]
+    r = cfg.dataset.resolution
+    return max(sizes, key=lambda wh: wh[0] * wh[1]) if sizes else (r, r)
+
+
+def estimate_memory(cfg: Config, buckets: list[dict] | None = None, device: torch.device | None = None,
+                    free: int | None = -1, device_name: str | None = None) -> MemoryPlan:
+    """The estimated peak device memory of training ``cfg`` (its largest bucket), by part, and the verdict
+    against ``device``'s free memory (asked of the device unless ``free`` is given; None: unknown)."""
+    device = device or resolve_device(cfg.train.device)
+    precision = decide_precision(cfg.train.precision, device)
+    shapes = shapes_for(cfg.model)
+    half = precision.autocast_dtype is not None
+    wbytes = precision.weight_dtype.itemsize
+    vae_bytes = 4 if device.type == "cpu" or (precision.precision == "fp16" and shapes.vae_force_upcast) else wbytes
+    tensors = lora_tensors(cfg, shapes)
+    lora = 4 * sum(tensors)
+    width, height = largest_bucket(cfg, buckets)
+    latent_pixels = (width // shapes.vae_scale) * (height // shapes.vae_scale)
+    batch = cfg.train.batch_size
+
+    c0, c1 = ACTIVATIONS[(shapes.family, "half" if half else "fp32", cfg.train.gradient_checkpointing)]
+    scale = shapes.widths / REFERENCE_WIDTHS[shapes.family]
+    activations = batch * (c0 + c1 * latent_pixels) * scale * _rank_factor(cfg)
+    text_acts = 0.0
+    if cfg.lora.train_text_encoder:
+        text_acts = batch * sum(TEXT_ACTIVATIONS[(kind, "half" if half else "fp32")] for kind, _ in shapes.text_encoders)
+    vae_extra = 0.0
+    if not cfg.dataset.cache_latents:  # encoded before the UNet runs: only its excess over the step's peak counts
+        v0, v1 = VAE_ENCODE
+        vae_extra = max(0.0, batch * (v0 + v1 * width * height) * vae_bytes / 4 - activations - text_acts)
+    parts = {
+        "unet_weights": shapes.unet * wbytes,
+        "text_encoder_weights": sum(n for _, n in shapes.text_encoders) * wbytes,
+        # after the latent cache is filled the VAE goes back to the CPU (prepare_data); on a CPU it stays
+        "vae_weights": shapes.vae * vae_bytes if (not cfg.dataset.cache_latents or device.type == "cpu") else 0,
+        "lora_weights": lora,
+        "lora_gradients": lora,
+        "optimizer_state": optimizer_bytes(cfg.optim.optimizer, tensors),
+        "ema": lora if cfg.ema.enabled else 0,
+        "activations": activations,
+        "text_encoder_activations": text_acts,
+        "vae_encode": vae_extra,
+        "runtime": RUNTIME_BYTES.get(device.type, RUNTIME_BYTES["cpu"]),
+    }
+    parts = {k: round(v) for k, v in parts.items()}
+    total = sum(parts.values())
+    name, asked_free, device_total = device_memory(device) if free == -1 else (device_name or str(device), free, None)
+    notes = []
+    if precision.fallback:
+        notes.append(precision.fallback)
+    if shapes.widths != REFERENCE_WIDTHS[shapes.family]:
+        notes.append("activations scaled from the real model's by the UNet's widths (a rough figure)")
+    return MemoryPlan(parts, total, name, asked_free, verdict_for(total, asked_free), device_total,
+                      (width, height), notes)
+
+
+def _rank_factor(cfg: Config) -> float:
+    """The measured coefficients carry a rank-16 attention LoRA's own activations (its ``A·x``, a few % of the
+    whole); other ranks and target sets change that little enough to leave out."""
+    return 1.0

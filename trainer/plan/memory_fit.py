@@ -1,0 +1,167 @@
+"""Fit to memory: the fewest changes, tried in the order a careful user tries them, that bring a config's
+estimated peak (:mod:`trainer.plan.memory`) under a budget.
+
+The order: cache the latents (nothing about training changes), gradient checkpointing (the same numbers,
+slower steps), 8-bit AdamW (tiny LoRA moments, rounding in the optimizer state), a smaller batch with more
+accumulation (the same effective batch), then bf16 where the device has it (fp32 runs only). Changes are
+added in that order until the estimate fits, then any earlier one the fit does not need is dropped again.
+Text embeddings need no change: the trainer caches them whenever the text encoders are frozen and captions
+are not shuffled or dropped, and the encoders stay on the device for sampling either way.
+
+The dose and step count stay the same unless a smaller batch changes how the buckets' partial batches group
+into steps; the result then says so with both numbers (``steps_note``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from trainer.config.schema import Config, from_dict
+from trainer.errors import UserError
+from trainer.models.precision import bf16_supported, resolve_device
+from trainer.plan.memory import TIGHT_SHARE, MemoryPlan, estimate_memory, gib
+
+
+@dataclass
+class FitResult:
+    config: Config
+    changes: list[dict[str, Any]]  # {key, old, new, why: {en, ko}}
+    before: MemoryPlan
+    after: MemoryPlan
+    budget: int
+    fits: bool
+    steps_note: dict[str, str] | None = None
+    message: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"budget": self.budget, "fits": self.fits, "changes": self.changes, "before": self.before.to_json(),
+                "after": self.after.to_json(), "steps_note": self.steps_note, "message": self.message,
+                "sets": [f"{c['key']}={_toml(c['new'])}" for c in self.changes]}
+
+
+WHY = {
+    "dataset.cache_latents": ("encode the pictures once, before training; the VAE leaves the GPU",
+                              "그림을 학습 전에 한 번만 인코딩하고 VAE는 GPU에서 내림"),
+    "train.gradient_checkpointing": ("recompute activations in backward instead of keeping them (steps ~25% slower)",
+                                     "활성값을 저장하지 않고 역전파 때 다시 계산(스텝이 약 25% 느려짐)"),
+    "optim.optimizer": ("8-bit optimizer moments (bitsandbytes)", "옵티마이저 모멘트를 8비트로(bitsandbytes)"),
+    "train.batch_size": ("a smaller batch, more accumulation: the same effective batch",
+                         "배치를 줄이고 누적을 늘림: 실효 배치는 그대로"),
+    "train.precision": ("bf16 frozen weights and activations (LoRA stays fp32)",
+                        "고정 가중치와 활성값을 bf16으로(LoRA는 fp32 유지)"),
+}
+
+
+def _candidates(cfg: Config, device: torch.device) -> list[list[tuple[str, Any]]]:
+    """Each step of the careful order that would change something here, as (key, new value) lists."""
+    out: list[list[tuple[str, Any]]] = []
+    if not cfg.dataset.cache_latents:
+        out.append([("dataset.cache_latents", True)])
+    if not cfg.train.gradient_checkpointing:
+        out.append([("train.gradient_checkpointing", True)])
+    if cfg.optim.optimizer == "adamw":
+        out.append([("optim.optimizer", "adamw8bit")])
+    batch, accum = cfg.train.batch_size, cfg.train.grad_accum
+    while batch > 1 and batch % 2 == 0:
+        batch, accum = batch // 2, accum * 2
+        out.append([("train.batch_size", batch), ("train.grad_accum", accum)])
+    if cfg.train.precision == "fp32" and bf16_supported(device):
+        out.append([("train.precision", "bf16")])
+    return out
+
+
+def _apply(cfg: Config, steps: list[list[tuple[str, Any]]]) -> Config:
+    data = cfg.to_dict()
+    preset = data.pop("preset", "")
+    for step in steps:
+        for key, value in step:
+            section, leaf = key.split(".")
+            data[section][leaf] = value
+    out = from_dict(data, origin="the memory fit")
+    out.preset = preset
+    return out
+
+
+def fit_to_memory(cfg: Config, budget: int, buckets: list[dict] | None = None, report=None,
+                  device: torch.device | None = None) -> FitResult:
+    """The cheapest change set that brings ``cfg``'s estimate within ``TIGHT_SHARE`` of ``budget`` bytes (the
+    margin the verdict calls "fits"). ``report`` (a DatasetReport) lets it check the step count with the plan."""
+    if budget <= 0:
+        raise UserError(f"the memory budget must be a positive number of bytes; got {budget}")
+    device = device or resolve_device(cfg.train.device)
+
+    def estimate(c: Config) -> MemoryPlan:
+        return estimate_memory(c, buckets, device, free=budget, device_name=f"budget {gib(budget)}")
+
+    before = estimate(cfg)
+    fits = lambda plan: plan.total <= TIGHT_SHARE * budget  # noqa: E731
+    chosen: list[list[tuple[str, Any]]] = []
+    after = before
+    for step in _candidates(cfg, device):
+        if fits(after):
+            break
+        if step[0][0] == "train.batch_size":  # a smaller batch replaces the previous halving
+            chosen = [s for s in chosen if s[0][0] != "train.batch_size"]
+        chosen.append(step)
+        after = estimate(_apply(cfg, chosen))
+    if fits(after):  # drop what the fit does not need, latest-but-one first
+        for step in reversed(chosen[:-1]):
+            trial = [s for s in chosen if s is not step]
+            plan = estimate(_apply(cfg, trial))
+            if fits(plan):
+                chosen, after = trial, plan
+    new_cfg = _apply(cfg, chosen)
+    changes = [{"key": k, "old": cfg.get(k), "new": v, "why": _why(k)} for step in chosen for k, v in step]
+    result = FitResult(new_cfg, changes, before, after, budget, fits(after))
+    result.steps_note = _steps_note(cfg, new_cfg, report) if report is not None and chosen else None
+    result.message = _message(result)
+    return result
+
+
+def _why(key: str) -> dict[str, str]:
+    en, ko = WHY.get("train.batch_size" if key == "train.grad_accum" else key, ("", ""))
+    return {"en": en, "ko": ko}
+
+
+def _steps_note(old: Config, new: Config, report) -> dict[str, str] | None:
+    from trainer.plan.steps import make_plan
+
+    a, b = make_plan(old, report), make_plan(new, report)
+    if a.total_steps == b.total_steps:
+        return None
+    return {"en": f"total steps {a.total_steps} → {b.total_steps} (each bucket's last partial batch groups into steps "
+                  f"differently), dose {a.dose:.3g} → {b.dose:.3g}; set train.max_steps = {a.total_steps} to keep both",
+            "ko": f"총 스텝 {a.total_steps} → {b.total_steps}(버킷마다 마지막 배치가 스텝으로 묶이는 방식이 달라짐), 학습량 "
+                  f"{a.dose:.3g} → {b.dose:.3g}. 둘 다 지키려면 train.max_steps = {a.total_steps}"}
+
+
+def _message(r: FitResult) -> dict[str, str]:
+    before, after, budget = gib(r.before.total), gib(r.after.total), gib(r.budget)
+    if not r.changes and r.fits:
+        return {"en": f"already fits: {before} of {budget}", "ko": f"이미 들어감: {budget} 중 {before}"}
+    if r.fits:
+        return {"en": f"{before} → {after}, within {budget} with {len(r.changes)} change(s)",
+                "ko": f"{before} → {after}, 변경 {len(r.changes)}개로 {budget} 안에 들어감"}
+    return {"en": f"even with every change ({after}) it does not fit {budget}: lower the resolution or the rank, "
+                  "or use a device with more memory",
+            "ko": f"모든 변경을 해도({after}) {budget}에 들어가지 않음: 해상도나 rank를 낮추거나 메모리가 더 큰 장치를 쓰세요"}
+
+
+def _toml(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return f'"{v}"' if isinstance(v, str) else str(v)
+
+
+def parse_bytes(text: str) -> int:
+    """``8GiB``, ``8G``, ``7.5 GB``, ``512MiB`` or a plain number of bytes."""
+    import re
+
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kmgt]?)(i?b?)\s*", text.lower())
+    if not m:
+        raise UserError(f"--fit-memory {text!r}: give bytes, or a size like 8GiB or 12G")
+    value, unit = float(m.group(1)), m.group(2)
+    return int(value * 1024 ** "_kmgt".index(unit)) if unit else int(value)

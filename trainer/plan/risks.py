@@ -1,0 +1,84 @@
+"""Settings to confirm before a run starts, and to name first when a run fails: a dose many times above the
+preset's zone, a learning rate far from the preset's. Pure functions of the config and plan, so Start, the
+diagnosis and the tests read the same numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from trainer.config.schema import Config
+from trainer.doctor.detectors import Finding
+from trainer.errors import UserError
+
+LR_FAR = 10.0  # an lr more than this many times the preset's, or that many times smaller, asks first
+LR_FIRST = 100.0  # this far off, going back to the preset's lr is the diagnosis' first prescription
+DOSE_FAR = 3.0  # a dose this many times the top of the preset's zone asks first
+
+
+def baseline(cfg: Config, extra_dirs: list[Path] | None = None) -> tuple[Config, str] | None:
+    """The config the run's settings are measured against, and its name: the preset's (the defaults without
+    one); None when the preset cannot be read (a user preset from a workspace not given)."""
+    from trainer.config.presets import preset_config
+
+    if not cfg.preset:
+        return Config(), "defaults"
+    try:
+        return preset_config(cfg.preset, extra_dirs), cfg.preset
+    except (UserError, OSError, ValueError):
+        return None
+
+
+def lr_ratio(cfg: Config, extra_dirs: list[Path] | None = None) -> tuple[float, float, str] | None:
+    """(the run's lr ÷ the preset's, the preset's lr, the preset's name), or None without a readable preset."""
+    base = baseline(cfg, extra_dirs)
+    if base is None or base[0].optim.lr <= 0:
+        return None
+    return cfg.optim.lr / base[0].optim.lr, base[0].optim.lr, base[1]
+
+
+def _far(ratio: float, limit: float) -> bool:
+    slack = 1 + 1e-9  # 0.03 / 0.003 is 10.000000000000002: exactly 10× is not "more than 10×"
+    return ratio > limit * slack or ratio < 1.0 / (limit * slack)
+
+
+def _times(ratio: float) -> dict[str, str]:
+    if ratio >= 1:
+        return {"en": f"{ratio:,.3g}× the", "ko": f"{ratio:,.3g}배"}
+    return {"en": f"1/{1 / ratio:,.3g} of the", "ko": f"1/{1 / ratio:,.3g}"}
+
+
+def lr_far_finding(cfg: Config, extra_dirs: list[Path] | None = None) -> Finding | None:
+    """The lr more than ``LR_FAR`` times the preset's (or that many times smaller): a warning, an error past
+    ``LR_FIRST`` (then the diagnosis names it before anything it caused)."""
+    found = lr_ratio(cfg, extra_dirs)
+    if found is None or not _far(found[0], LR_FAR):
+        return None
+    ratio, preset_lr, name = found
+    times = _times(ratio)
+    return Finding(
+        "lr_far_from_preset", "error" if _far(ratio, LR_FIRST) else "warning",
+        {"en": f"the learning rate {cfg.optim.lr:g} is {times['en']} preset's {preset_lr:g} ({name})",
+         "ko": f"학습률 {cfg.optim.lr:g}은(는) 프리셋({name})의 {preset_lr:g}의 {times['ko']}입니다"},
+        [], {"lr": cfg.optim.lr, "preset_lr": preset_lr, "ratio": ratio, "preset": name})
+
+
+def start_risks(cfg: Config, plan: Any, extra_dirs: list[Path] | None = None) -> list[dict[str, str]]:
+    """What Start asks to confirm, each naming the number and the preset's value: a dose more than
+    ``DOSE_FAR`` times the top of the zone, an lr more than ``LR_FAR`` times off the preset's. Empty: start at once."""
+    out = []
+    dose, high = plan.dose, plan.dose_high
+    if high > 0 and dose > DOSE_FAR * high:
+        out.append({"en": f"The dose {dose:.3g} is {dose / high:.3g}× the top of this preset's zone "
+                          f"({plan.dose_low:g}–{high:g}): expect memorised, burnt pictures.",
+                    "ko": f"학습량 {dose:.3g}은(는) 이 프리셋 범위({plan.dose_low:g}–{high:g}) 상한의 {dose / high:.3g}배입니다. "
+                          "그림을 외우고 색이 탈 수 있습니다."})
+    lr = lr_far_finding(cfg, extra_dirs)
+    if lr is not None:
+        v = lr.values
+        advice = ({"en": "it can break the numbers (nan) within a few steps", "ko": "몇 스텝 만에 수치가 깨질(nan) 수 있습니다"}
+                  if v["ratio"] > 1 else
+                  {"en": "it may learn nothing in this run's steps", "ko": "이 스텝 수로는 거의 배우지 못할 수 있습니다"})
+        msg = lr.message
+        out.append({"en": f"{msg['en'][0].upper()}{msg['en'][1:]}: {advice['en']}.", "ko": f"{msg['ko']}. {advice['ko']}."})
+    return out

@@ -1,0 +1,1 @@
+"""Judging a finished run: the checkpoint grid, verdicts, the strength sweep."""

@@ -1,0 +1,176 @@
+"""The strength sweep of the Review step: one LoRA file drawn at several strengths on the run's sample prompts
+(the seeds: good at 0.6-0.8 but too much at 1.0 is a little over-trained, so use it lower or an earlier save;
+like the character only at 1.2 is under-trained, so more steps or a higher lr)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from trainer.config.schema import Config
+from trainer.errors import UserError
+from trainer.io import atomic_write_bytes, atomic_write_json
+from trainer.review.grid import load_run_config, resolve_checkpoint
+
+STRENGTHS = (0.6, 0.8, 1.0, 1.2)
+
+
+def load_lora_onto(pipe, lora: Path, adapter_name: str) -> Path:
+    """Load a run's LoRA file onto a diffusers pipeline; returns the file actually read.
+
+    The diffusers-layout twin written beside the kohya file (``export.DIFFUSERS_TWIN``) is read when present: it
+    carries every module's alpha in its adapter metadata, while diffusers' kohya loader keeps only the most common
+    alpha when they differ (e.g. attention layers outnumbered by convolutions with another alpha)."""
+    from trainer.export.lora_files import DIFFUSERS_TWIN
+
+    twin = DIFFUSERS_TWIN.get(lora.name)
+    if twin is not None and (lora.parent / twin).is_file():
+        lora = lora.parent / twin
+    pipe.load_lora_weights(str(lora.parent), weight_name=lora.name, adapter_name=adapter_name)
+    return lora
+
+
+SweepProgress = Callable[[float, int, "float | None"], None]
+"""``(done, total, strength)``: pictures drawn of ``total`` (fractional while a batch is being drawn) and the
+strength being drawn, None while the model loads."""
+
+
+class SweepPipelines:
+    """The base pipeline the last sweep drew with, kept for the next one: loading it is a fixed cost of every
+    sweep (seconds on the demo, more for a real SD model). One is held at a time, and only between sweeps of the
+    same base; :meth:`release` lets it go (call it before a training run needs the memory)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # held while a sweep draws
+        self._key: str | None = None
+        self._held: tuple[Any, Any] | None = None
+        self._drop = False  # release() was called while a sweep drew
+
+    @contextmanager
+    def pipeline(self, config: Config, weight_dtype, device) -> Iterator[tuple[Any, Any]]:
+        """``(pipe, info)`` for the run's base, loaded unless the held one is it; one sweep at a time."""
+        from trainer.models.base import load_pipeline
+
+        key = f"{config.model.model_dump_json()}|{weight_dtype}|{device}"
+        with self._lock:
+            self._drop = False
+            try:
+                if self._key != key:
+                    self._held = self._key = None
+                    pipe, info = load_pipeline(config.model, weight_dtype)
+                    self._held, self._key = (pipe.to(device), info), key
+                yield self._held
+            except BaseException:  # a sweep that failed may have left its LoRA on: load afresh next time
+                self._drop = True
+                raise
+            finally:
+                if self._drop:
+                    self._held = self._key = None
+
+    def release(self) -> None:
+        """Drop the held pipeline now, or when the sweep drawing with it ends; never waits for it."""
+        self._drop = True
+        if self._lock.acquire(blocking=False):
+            self._held = self._key = None
+            self._lock.release()
+
+
+def strength_sweep(
+    run_dir: str | Path,
+    checkpoint_file: str | Path,
+    strengths: tuple[float, ...] = STRENGTHS,
+    progress: SweepProgress | None = None,
+    pipelines: SweepPipelines | None = None,
+) -> list[dict[str, Any]]:
+    """Render the run's sample prompts with one LoRA file at each strength (same seed as the samples).
+
+    Pictures go to ``review/<checkpoint>/s<strength>_<NN>.png`` with a ``manifest.json``; a sweep already on
+    disk for the same file, strengths and prompts is returned as it is. The prompts of one strength are drawn
+    in one batch; ``pipelines`` keeps the base model loaded from one sweep to the next (the LoRA and trigger
+    embedding come off it again afterwards). Returns ``[{strength, prompt, kind, index, file}]``.
+    """
+    from trainer.models.precision import decide_precision, resolve_device
+    from trainer.train.sampling import expand_prompts
+
+    root = Path(run_dir).resolve()
+    config = load_run_config(root)
+    lora = resolve_checkpoint(root, checkpoint_file)
+    label = lora.relative_to(root).with_suffix("").as_posix().replace("/", "_")
+    out_dir = root / "review" / label
+    prompts = expand_prompts(config.sample.prompts, config.dataset.trigger)
+    wanted = [float(s) for s in strengths]
+    cached = _cached_sweep(out_dir, lora, wanted, prompts)
+    if cached is not None:
+        return cached
+    total = len(wanted) * len(prompts)
+    report = progress or (lambda done, total, strength: None)
+    report(0, total, None)
+    device = resolve_device(config.train.device)
+    plan = decide_precision(config.train.precision, device)
+    with (pipelines or SweepPipelines()).pipeline(config, plan.weight_dtype, device) as (pipe, info):
+        records = _draw_sweep(pipe, info, config, lora, wanted, prompts, out_dir, plan, device, report)
+    atomic_write_json(out_dir / "manifest.json", {
+        "lora": str(lora), "lora_mtime": lora.stat().st_mtime, "strengths": wanted,
+        "prompts": [p["prompt"] for p in prompts], "samples": records,
+    })
+    return records
+
+
+def _draw_sweep(pipe, info, config: Config, lora: Path, wanted: list[float], prompts: list[dict], out_dir: Path,
+                plan, device, report: SweepProgress) -> list[dict[str, Any]]:
+    """The sweep's pictures with ``lora`` (and its trigger embedding) on ``pipe``, taken off again after."""
+    import torch
+
+    from trainer.models.embedding import embedding_beside, load_embedding, unload_embedding
+    from trainer.train.sampling import png_bytes, render_batch, sampling_pipeline
+
+    embedding = embedding_beside(lora)
+    try:
+        try:
+            load_lora_onto(pipe, lora, "review")
+            if embedding is not None:  # trained with lora.trigger_embedding: the trigger's vectors come with it
+                load_embedding(pipe, embedding, config.dataset.trigger)
+        except (ValueError, KeyError, RuntimeError) as e:
+            raise UserError(f"{lora.name}: could not load it onto the base model "
+                            f"({str(e).splitlines()[0][:200]})") from None
+        sampler = sampling_pipeline(pipe, info.prediction_type)
+        size = (config.dataset.resolution, config.dataset.resolution)
+        total, steps, records = len(wanted) * len(prompts), max(1, config.sample.steps), []
+        with torch.no_grad():
+            for i, strength in enumerate(wanted):
+                done = i * len(prompts)
+                pipe.set_adapters(["review"], adapter_weights=[strength])
+                images = render_batch(
+                    sampler, [p["prompt"] for p in prompts], config.sample, size, device, plan, config.sample.seed,
+                    on_step=lambda k, done=done, strength=strength: report(
+                        done + len(prompts) * k / steps, total, strength))
+                for p, image in zip(prompts, images):
+                    name = f"s{strength:g}_{p['index']:02d}.png"
+                    atomic_write_bytes(out_dir / name, png_bytes(image))
+                    records.append({"strength": strength, "prompt": p["prompt"], "kind": p["kind"],
+                                    "index": p["index"], "file": str(out_dir / name)})
+                report(done + len(prompts), total, strength)
+        return records
+    finally:  # the base goes back as it was, for the next sweep
+        if embedding is not None:
+            unload_embedding(pipe, config.dataset.trigger)
+        pipe.unload_lora_weights()
+
+
+def _cached_sweep(out_dir: Path, lora: Path, strengths: list[float], prompts: list[dict]) -> list[dict] | None:
+    manifest = out_dir / "manifest.json"
+    if not manifest.is_file():
+        return None
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    same = (data.get("lora") == str(lora) and data.get("lora_mtime") == lora.stat().st_mtime
+            and data.get("strengths") == strengths and data.get("prompts") == [p["prompt"] for p in prompts])
+    if not same or not all(Path(r["file"]).is_file() for r in data["samples"]):
+        return None
+    return data["samples"]

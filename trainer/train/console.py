@@ -1,0 +1,66 @@
+"""Running a training from the terminal: a progress bar (step, loss, it/s, ETA), Ctrl-C as a clean stop."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+
+from trainer.config.schema import Config
+from trainer.train.commands import Commands
+from trainer.train.events import Event
+
+
+class ConsoleSink:
+    def __init__(self, quiet: bool = False):
+        self.quiet = quiet
+        self.bar = None
+
+    def __call__(self, ev: Event) -> None:
+        kind = ev["type"]
+        if kind == "started":
+            plan = ev["plan"]
+            if not self.quiet:
+                from tqdm import tqdm
+
+                self.bar = tqdm(total=plan["total_steps"], unit="step", dynamic_ncols=True, file=sys.stderr)
+            print(f"run folder: {ev['run_dir']}  device: {ev['device']}  precision: {ev['precision']['precision']}"
+                  f"  trainable params: {ev['trainable_params']:,}", file=sys.stderr)
+        elif kind == "step" and self.bar is not None:
+            if not ev["skipped"]:
+                self.bar.n = ev["step"]
+            self.bar.set_postfix(loss=f"{ev['loss']:.4f}", lr=f"{ev['lr']:.2e}", refresh=False)
+            self.bar.refresh()
+        elif kind == "alert":
+            self._write(f"[{ev.get('level', 'warning')}] {ev.get('kind')}: {ev.get('message') or ev.get('reason', '')}")
+        elif kind in ("checkpoint_saved", "rollback", "change_applied"):
+            self._write(f"{kind}: {ev.get('path') or ev.get('change') or ev.get('key')}")
+        elif kind in ("finished", "stopped", "failed") and self.bar is not None:
+            self.bar.close()
+
+    def _write(self, line: str) -> None:
+        if self.bar is not None:
+            self.bar.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr)
+
+
+def run_from_cli(cfg: Config, resume=None, parent=None, quiet: bool = False) -> int:
+    from trainer.train.loop import run_training
+
+    commands = Commands()
+    if threading.current_thread() is threading.main_thread():
+        def on_sigint(signum, frame):
+            print("\nstopping after this step (Ctrl-C again to abort)…", file=sys.stderr)
+            commands.stop()
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+        signal.signal(signal.SIGINT, on_sigint)
+    result = run_training(cfg, ConsoleSink(quiet), commands, resume=resume, parent=parent)
+    if result.status == "failed":
+        print(f"error: training failed: {result.message} (details in {result.run_dir}/events.jsonl)", file=sys.stderr)
+    elif result.status == "guard_stopped":
+        print(f"{result.message}; diagnosis: python -m trainer diagnose {result.run_dir}", file=sys.stderr)
+    else:
+        print(f"{result.status}: {result.final_lora or result.run_dir}", file=sys.stderr)
+    return result.exit_code

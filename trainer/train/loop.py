@@ -1,0 +1,497 @@
+"""``run_training(config, sink, commands)``: train a Stable Diffusion LoRA, report every step, obey commands.
+
+Read top to bottom: :func:`run_training` prepares a :class:`Trainer` and calls its named steps. One
+optimizer step is forward/backward per micro-batch, then unscale → clip → one host sync → the guard's
+decision → optimizer step → EMA. Nothing here imports a UI.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from trainer.config.schema import Config
+from trainer.data.batches import LatentCache, epoch_batches, image_tensor, process_caption
+from trainer.doctor.guard import Decision
+from trainer.doctor.numerics import StepHealth, grad_norms, read_health, weight_norm_flag
+from trainer.doctor.recovery import RecoveryMixin
+from trainer.errors import UserError
+from trainer.train import checkpoint as ckpt
+from trainer.train.commands import Commands
+from trainer.train.distributed import Dist
+from trainer.train.ema import LoraEMA
+from trainer.train.events import Sink, event
+from trainer.train.outputs import OutputsMixin
+from trainer.train.preparation import PreparationMixin
+from trainer.train.rundir import RunPaths, write_status
+from trainer.train.state import DataPosition, TrainState
+
+EXIT_CODES = {"finished": 0, "stopped": 130, "paused": 130, "guard_stopped": 3, "failed": 1}
+UPDATE_RATIO_EVERY = 10  # steps between measurements of ‖Δw‖/‖w‖ (one extra copy of the LoRA weights)
+
+
+@dataclass
+class RunResult:
+    status: str  # finished | stopped | paused | guard_stopped | failed
+    run_dir: Path | None
+    final_lora: Path | None = None
+    message: str = ""
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.status]
+
+
+class Hooks:
+    """Test seams: override to inject faults. Production runs use this no-op base."""
+
+    def before_step(self, trainer: Trainer) -> None: ...
+
+    def after_backward(self, trainer: Trainer) -> None: ...
+
+    def batch_latents(self, trainer: Trainer, latents: torch.Tensor) -> torch.Tensor:
+        return latents
+
+    def noise(self, trainer: Trainer, noise: torch.Tensor) -> torch.Tensor:
+        return noise
+
+    def after_step(self, trainer: Trainer) -> None: ...
+
+
+def run_training(
+    config: Config,
+    sink: Sink | None = None,
+    commands: Commands | None = None,
+    *,
+    resume: str | Path | None = None,
+    parent: str | Path | None = None,
+    hooks: Hooks | None = None,
+) -> RunResult:
+    """Train a LoRA as ``config`` says. Events go to ``sink`` (and the run folder); ``commands`` steer it.
+
+    Bad input raises :class:`UserError` before anything is written; a failure after that is reported as a
+    ``failed`` event and a ``failed`` result, never lost silently.
+    """
+    commands = commands or Commands()
+    dist = Dist.from_env()
+    trainer = Trainer(config, sink, commands, dist, hooks or Hooks())
+    trainer.prepare_run_folder(resume=resume, parent=parent)
+    try:
+        trainer.setup(resume=bool(resume))
+        trainer.announce_start()
+        status = trainer.train()
+    except UserError:
+        trainer.fail_quietly()
+        raise
+    except Exception as e:  # the run folder and the UI must learn why; re-raising would lose it in a thread
+        return trainer.fail(e)
+    result = trainer.finish(status)
+    if status == "paused":
+        trainer.release_device()
+    return result
+
+
+class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
+    def __init__(self, config: Config, sink: Sink | None, commands: Commands, dist: Dist, hooks: Hooks):
+        self.config = config
+        self.commands = commands
+        self.dist = dist
+        self.hooks = hooks
+        self.external_sink = sink
+        self.sink: Sink = sink or (lambda ev: None)
+        self.paths: RunPaths | None = None
+        self.started_at = time.time()
+        self.state: TrainState | None = None  # built with the optimizer (prepare_optimization)
+        self.last_good: dict[str, Any] | None = None  # the rollback target: a snapshot whose tensors are finite
+        self.last_batch_files: list[str] = []
+        self.failure: dict[str, Any] | None = None
+        self._update_ref: tuple[int, list[torch.Tensor]] | None = None  # (step, LoRA weights at that step)
+        self._rows: list[dict[str, Any]] = []
+        self._loader = None  # a thread pool that loads the next step's images when latents are not cached
+        self._pixels: dict[tuple[int, int], Any] = {}
+        self._findings_emitted: set[str] = set()
+
+    # The run state's parts, read (and, for counters, written) through the one TrainState.
+    @property
+    def global_step(self) -> int:
+        return self.state.global_step if self.state is not None else 0
+
+    @global_step.setter
+    def global_step(self, value: int) -> None:
+        self.state.global_step = value
+
+    @property
+    def epoch(self) -> int:
+        return self.state.position.epoch if self.state is not None else 0
+
+    @property
+    def optimizer(self):
+        return self.state.optimizer
+
+    @property
+    def lr_scheduler(self):
+        return self.state.lr_scheduler
+
+    @property
+    def scaler(self):
+        return self.state.scaler if self.state is not None else None
+
+    @scaler.setter
+    def scaler(self, value) -> None:
+        self.state.scaler = value
+
+    @property
+    def ema(self) -> LoraEMA | None:
+        return self.state.ema if self.state is not None else None
+
+    @property
+    def lr_factor(self) -> float:
+        return self.state.lr_factor
+
+    @lr_factor.setter
+    def lr_factor(self, value: float) -> None:
+        self.state.lr_factor = value
+
+    def position_of_step(self, step: int) -> DataPosition:
+        """Where an uninterrupted run with no skipped step stands after ``step`` steps (format-1 files)."""
+        accum = self.config.train.grad_accum
+        epoch, in_epoch = divmod(step, self.steps_per_epoch)
+        return DataPosition(epoch, in_epoch * accum, step * accum)
+
+    # ----------------------------------------------------------------------------------------- setup
+
+    def emit(self, event_type: str, /, **fields: Any) -> None:
+        if self.dist.is_main:
+            ev = event(event_type, step=fields.pop("step", self.global_step), **fields)
+            if event_type == "step":
+                self._rows.append(ev)
+            self.sink(ev)
+
+    def setup(self, resume: bool = False) -> None:
+        """Models, data (and caches), optimizer: everything before the first step."""
+        self.load_models()
+        self.prepare_data()
+        self.prepare_optimization()
+        if resume:
+            self.resume_from_checkpoint()
+
+    # ------------------------------------------------------------------------------------------ loop
+
+    def train(self) -> str:
+        """Optimizer steps until ``total_steps`` were applied. The data position moves by the batches each
+        step consumed, applied or skipped, so a skipped step never makes a batch come round twice."""
+        cfg = self.config
+        accum = cfg.train.grad_accum
+        if self.global_step == 0 and cfg.sample.enabled and 0 in self.plan.sample_steps:
+            self.sample(0)
+        pos = self.state.position
+        while self.global_step < self.total_steps:
+            epoch = pos.epoch
+            batches = self.dist.shard(epoch_batches(self.samples, cfg.train.batch_size, cfg.train.seed, epoch))
+            while pos.batch < len(batches) and self.global_step < self.total_steps:
+                start = pos.batch
+                group = batches[start : start + accum]
+                nxt = start + accum
+                self.prefetch(epoch, nxt, batches[nxt : nxt + accum])
+                pos.advance(len(group))
+                outcome = self.optimizer_step(group, epoch, start)
+                if outcome in ENDINGS:
+                    return ENDINGS[outcome]
+                pos = self.state.position  # a rollback put back another position object
+                if outcome == "rollback":
+                    break
+            if pos.batch >= len(batches) and pos.epoch == epoch:
+                pos.next_epoch()
+        return "finished"
+
+    def prefetch(self, epoch: int, start: int, group) -> None:
+        """Without a latent cache, load the next step's images on a worker thread while this step computes
+        (PIL decoding and resizing release the GIL), so data loading is off the critical path."""
+        if self.latents is not None or not group:
+            return
+        if self._loader is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._loader = ThreadPoolExecutor(max_workers=max(1, self.config.train.num_workers),
+                                              thread_name_prefix="lora-data")
+        for i, batch in enumerate(group):
+            pos = start + i
+            key = (epoch, pos)
+            if key not in self._pixels:
+                flips = self._flips(epoch, pos, len(batch))
+                self._pixels[key] = self._loader.submit(
+                    lambda b=batch, f=flips: torch.stack([image_tensor(s.path, s.bucket, x) for s, x in zip(b, f)]))
+
+    def _flips(self, epoch: int, pos: int, n: int) -> list[bool]:
+        if not self.config.dataset.flip:
+            return [False] * n
+        import random
+
+        rank = f":{self.dist.rank}" if self.dist.rank else ""  # rank 0 draws what a single process draws
+        rng = random.Random(f"{self.config.train.seed}:{epoch}:{pos}{rank}:flip")
+        return [rng.random() < 0.5 for _ in range(n)]
+
+    def _batch_pixels(self, batch, epoch: int, pos: int, flips: list[bool]) -> torch.Tensor:
+        future = self._pixels.pop((epoch, pos), None)
+        if future is not None:
+            return future.result()
+        return torch.stack([image_tensor(s.path, s.bucket, f) for s, f in zip(batch, flips)])
+
+    def optimizer_step(self, group, epoch: int, start: int = 0) -> str:
+        cfg = self.config
+        t0 = time.perf_counter()
+        lr = self.optimizer.param_groups[0]["lr"]  # the UNet lr this step uses (the scheduler moves on after it)
+        self.hooks.before_step(self)
+        loss_sum = torch.zeros((), device=self.device)
+        self.last_batch_files = [s.rel for batch in group for s in batch]
+        for micro, batch in enumerate(group):
+            loss = self.compute_loss(batch, epoch, micro, start + micro) / len(group)
+            if self.scaler is not None:
+                self.scaler.scale(loss).backward()
+            else:
+                loss.backward()
+            loss_sum = loss_sum + loss.detach() * len(group)
+        self.dist.average_gradients()
+        self.hooks.after_backward(self)
+        if self.scaler is not None:
+            self.scaler.unscale_(self.optimizer)  # unscale first, so clipping sees true gradient sizes
+        grad_norm, clipped = grad_norms(self.trainable, cfg.optim.max_grad_norm)
+        guarded = cfg.guard.enabled
+        if guarded:
+            weight_norm, params_ok = weight_norm_flag(self.trainable)
+            ema_ok = self.ema.finite_flag() if self.ema is not None else None
+            update_norm = self._update_norm()
+            ema_drift = self.ema.drift() if self.ema is not None and update_norm is not None else None
+        else:
+            weight_norm = params_ok = torch.ones((), device=self.device)
+            ema_ok = update_norm = ema_drift = None
+        health = read_health(
+            loss_sum, len(group), grad_norm, clipped,
+            self.scaler._scale if self.scaler is not None else None,  # the tensor itself: no sync
+            params_ok, ema_ok, weight_norm, update_norm,
+            all_reduce=self.dist.all_reduce_health if self.dist.world_size > 1 else None,
+            ema_drift=ema_drift,
+        )
+        if guarded:
+            decision = self.guard.decide(health)
+        else:
+            overflow = self.scaler is not None and not health.grad_finite
+            decision = Decision(apply=not overflow, skipped=overflow, nonfinite=None)
+        where = self.locate(decision.nonfinite) if decision.nonfinite else None  # before the grads are cleared
+        if decision.apply or (self.scaler is not None and decision.action == "continue"):
+            if self.scaler is not None:
+                self.scaler.step(self.optimizer)  # skips by itself when the unscale found inf/nan
+                self.scaler.update()
+            else:
+                self.optimizer.step()
+            if decision.apply:
+                self.lr_scheduler.step()
+                if self.ema is not None:
+                    self.ema.update()
+        self.optimizer.zero_grad(set_to_none=True)
+        return self.after_step(health, decision, epoch, time.perf_counter() - t0, where, lr)
+
+    def compute_loss(self, batch, epoch: int, micro: int, pos: int = 0) -> torch.Tensor:
+        cfg = self.config
+        # Every random draw of this micro-batch comes from (seed, step, micro) or from its place in the
+        # epoch: identical after a resume, and computable ahead of time by the prefetcher.
+        # Each rank draws its own noise, timesteps and caption choices; rank 0 the same as a single process.
+        key = (cfg.train.seed, self.global_step, micro, *((self.dist.rank,) if self.dist.rank else ()))
+        gen = torch.Generator().manual_seed(hash(key) & 0x7FFF_FFFF)
+        crng = _caption_rng(cfg.train.seed, epoch, self.global_step, micro, self.dist.rank)
+        flips = self._flips(epoch, pos, len(batch))
+        captions = [process_caption(s.caption, cfg.dataset, crng) for s in batch]
+        if self.latents is not None:
+            latents = self.latents.batch(batch, flips)
+        else:
+            pixels = self._batch_pixels(batch, epoch, pos, flips)
+            with torch.no_grad():
+                latents = LatentCache.encode(self._encoder(), pixels)
+        latents = self.hooks.batch_latents(self, latents)
+        noise = torch.randn(latents.shape, generator=gen).to(self.device)
+        if cfg.train.noise_offset:
+            noise = noise + cfg.train.noise_offset * torch.randn((*latents.shape[:2], 1, 1), generator=gen).to(self.device)
+        noise = self.hooks.noise(self, noise)
+        timesteps = torch.randint(0, self.noise_scheduler.config.num_train_timesteps, (latents.shape[0],),
+                                  generator=gen).to(self.device)
+        noisy = self.noise_scheduler.add_noise(latents, noise, timesteps)
+        if self.base_info.prediction_type == "v_prediction":
+            target = self.noise_scheduler.get_velocity(latents, noise, timesteps)
+        else:
+            target = noise
+        with self.precision.autocast():
+            hidden, pooled = self.text(captions)
+            added = self.text.added_cond_kwargs(pooled, [s.bucket for s in batch])
+            pred = self.unet(noisy.to(self.precision.weight_dtype), timesteps, hidden,
+                             added_cond_kwargs=added).sample
+        loss = F.mse_loss(pred.float(), target.float(), reduction="none").mean(dim=(1, 2, 3))
+        if cfg.train.min_snr_gamma > 0:
+            loss = loss * _min_snr_weights(self.noise_scheduler, timesteps, cfg.train.min_snr_gamma,
+                                           self.base_info.prediction_type)
+        if cfg.dataset.prior_loss_weight != 1.0 and any(s.prior for s in batch):
+            loss = loss * torch.tensor([cfg.dataset.prior_loss_weight if s.prior else 1.0 for s in batch],
+                                       device=loss.device)
+        return loss.mean()
+
+    def _encoder(self) -> LatentCache:
+        if not hasattr(self, "_pixel_encoder"):
+            self._pixel_encoder = LatentCache(self.pipe.vae, self.device, self.precision.vae_dtype, None)
+        return self._pixel_encoder
+
+    def _update_norm(self) -> torch.Tensor | None:
+        """‖w_t − w_{t−k}‖ every k applied steps, for the 'learning stalled' detector; None on other steps.
+        A step retried after a skip has the same weights: it is measured once, not against itself."""
+        step = self.global_step
+        if step % UPDATE_RATIO_EVERY != 0 or (self._update_ref is not None and self._update_ref[0] == step):
+            return None
+        with torch.no_grad():
+            current = [p.detach().float().clone() for p in self.trainable]
+            ref, self._update_ref = self._update_ref, (step, current)
+            if ref is None:
+                return None
+            return torch.stack(torch._foreach_norm(torch._foreach_sub(current, ref[1]))).norm()
+
+    def _device_memory(self) -> dict[str, int | None]:
+        """On CUDA: the bytes this process's allocator holds and the device's free bytes (every process), for
+        the slowdown detector. No host sync: the allocator's counter and one driver query."""
+        if self.device.type != "cuda":
+            return {"device_mem_reserved": None, "device_mem_free": None}
+        free, _ = torch.cuda.mem_get_info(self.device)
+        return {"device_mem_reserved": torch.cuda.memory_reserved(self.device), "device_mem_free": free}
+
+    def after_step(self, h: StepHealth, decision: Decision, epoch: int, seconds: float, where: str | None,
+                   lr: float) -> str:
+        cfg = self.config
+        if decision.apply:
+            self.global_step += 1
+        row_step = self.global_step if decision.apply else self.global_step + 1
+        self.emit(
+            "step",
+            step=row_step,
+            epoch=epoch + 1,
+            loss=h.loss,
+            grad_norm=h.grad_norm,
+            grad_norm_clipped=h.grad_norm_clipped,
+            lr=lr,
+            loss_scale=h.loss_scale,
+            skipped=decision.skipped,
+            nonfinite=decision.nonfinite,
+            sec_per_step=round(seconds, 6),
+            weight_norm=h.weight_norm if cfg.guard.enabled else None,
+            update_ratio=h.update_ratio,
+            ema_drift=h.ema_drift,
+            rollbacks=self.guard.rollbacks,
+            **self._device_memory(),
+        )
+        if cfg.guard.detectors and decision.apply and self.global_step % cfg.guard.detect_every == 0:
+            self.run_detectors()
+        if decision.nonfinite is not None:
+            self.report_nonfinite(h, decision, row_step, where)
+        if decision.action == "stop":
+            return "guard_stop"
+        if decision.action == "rollback":
+            self.rollback(decision)
+            return "rollback"
+        self.hooks.after_step(self)
+        if not decision.apply:
+            return "continue"
+        step = self.global_step
+        # every rank saves (and stops) at the same step: a save gathers every rank's random generators
+        save_now, stop, pause = self.dist.any(self.commands.take_save(), self.commands.stop_requested,
+                                              self.commands.pause_requested)
+        pause = pause and not stop and step < self.total_steps  # a pause at the last step is simply the end
+        if (step in self.plan.checkpoint_steps or save_now or pause) and step < self.total_steps:
+            self.save_checkpoint(step)  # a pause's checkpoint is the ordinary one: what resume restores
+        if cfg.sample.enabled and ((step in self.plan.sample_steps and step < self.total_steps)
+                                   or self.commands.take_sample()):
+            self.sample(step)
+        return "stop" if stop else "pause" if pause else "continue"
+
+    # ------------------------------------------------------------------------------------- endings
+
+    def finish(self, status: str) -> RunResult:
+        final = None
+        if status in ("finished", "stopped"):
+            state = ckpt.snapshot(self)  # on every rank: it gathers each rank's random generators
+            final = self.save_final(state) if self.dist.is_main else None
+            if self.config.sample.enabled and status == "finished" and self.global_step in self.plan.sample_steps:
+                self.sample(self.global_step)  # rank 0 alone samples
+        if self._loader is not None:
+            self._loader.shutdown(wait=False, cancel_futures=True)
+        if status not in ("failed", "paused") and self.config.guard.detectors:
+            self.run_detectors(final=True)  # a paused run is not over: its findings come when it ends
+        message = ""
+        if status == "guard_stopped":
+            message = f"stopped by the numerics guard at step {self.global_step + 1}"
+            self.emit("stopped", reason="guard", failure=self.failure, message=message)
+        elif status == "stopped":
+            self.emit("stopped", reason="user", final=str(final) if final else None)
+        elif status == "paused":
+            checkpoint = self.paths.step_dir(self.global_step) if self.paths else None
+            self.emit("paused", checkpoint=str(checkpoint) if checkpoint else None)
+        else:
+            self.emit("finished", final=str(final) if final else None, steps=self.global_step)
+        if self.dist.is_main:
+            write_status(self.paths, status, step=self.global_step)
+            if status == "guard_stopped":
+                self._write_diagnosis()
+        self.dist.barrier()
+        return RunResult(status, self.paths.root if self.paths else None, final, message)
+
+    def release_device(self) -> None:
+        """Drop the models, optimizer and caches so a paused run gives its memory back (on CUDA to the driver
+        too, for another program or the next run). The trainer cannot train after this."""
+        import gc
+
+        for name in ("pipe", "unet", "lora", "text", "latents", "trainable", "named_trainable", "train_modules",
+                     "_sampler", "_pixel_encoder", "state", "last_good", "_update_ref"):
+            if name in self.__dict__:
+                setattr(self, name, None)
+        self._pixels.clear()
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+    def _write_diagnosis(self) -> None:
+        try:
+            from trainer.doctor.diagnose import diagnose
+
+            diagnose(self.paths.root)
+        except ImportError:
+            pass
+
+    def fail(self, error: Exception) -> RunResult:
+        tb = traceback.format_exc()
+        self.emit("failed", error=f"{type(error).__name__}: {error}", traceback=tb)
+        if self.dist.is_main and self.paths is not None:
+            write_status(self.paths, "failed", error=str(error))
+        return RunResult("failed", self.paths.root if self.paths else None, None, f"{type(error).__name__}: {error}")
+
+    def fail_quietly(self) -> None:
+        if self.dist.is_main and self.paths is not None:
+            write_status(self.paths, "failed", error="bad input")
+
+
+# what train() returns for an optimizer step's outcome that ends the run
+ENDINGS = {"stop": "stopped", "guard_stop": "guard_stopped", "pause": "paused"}
+
+
+def _caption_rng(seed: int, epoch: int, step: int, micro: int, rank: int = 0):
+    import random
+
+    return random.Random(f"{seed}:{epoch}:{step}:{micro}:{f'{rank}:' if rank else ''}captions")
+
+
+def _min_snr_weights(scheduler, timesteps, gamma: float, prediction_type: str) -> torch.Tensor:
+    """Min-SNR-γ loss weights (Hang et al. 2023, arXiv:2303.09556): min(SNR, γ) / SNR, or / (SNR + 1) for v."""
+    alphas_cumprod = scheduler.alphas_cumprod.to(timesteps.device)
+    ac = alphas_cumprod[timesteps]
+    snr = ac / (1 - ac)
+    clipped = torch.minimum(snr, torch.full_like(snr, gamma))
+    return clipped / (snr + 1) if prediction_type == "v_prediction" else clipped / snr

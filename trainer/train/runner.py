@@ -1,0 +1,255 @@
+"""One process-wide runner that owns the training thread.
+
+Every browser tab (and any API client) talks to the same :class:`Runner`: ``start`` refuses while a run is
+active, and ``snapshot`` gives a versioned view of the run that pollers can compare cheaply. The runner holds
+no widget; it is a library object the UI reads on its own schedule.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainer.config.schema import Config
+from trainer.errors import UserError
+from trainer.train.commands import Commands
+
+TERMINAL = {"finished", "stopped", "paused", "failed", "guard_stopped"}
+
+
+@dataclass
+class RunState:
+    status: str = "idle"  # idle | starting | running | finished | stopped | paused | guard_stopped | failed
+    run_dir: str | None = None
+    total_steps: int = 0
+    step: int = 0
+    started_at: float = 0.0
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+    alerts: list[dict[str, Any]] = field(default_factory=list)
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)  # everything but step rows
+    progress: dict[str, Any] | None = None
+    message: str = ""
+    config: Config | None = None
+
+
+class Runner:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._commands: Commands | None = None
+        self.state = RunState()
+        self.version = 0  # bumped on every change; pollers skip work when it has not moved
+
+    # ------------------------------------------------------------------------------------ control
+
+    @property
+    def active(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self, config: Config, parent: str | None = None, resume: str | None = None) -> tuple[bool, str]:
+        """Start training in a background thread. Returns (started, message); refuses while a run is active."""
+        with self._lock:
+            if self.active:
+                return False, "a training run is already active; stop it first"
+            self._commands = Commands()
+            self.state = RunState(status="starting", started_at=time.time(), config=config,
+                                  run_dir=str(resume) if resume else None)
+            self.version += 1
+            self._thread = threading.Thread(
+                target=self._run, args=(config, parent, resume), name="lora-training", daemon=True
+            )
+            self._thread.start()
+        return True, "started"
+
+    def _run(self, config: Config, parent, resume) -> None:
+        from trainer.train.loop import run_training
+
+        try:
+            result = run_training(config, self._on_event, self._commands, parent=parent, resume=resume)
+            with self._lock:
+                self.state.status = result.status
+                self.state.message = result.message or self.state.message
+                if result.run_dir:
+                    self.state.run_dir = str(result.run_dir)
+                self.version += 1
+        except UserError as e:
+            with self._lock:
+                self.state.status = "failed"
+                self.state.message = str(e)
+                self.version += 1
+        except Exception as e:  # a bug must reach the user's screen, not vanish with the thread
+            with self._lock:
+                self.state.status = "failed"
+                self.state.message = f"{type(e).__name__}: {e}"
+                self.version += 1
+
+    def stop(self) -> bool:
+        if self.active and self._commands:
+            self._commands.stop()
+            return True
+        return False
+
+    def pause(self) -> bool:
+        """Ask the run to pause after this step (see :meth:`Commands.pause`); False when none is active."""
+        if self.active and self._commands:
+            self._commands.pause()
+            return True
+        return False
+
+    def continue_run(self, run_dir: str | Path) -> tuple[bool, str]:
+        """Continue a paused run from its checkpoint, in its own folder with its own settings (``config.toml``):
+        the same as :meth:`start` with ``resume``. Refuses a run that is not paused."""
+        from trainer.config.schema import load_config
+        from trainer.train.rundir import RunPaths, run_status
+
+        paths = RunPaths(Path(run_dir))
+        status = run_status(paths.root).get("status")
+        if status != "paused":
+            raise UserError(f"{paths.root}: only a paused run can be continued (this one is {status or 'unknown'})")
+        return self.start(load_config(paths.config), resume=str(paths.root))
+
+    def sample_now(self) -> bool:
+        if self.active and self._commands:
+            self._commands.sample_now()
+            return True
+        return False
+
+    def save_now(self) -> bool:
+        if self.active and self._commands:
+            self._commands.save_now()
+            return True
+        return False
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the run's thread ends (tests, CLI). True when it ended."""
+        t = self._thread
+        if t is None:
+            return True
+        t.join(timeout)
+        return not t.is_alive()
+
+    # ------------------------------------------------------------------------------------ events
+
+    def _on_event(self, ev: dict[str, Any]) -> None:
+        with self._lock:
+            s = self.state
+            kind = ev["type"]
+            if kind == "step":
+                s.metrics.append(ev)
+                if not ev.get("skipped"):
+                    s.step = ev["step"]
+            else:
+                s.events.append(ev)
+            if kind == "resumed":  # the rows, samples and checkpoints before the resume point, for the plots
+                _load_earlier(s, ev["run_dir"], ev["step"])
+            elif kind == "started":
+                s.status = "running"
+                s.run_dir = ev.get("run_dir")
+                s.total_steps = ev["plan"]["total_steps"]
+            elif kind == "progress":
+                s.progress = ev
+            elif kind == "alert":
+                s.alerts.append(ev)
+            elif kind == "sample_ready":
+                s.samples.append(ev)
+            elif kind == "checkpoint_saved":
+                s.checkpoints.append(ev)
+            elif kind == "failed":
+                s.message = ev.get("error", "")
+            elif kind == "stopped" and ev.get("message"):
+                s.message = ev["message"]
+            self.version += 1
+
+    # ---------------------------------------------------------------------------------- snapshot
+
+    def snapshot(self, rows_from: int = 0) -> dict[str, Any]:
+        """A consistent copy of the run's state for display, with rates and an ETA computed here. ``metrics``
+        holds the rows from index ``rows_from`` on (a poller that has the earlier ones copies only the new
+        ones); ``rows`` counts them all."""
+        with self._lock:
+            s = self.state
+            rows = s.metrics[rows_from:]
+            recent = [r["sec_per_step"] for r in s.metrics[-20:] if not r.get("skipped")]
+            out = {
+                "version": self.version,
+                "active": self.active,
+                "status": s.status,
+                "run_dir": s.run_dir,
+                "step": s.step,
+                "total_steps": s.total_steps,
+                "metrics": rows,
+                "rows": len(s.metrics),
+                "alerts": list(s.alerts),
+                "samples": list(s.samples),
+                "checkpoints": list(s.checkpoints),
+                "events": list(s.events[-50:]),
+                "progress": s.progress,
+                "message": s.message,
+            }
+        sec = sum(recent) / len(recent) if recent else None
+        out["it_per_sec"] = (1.0 / sec) if sec else None
+        out["eta_seconds"] = (sec * max(out["total_steps"] - out["step"], 0)) if sec else None
+        out["memory"] = memory_in_use()
+        return out
+
+
+_NONFINITE = ("nan", "inf", "-inf")  # how metrics.jsonl writes a non-finite number (events.json_safe)
+
+
+def _load_earlier(s: RunState, run_dir: str, step: int) -> None:
+    """What a resumed run's folder already holds up to ``step`` (its metrics rows, the samples and checkpoints
+    of its events), put in front of the new rows as if the run had never stopped."""
+    from trainer.train.events import as_float
+    from trainer.train.rundir import events, metrics
+
+    rows = []
+    for r in metrics(run_dir):
+        if r.get("step", 0) <= step:
+            rows.append({"type": "step", **{k: as_float(v) if v in _NONFINITE else v for k, v in r.items()}})
+    earlier = [e for e in events(run_dir) if e.get("step", 0) <= step]
+    s.metrics[:0] = rows
+    s.samples[:0] = [e for e in earlier if e["type"] == "sample_ready"]
+    s.checkpoints[:0] = [e for e in earlier if e["type"] == "checkpoint_saved"]
+    applied = [r["step"] for r in rows if not r.get("skipped")]
+    s.step = max(applied, default=s.step)
+
+
+def memory_in_use() -> dict[str, float | None]:
+    """Process RSS and, on a GPU, allocated / peak VRAM, in MiB."""
+    import torch
+
+    rss = None
+    try:  # Linux; elsewhere (Windows has no ``resource`` module) the figure is simply not shown
+        import resource
+
+        with open("/proc/self/statm") as f:
+            rss = int(f.read().split()[1]) * resource.getpagesize() / 2**20
+    except (OSError, ImportError):
+        rss = None
+    vram = peak = None
+    if torch.cuda.is_available():
+        vram = torch.cuda.memory_allocated() / 2**20
+        peak = torch.cuda.max_memory_allocated() / 2**20
+    return {"rss_mib": rss, "vram_mib": vram, "vram_peak_mib": peak}
+
+
+_RUNNER: Runner | None = None
+_RUNNER_LOCK = threading.Lock()
+
+
+def get_runner() -> Runner:
+    """The process-wide runner (created on first use)."""
+    global _RUNNER
+    with _RUNNER_LOCK:
+        if _RUNNER is None:
+            _RUNNER = Runner()
+        return _RUNNER
+
+
+def run_dir_of(snapshot: dict[str, Any]) -> Path | None:
+    return Path(snapshot["run_dir"]) if snapshot.get("run_dir") else None
