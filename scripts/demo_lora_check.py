@@ -51,10 +51,10 @@ from trainer.demo.world import (
     write_character_dataset,
     write_prior_dataset,
 )
+from trainer.doctor.verdict import run_verdict
 from trainer.models.base import load_pipeline
 from trainer.models.embedding import embedding_beside, load_embedding, unload_embedding
 from trainer.review.strength import load_lora_onto
-from trainer.review.verdict import run_verdict
 from trainer.train.loop import run_training
 
 PRESET = "demo-character"

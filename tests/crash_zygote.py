@@ -22,12 +22,12 @@ from pathlib import Path
 import torch
 
 from tests.helpers import tiny_config
-from trainer.export.lora_files import save_safetensors
 from trainer.io import append_jsonl
+from trainer.run.events import RunFolderSink
+from trainer.tensor_files import save_safetensors
 from trainer.train import checkpoint as ckpt
 from trainer.train.commands import Commands
 from trainer.train.distributed import Dist
-from trainer.train.events import RunFolderSink
 from trainer.train.loop import Hooks, Trainer
 
 CONFIG = {"ema.enabled": True, "lora.trigger_embedding": True, "train.max_steps": 8, "save.keep_last": 2}

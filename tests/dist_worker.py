@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from trainer.config.schema import load_config
-from trainer.train.events import MemorySink
+from trainer.run.events import MemorySink
 from trainer.train.loop import Hooks, run_training
 
 

@@ -91,7 +91,7 @@ def verdict_on(page, selector: str) -> str:
 
 
 def test_plan_review_and_troubleshoot_agree_on_the_default_demo_run(app, default_run, browser):
-    from trainer.review.verdict import LABEL_TEXT, run_verdict
+    from trainer.doctor.verdict import LABEL_TEXT, run_verdict
 
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()

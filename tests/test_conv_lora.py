@@ -18,7 +18,7 @@ from trainer.export.lora_files import unet_module_to_sgm
 from trainer.models.lora import attach_lora
 from trainer.models.tiny import build_tiny_pipeline
 from trainer.review.strength import load_lora_onto
-from trainer.train.events import MemorySink
+from trainer.run.events import MemorySink
 from trainer.train.loop import run_training
 
 pytestmark = pytest.mark.slow

@@ -25,9 +25,8 @@ from safetensors import safe_open
 from tests.helpers import tiny_config, write_toy_dataset
 from trainer import io as tio
 from trainer.io import append_jsonl, atomic_folder, atomic_write_bytes, read_jsonl
-from trainer.train import checkpoint as ckpt
-from trainer.train.events import MemorySink
-from trainer.train.rundir import (
+from trainer.run.events import MemorySink
+from trainer.run.rundir import (
     CHECKPOINT_MARKER,
     RunPaths,
     clean_interrupted_saves,
@@ -37,6 +36,7 @@ from trainer.train.rundir import (
     write_checkpoint_marker,
     write_status,
 )
+from trainer.train import checkpoint as ckpt
 
 REPO = Path(__file__).resolve().parent.parent
 CHECKPOINT_FILES = {"lora.safetensors", "lora_diffusers.safetensors", "lora_ema.safetensors",
@@ -69,7 +69,7 @@ def test_latest_checkpoint_skips_temp_torn_and_markerless_partial_folders(tmp_pa
     tmp.mkdir()
     torch.save({"step": 40}, tmp / "state.pt")
     assert latest_checkpoint(paths) == paths.step_dir(10)
-    from trainer.review.grid import checkpoint_files
+    from trainer.run.contents import checkpoint_files
 
     # the Review step: no torn or temp folder; a folder without a marker is from an older run and stays listed
     assert [c["label"] for c in checkpoint_files(tmp_path)] == ["checkpoints/step-000010/lora.safetensors",

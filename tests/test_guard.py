@@ -13,7 +13,7 @@ from safetensors.torch import load_file
 from tests.helpers import Overflow, tiny_config, write_toy_dataset
 from trainer.config.presets import preset_config
 from trainer.io import read_jsonl
-from trainer.train.events import MemorySink
+from trainer.run.events import MemorySink
 from trainer.train.loop import Hooks, run_training
 
 pytestmark = pytest.mark.slow

@@ -16,8 +16,8 @@ from trainer.errors import UserError
 from trainer.kohya.exporter import export_kohya
 from trainer.kohya.importer import import_kohya
 from trainer.kohya.mapping import BY_SD, ROWS, render_table
+from trainer.run.samples import expand_prompts
 from trainer.toml_writer import dumps_toml
-from trainer.train.sampling import expand_prompts
 
 REPO = Path(__file__).resolve().parent.parent
 # GUI keys whose value comes back under another key: the folder as subsets, saving by epochs as steps

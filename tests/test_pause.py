@@ -13,10 +13,10 @@ from tests.helpers import tiny_config, write_toy_dataset
 from tests.test_run_state import Record, _final_tensors
 from trainer.config.schema import load_config
 from trainer.io import read_jsonl
+from trainer.run.events import MemorySink
+from trainer.run.rundir import latest_checkpoint, run_status
 from trainer.train.commands import Commands
-from trainer.train.events import MemorySink
 from trainer.train.loop import run_training
-from trainer.train.rundir import latest_checkpoint, run_status
 from trainer.train.runner import Runner
 
 pytestmark = pytest.mark.slow
@@ -78,7 +78,7 @@ def test_pause_then_continue_ends_bitwise_equal_to_an_uninterrupted_run(dataset,
 
 
 def latest_checkpoint_step(run: Path) -> int | None:
-    from trainer.train.rundir import RunPaths
+    from trainer.run.rundir import RunPaths
 
     last = latest_checkpoint(RunPaths(run))
     return int(last.name.removeprefix("step-")) if last else None

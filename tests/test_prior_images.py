@@ -13,7 +13,7 @@ from trainer.data.scan import scan_dataset
 from trainer.errors import UserError
 from trainer.io import read_jsonl
 from trainer.plan.steps import make_plan
-from trainer.train.events import MemorySink
+from trainer.run.events import MemorySink
 from trainer.train.loop import run_training
 
 

@@ -13,11 +13,13 @@ from PIL import Image
 from trainer.config.schema import from_dict
 from trainer.demo import character_scene, demo_sample_prompts, render_scene, write_character_dataset
 from trainer.demo.world import Scene
+from trainer.doctor import pictures
 from trainer.errors import UserError
 from trainer.io import atomic_write_json, atomic_write_text
 from trainer.review import grid as review
 from trainer.review import strength
-from trainer.train.sampling import expand_prompts
+from trainer.run import contents
+from trainer.run.samples import expand_prompts
 
 KINDS = ["trigger", "trigger_unseen", "trigger_outfit", "no_trigger"]
 
@@ -102,10 +104,10 @@ def test_several_seeds_per_prompt_are_each_compared_with_their_own_step_0_and_av
         return render_scene(scenes[k], 64)
 
     run = fake_run(tmp_path, [10, 20], picture, seeds=2)
-    rows = {r["step"]: r for r in review.measure_steps(run)}
+    rows = {r["step"]: r for r in pictures.measure_steps(run)}
     one_seed = fake_run(tmp_path / "one", [10, 20], lambda step, kind: render_scene(
         character_scene("grass") if kind == "no_trigger" and step == 20 else scenes[1], 64))
-    alone = {r["step"]: r["leakage"] for r in review.measure_steps(one_seed)}
+    alone = {r["step"]: r["leakage"] for r in pictures.measure_steps(one_seed)}
     assert rows[10]["leakage"] == 0.0
     assert rows[20]["leakage"] == pytest.approx(alone[20] / 2)  # seed 1 clean, seed 2 as leaky as alone
     grid = review.review_grid(run)
@@ -116,15 +118,15 @@ def test_several_seeds_per_prompt_are_each_compared_with_their_own_step_0_and_av
 
 def test_checkpoint_files_list_steps_then_final_and_refuse_files_outside_the_run(tmp_path):
     run = fake_run(tmp_path, [10, 20], lambda step, kind: _world())
-    labels = [c["label"] for c in review.checkpoint_files(run)]
+    labels = [c["label"] for c in contents.checkpoint_files(run)]
     assert labels == ["checkpoints/step-000010/lora.safetensors", "checkpoints/step-000020/lora.safetensors",
                       "final/lora.safetensors"]
-    assert review.resolve_checkpoint(run, labels[0]) == (run / labels[0]).resolve()
+    assert contents.resolve_checkpoint(run, labels[0]) == (run / labels[0]).resolve()
     outside = tmp_path / "other.safetensors"
     outside.write_bytes(b"x")
     for bad in (str(outside), "../../../other.safetensors", "config.toml", "checkpoints/step-000099/lora.safetensors"):
         with pytest.raises(UserError):
-            review.resolve_checkpoint(run, bad)
+            contents.resolve_checkpoint(run, bad)
 
 
 def test_leakage_grows_when_the_no_trigger_picture_drifts(tmp_path):
@@ -134,9 +136,9 @@ def test_leakage_grows_when_the_no_trigger_picture_drifts(tmp_path):
         return _world()
 
     run = fake_run(tmp_path, [10, 20], picture)
-    rows = {r["step"]: r["leakage"] for r in review.leakage_by_step(run)}
+    rows = {r["step"]: r["leakage"] for r in pictures.leakage_by_step(run)}
     assert rows[10] < 0.05
-    assert rows[20] > review.LEAKAGE_LIMIT
+    assert rows[20] > pictures.LEAKAGE_LIMIT
 
 
 def test_recommendation_on_the_demo_character_skips_the_burnt_last_save(tmp_path):
@@ -151,9 +153,9 @@ def test_recommendation_on_the_demo_character_skips_the_burnt_last_save(tmp_path
         return _burnt(img) if step == 40 else img
 
     run = fake_run(tmp_path, [10, 20, 30, 40], picture, dataset=tmp_path / "data")
-    measured = {r["step"]: r for r in review.measure_steps(run)}
+    measured = {r["step"]: r for r in pictures.measure_steps(run)}
     assert measured[10]["likeness"] < 0.3 < measured[20]["likeness"]
-    assert measured[40]["burn"] > review.BURN_LIMIT
+    assert measured[40]["burn"] > pictures.BURN_LIMIT
     rec = review.recommend_checkpoint(run)
     assert rec["step"] in (20, 30)
     assert rec["label"] == f"checkpoints/step-{rec['step']:06d}/lora.safetensors"
@@ -165,7 +167,7 @@ def test_likeness_is_ignored_when_the_base_already_looks_like_noise_full_of_mage
     rng = np.random.default_rng(1)
     noise = Image.fromarray(rng.integers(0, 255, (64, 64, 3), dtype=np.uint8))
     run = fake_run(tmp_path, [10, 20], lambda step, kind: noise, dataset=tmp_path / "data")
-    assert all(r["likeness"] is None for r in review.measure_steps(run))
+    assert all(r["likeness"] is None for r in pictures.measure_steps(run))
 
 
 @pytest.mark.parametrize(("lr", "expected_step"), [(1e-3, 40), (1e-5, 80)])
@@ -193,14 +195,14 @@ def test_dose_recommendation_stops_before_leakage_starts(tmp_path):
 def test_the_pictures_are_measured_once_until_a_file_changes(tmp_path, monkeypatch):
     run = fake_run(tmp_path, [10, 20], lambda step, kind: _world())
     calls = []
-    real = review._measure_steps
-    monkeypatch.setattr(review, "_measure_steps", lambda root: calls.append(root) or real(root))
-    first = review.measure_steps(run)
+    real = pictures._measure_steps
+    monkeypatch.setattr(pictures, "_measure_steps", lambda root: calls.append(root) or real(root))
+    first = pictures.measure_steps(run)
     first[0]["leakage"] = "changed by a caller"  # callers get copies
-    assert review.measure_steps(run) != first and len(calls) == 1
+    assert pictures.measure_steps(run) != first and len(calls) == 1
     no_trigger = run / "samples" / "step-000020" / "03_no_trigger.png"
     _burnt(_world()).save(no_trigger)
-    assert review.measure_steps(run)[1]["leakage"] > review.LEAKAGE_LIMIT and len(calls) == 2
+    assert pictures.measure_steps(run)[1]["leakage"] > pictures.LEAKAGE_LIMIT and len(calls) == 2
 
 
 def test_a_folder_that_is_not_a_run_is_a_user_error(tmp_path):
@@ -211,7 +213,7 @@ def test_a_folder_that_is_not_a_run_is_a_user_error(tmp_path):
 @pytest.mark.slow
 def test_strength_sweep_renders_every_strength_and_prompt_and_reuses_the_result(tmp_path):
     from tests.helpers import tiny_config, write_toy_dataset
-    from trainer.train.events import MemorySink
+    from trainer.run.events import MemorySink
     from trainer.train.loop import run_training
 
     data = write_toy_dataset(tmp_path / "data", n=4)
@@ -240,7 +242,7 @@ def test_sweeps_share_one_loaded_base_and_draw_what_a_fresh_one_draws(tmp_path, 
     a freshly loaded base (the first sweep's LoRA and trigger embedding came off again)."""
     import trainer.models.base
     from tests.helpers import tiny_config, write_toy_dataset
-    from trainer.train.events import MemorySink
+    from trainer.run.events import MemorySink
     from trainer.train.loop import run_training
 
     data = write_toy_dataset(tmp_path / "data", n=4)

@@ -10,8 +10,8 @@ import torch
 
 from tests.helpers import Overflow, tiny_config, write_toy_dataset
 from trainer.io import read_jsonl
+from trainer.run.events import MemorySink
 from trainer.train.commands import Commands
-from trainer.train.events import MemorySink
 from trainer.train.loop import Hooks, run_training
 from trainer.train.state import DataPosition, TrainState
 

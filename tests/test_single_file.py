@@ -13,7 +13,7 @@ import torch
 from safetensors import safe_open
 
 from trainer.config.schema import ModelConfig
-from trainer.export import single_file
+from trainer.models import single_file
 from trainer.models.base import MODEL_CONFIG_DIR, load_pipeline
 from trainer.models.tiny import build_tiny_pipeline, save_pipeline
 

@@ -11,7 +11,7 @@ import pytest
 import trainer.train.tensorboard_log as tb
 from tests.helpers import Overflow, tiny_config, write_toy_dataset
 from trainer.io import read_jsonl
-from trainer.train.events import MemorySink
+from trainer.run.events import MemorySink
 from trainer.train.loop import run_training
 
 pytestmark = pytest.mark.slow

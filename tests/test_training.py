@@ -16,10 +16,10 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from tests.helpers import Overflow, images_of_both_formats, lora_image, tiny_config, write_toy_dataset
+from trainer.doctor.pictures import dose_by_step
 from trainer.io import read_jsonl
 from trainer.models.tiny import build_tiny_pipeline
-from trainer.review.grid import dose_by_step
-from trainer.train.events import MemorySink
+from trainer.run.events import MemorySink
 from trainer.train.loop import Hooks, run_training
 
 pytestmark = pytest.mark.slow

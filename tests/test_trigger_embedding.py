@@ -15,7 +15,7 @@ from trainer.models.embedding import (
     unload_embedding,
 )
 from trainer.models.tiny import build_tiny_pipeline
-from trainer.train.events import MemorySink
+from trainer.run.events import MemorySink
 from trainer.train.loop import Hooks, run_training
 
 

@@ -313,8 +313,8 @@ def test_every_text_the_code_asks_for_exists_in_both_languages():
 
 def test_prefixed_keys_cover_every_value():
     from trainer.doctor.kb import GROUPS
+    from trainer.run.samples import PROMPT_KINDS
     from trainer.train.runner import TERMINAL
-    from trainer.train.sampling import PROMPT_KINDS
 
     for g in GROUPS:
         assert f"group_{g}" in TEXTS

@@ -149,7 +149,7 @@ def test_run_lists_and_findings_name_the_status_in_the_page_language(tmp_path):
 
 
 def test_signal_and_prompt_kind_ids_are_shown_in_words():
-    from trainer.train.sampling import PROMPT_KINDS, kind_words
+    from trainer.run.samples import PROMPT_KINDS, kind_words
     from ui import live
     from ui.i18n import kind_label, signal_label
 

@@ -1,4 +1,4 @@
-"""trainer.review.verdict: one judgement per run and checkpoint, and Plan, Review, Troubleshoot and the guard reading it.
+"""trainer.doctor.verdict: one judgement per run and checkpoint, and Plan, Review, Troubleshoot and the guard reading it.
 
 Synthetic run folders (tests/test_review.py's ``fake_run``): pictures drawn by the demo world's renderer, so the
 measures read them as a real demo run's samples would be read."""
@@ -16,13 +16,11 @@ from tests.test_review import _burnt, _world, fake_run
 from trainer.config.presets import preset_config
 from trainer.config.schema import from_dict
 from trainer.demo import character_scene, render_scene, write_character_dataset
+from trainer.doctor import pictures
 from trainer.doctor.diagnose import alert_prescription, diagnose
 from trainer.doctor.kb import describe_change, load_kb, moves_as_meant
-from trainer.io import atomic_write_text
-from trainer.plan.risks import start_risks
-from trainer.plan.steps import plan_from_config
-from trainer.review import grid as review
-from trainer.review.verdict import (
+from trainer.doctor.risks import start_risks
+from trainer.doctor.verdict import (
     LABEL_TEXT,
     checkpoint_verdicts,
     plan_verdict,
@@ -30,6 +28,10 @@ from trainer.review.verdict import (
     symptom_causes,
     symptom_reading,
 )
+from trainer.io import atomic_write_text
+from trainer.plan.steps import plan_from_config
+from trainer.review import grid as review
+from trainer.run import contents
 
 
 def _character() -> Image.Image:
@@ -43,7 +45,7 @@ def demo_run(tmp_path: Path, picture, steps=(10, 20, 30), **kw) -> Path:
 
 def _set_config(run: Path, **sections) -> None:
     """Rewrite the run's config.toml with some sections changed (e.g. the preset's LoRA shape)."""
-    cfg = review.load_run_config(run).to_dict()
+    cfg = contents.load_run_config(run).to_dict()
     for section, values in sections.items():
         cfg[section].update(values)
     preset = cfg.pop("preset", "")
@@ -71,8 +73,8 @@ def _healthy_demo(step: int, kind: str) -> Image.Image:
 def test_a_healthy_demo_run_is_fit_although_its_saturated_character_raises_burn(tmp_path):
     # burn of the character against step 0's world picture is ~0.58, over BURN_LIMIT: the demo's own colours
     run = demo_run(tmp_path, _healthy_demo)
-    rows = {r["step"]: r for r in review.measure_steps(run)}
-    assert rows[20]["burn"] > review.BURN_LIMIT
+    rows = {r["step"]: r for r in pictures.measure_steps(run)}
+    assert rows[20]["burn"] > pictures.BURN_LIMIT
     v = run_verdict(run)
     assert v.label == "fit" and v.recommended_step in (20, 30)
     assert [c.label for c in v.checkpoints] == ["under", "fit", "fit"]
@@ -180,7 +182,7 @@ def test_a_change_that_moves_a_setting_against_its_meaning_is_not_offered(tmp_pa
 def test_an_lr_thousands_of_times_the_presets_is_sent_back_to_the_presets(tmp_path):
     run = demo_run(tmp_path, _healthy_demo, lr=3.0)
     _set_config(run, dose={"fit_low": 0.4, "fit_high": 3.0})
-    cfg = review.load_run_config(run)
+    cfg = contents.load_run_config(run)
     cfg.preset = "demo-character"
     atomic_write_text(run / "config.toml", cfg.to_toml())
     _alert(run)

@@ -54,7 +54,7 @@ class AppContext:
 
     def run_choices(self, lang: str = "en") -> list[tuple[str, str]]:
         """(label, value) for every run in the workspace, newest first; the value is the folder inside runs/."""
-        from trainer.train.rundir import list_runs, run_status
+        from trainer.run.rundir import list_runs, run_status
 
         out = []
         for run in reversed(list_runs(self.runs_dir)):

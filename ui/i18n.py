@@ -3,7 +3,7 @@ that every key the code uses exists in both languages)."""
 
 from __future__ import annotations
 
-from trainer.train.sampling import PROMPT_KIND_WORDS, kind_words
+from trainer.run.samples import PROMPT_KIND_WORDS, kind_words
 
 LANGS = ("en", "ko")
 
@@ -286,7 +286,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "group_strength": ("Strength", "강도"),
     "group_data": ("Data", "데이터"),
     "group_speed": ("Speed", "속도"),
-    # the one verdict (trainer.review.verdict), shown alike on Plan, Review and Troubleshoot; dangerous settings ask first
+    # the one verdict (trainer.doctor.verdict), shown alike on Plan, Review and Troubleshoot; dangerous settings ask first
     "verdict_run": ("Verdict: {label}", "판정: {label}"),
     "verdict_plan": ("Expected verdict: {label}", "예상 판정: {label}"),
     "verdict_rests_on": ("What it rests on", "근거"),

@@ -1,4 +1,4 @@
-"""The one verdict (:mod:`trainer.review.verdict`) as Plan, Review and Troubleshoot show it: the same badge, the same
+"""The one verdict (:mod:`trainer.doctor.verdict`) as Plan, Review and Troubleshoot show it: the same badge, the same
 words, the evidence with its strength in words. Pure functions of a Verdict or its JSON (``diagnosis.json``)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from trainer.review.verdict import LABEL_TEXT, Verdict
+from trainer.doctor.verdict import LABEL_TEXT, Verdict
 
 from .i18n import t
 

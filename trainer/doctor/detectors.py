@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from trainer.doctor.guard import MIN_LOSS_SCALE
-from trainer.train.events import as_float
+from trainer.run.events import as_float
 
 SPIKE_FACTOR = 10.0  # a grad-norm this many times the running median is a spike
 SPIKE_WINDOW = 50
@@ -378,8 +378,7 @@ def sample_findings(samples_dir: Path) -> list[Finding]:
     from PIL import Image
 
     from trainer.demo.measures import burn, leakage_scores
-    from trainer.review.grid import sample_key
-    from trainer.train.sampling import kind_words
+    from trainer.run.samples import kind_words, sample_key
 
     manifests = sorted(samples_dir.glob("step-*/manifest.json"))
     if len(manifests) < 2:

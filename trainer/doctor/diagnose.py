@@ -3,7 +3,7 @@
 Reads only the run folder (config, plan, metrics, events, samples, journal), so it works on a finished, a
 stopped or a crashed run, and on runs from another machine. Writes ``diagnosis.json``.
 
-The run's verdict (:mod:`trainer.review.verdict`) comes with it and orders it: a signal that is weak on the run's model
+The run's verdict (:mod:`trainer.doctor.verdict`) comes with it and orders it: a signal that is weak on the run's model
 counts as weak, and a cause that points away from the verdict ("overtrained" on a run judged fit) is kept as a
 lesser, weighed observation after the causes that agree, never as the top cause.
 """
@@ -20,14 +20,14 @@ from trainer.config.schema import Config, diff_configs, from_dict, read_toml
 from trainer.doctor.detectors import Finding, metric_findings, nonfinite_findings, sample_findings
 from trainer.errors import UserError
 from trainer.io import atomic_write_json, read_jsonl
-from trainer.train.events import as_float
-from trainer.train.rundir import RunPaths, run_status
+from trainer.run.events import as_float
+from trainer.run.rundir import RunPaths, run_status
 
 LEVEL_WEIGHT = {"error": 1.0, "warning": 0.6, "info": 0.3}
 NONFINITE_WEIGHT = 5.0
 # An lr a hundred times the preset's explains more than anything it caused, the non-finite values included.
 LR_FIRST_WEIGHT = 6.0
-WEAK_SIGNAL_FACTOR = 0.25  # a signal that is weak evidence on this run's model (trainer.review.verdict.weak_signals)
+WEAK_SIGNAL_FACTOR = 0.25  # a signal that is weak evidence on this run's model (trainer.doctor.verdict.weak_signals)
 CAUSE_STRENGTH = ((1.0, "strong"), (0.5, "moderate"), (0.0, "weak"))  # a cause's score, in words
 
 
@@ -51,7 +51,7 @@ def collect_findings(run_dir: Path, config: Config | None = None, with_samples: 
     findings += metric_findings(rows, plan, config) if plan else []
     if with_samples and paths.samples.is_dir():
         findings += sample_findings(paths.samples)
-    from trainer.plan.risks import lr_far_finding
+    from trainer.doctor.risks import lr_far_finding
 
     lr_far = lr_far_finding(config)
     findings += [lr_far] if lr_far else []
@@ -158,7 +158,7 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
         raise UserError(f"{run_dir} is not a run folder (no config.toml)")
     config = _load_config(paths)
     findings = collect_findings(paths.root, config)
-    from trainer.review.verdict import LABEL_TEXT, run_verdict, symptom_lean
+    from trainer.doctor.verdict import LABEL_TEXT, run_verdict, symptom_lean
 
     verdict = run_verdict(paths.root, findings=findings)
     kb = load_kb()
@@ -217,7 +217,7 @@ def cause_strength(score: float) -> str:
 
 
 def format_diagnosis(result: dict[str, Any], lang: str = "en") -> str:
-    from trainer.review.verdict import STRENGTH_TEXT
+    from trainer.doctor.verdict import STRENGTH_TEXT
 
     lines = [f"run: {result['run_dir']}  status: {result.get('status')}"]
     if result.get("verdict"):
@@ -249,7 +249,7 @@ def alert_prescription(run_dir: str | Path | None, signal: str, lang: str = "en"
     of it), and a change this config cannot make, or only the wrong way, is skipped. ``{title, detail, change}``
     in ``lang``; None when nothing applies."""
     from trainer.doctor.kb import apply_change, describe_change, load_kb, moves_as_meant
-    from trainer.plan.risks import lr_far_finding
+    from trainer.doctor.risks import lr_far_finding
 
     kb = load_kb()
     paths = RunPaths(Path(run_dir)) if run_dir else None

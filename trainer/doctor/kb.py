@@ -25,7 +25,7 @@ LANGS = ("en", "ko")
 GROUPS = ("numerics", "late_blur", "prompt_specific", "pictures", "strength", "data", "speed")
 OPS = ("set", "mul", "min", "max", "preset")
 INTENTS = ("raise", "lower")
-VERDICTS = ("fit", "under", "over", "broken")  # trainer.review.verdict.LABELS
+VERDICTS = ("fit", "under", "over", "broken")  # trainer.doctor.verdict.LABELS
 # Keys where 0 means "off": capping one at v must switch the feature on, not keep it off.
 _ZERO_MEANS_OFF = {"optim.max_grad_norm"}
 _HANGUL = re.compile(r"[\uac00-\ud7a3]")

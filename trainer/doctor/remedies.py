@@ -15,7 +15,7 @@ from typing import Any
 
 from trainer.doctor.guard import MIN_LOSS_SCALE
 from trainer.models.precision import bf16_supported
-from trainer.train.events import as_float
+from trainer.run.events import as_float
 
 MID_RUN_KEYS = ("train.precision", "optim.lr", "optim.max_grad_norm")
 # What broke first → the settings a rollback's change may touch (None: any of MID_RUN_KEYS).

@@ -124,7 +124,7 @@ def _level(row: Row, args: dict, ds: dict, general: dict) -> dict:
 
 
 def _prompt_lines(cfg: Config) -> list[str]:
-    from trainer.train.sampling import expand_prompts
+    from trainer.run.samples import expand_prompts
 
     flags = f" --s {cfg.sample.steps} --l {cfg.sample.guidance:g} --d {cfg.sample.seed}"
     if cfg.sample.negative_prompt:

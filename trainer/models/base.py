@@ -258,7 +258,7 @@ def _from_single_file(path: Path, family: str, torch_dtype):
     else:
         # diffusers picks te2's weights by a te1 key whenever the two widths match (true of tiny models):
         # load te2 from its own OpenCLIP tensors so it can never receive te1's.
-        from trainer.export.single_file import load_open_clip_text_encoder
+        from trainer.models.single_file import load_open_clip_text_encoder
 
         kwargs["text_encoder_2"] = load_open_clip_text_encoder(path, config_dir, torch_dtype)
     try:

@@ -21,8 +21,8 @@ import torch
 from safetensors.torch import load_file
 
 from trainer.errors import UserError
-from trainer.export.lora_files import save_safetensors
 from trainer.models.conditioning import text_pairs
+from trainer.tensor_files import save_safetensors
 
 EMBEDDING_FILE = "embedding.safetensors"
 EMBEDDING_EMA_FILE = "embedding_ema.safetensors"  # beside lora_ema.safetensors

@@ -176,7 +176,7 @@ def save_pipeline(pipe, out_dir: str | Path, single_file: bool = False) -> Path:
     if not single_file:
         pipe.save_pretrained(out, safe_serialization=True)
         return out
-    from trainer.export.single_file import save_single_file, write_config_folder
+    from trainer.models.single_file import save_single_file, write_config_folder
 
     write_config_folder(pipe, out / "config")
     path = out / "model.safetensors"

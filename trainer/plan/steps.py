@@ -16,8 +16,7 @@ from typing import Any
 from trainer.config.schema import MAX_STEPS, Config
 from trainer.data.scan import DatasetReport, scan_dataset
 from trainer.errors import UserError
-from trainer.train.distributed import per_rank_batches
-from trainer.train.optim import schedule_mean
+from trainer.plan.schedule import per_rank_batches, schedule_mean
 
 DOSE_EXPLANATION = {
     "en": (
@@ -225,7 +224,7 @@ def sample_prompt_warnings(cfg: Config, report: DatasetReport) -> list[dict[str,
     order). The settings seed: sample prompts test generalisation, so they must ask for what the data does
     not have; a copied caption only shows memorisation. The trigger-only prompt is left out: likeness to the
     data is what it checks, even where the captions are the bare trigger."""
-    from trainer.train.sampling import expand_prompts
+    from trainer.run.samples import expand_prompts
 
     if not cfg.sample.enabled:
         return []

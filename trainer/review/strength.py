@@ -14,7 +14,7 @@ from typing import Any
 from trainer.config.schema import Config
 from trainer.errors import UserError
 from trainer.io import atomic_write_bytes, atomic_write_json
-from trainer.review.grid import load_run_config, resolve_checkpoint
+from trainer.run.contents import load_run_config, resolve_checkpoint
 
 STRENGTHS = (0.6, 0.8, 1.0, 1.2)
 
@@ -94,7 +94,7 @@ def strength_sweep(
     embedding come off it again afterwards). Returns ``[{strength, prompt, kind, index, file}]``.
     """
     from trainer.models.precision import decide_precision, resolve_device
-    from trainer.train.sampling import expand_prompts
+    from trainer.run.samples import expand_prompts
 
     root = Path(run_dir).resolve()
     config = load_run_config(root)

@@ -10,8 +10,8 @@ from typing import Any
 
 import torch
 
-from trainer.export.lora_files import NonFiniteTensorError, first_nonfinite
 from trainer.io import atomic_target
+from trainer.tensor_files import NonFiniteTensorError, first_nonfinite
 from trainer.train.state import rng_state
 
 

@@ -7,8 +7,8 @@ import sys
 import threading
 
 from trainer.config.schema import Config
+from trainer.run.events import Event
 from trainer.train.commands import Commands
-from trainer.train.events import Event
 
 
 class ConsoleSink:

@@ -125,6 +125,3 @@ def padded_to_multiple(batches: list, world_size: int) -> list:
     return batches + [batches[i % len(batches)] for i in range(missing)] if batches else batches
 
 
-def per_rank_batches(n_batches: int, world_size: int) -> int:
-    """How many of an epoch's ``n_batches`` each of ``world_size`` ranks takes (the padded share)."""
-    return -(-n_batches // world_size)

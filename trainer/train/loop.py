@@ -20,16 +20,16 @@ from trainer.config.schema import Config
 from trainer.data.batches import LatentCache, epoch_batches, image_tensor, process_caption
 from trainer.doctor.guard import Decision
 from trainer.doctor.numerics import StepHealth, grad_norms, read_health, weight_norm_flag
-from trainer.doctor.recovery import RecoveryMixin
 from trainer.errors import UserError
+from trainer.run.events import Sink, event
+from trainer.run.rundir import RunPaths, write_status
 from trainer.train import checkpoint as ckpt
 from trainer.train.commands import Commands
 from trainer.train.distributed import Dist
 from trainer.train.ema import LoraEMA
-from trainer.train.events import Sink, event
 from trainer.train.outputs import OutputsMixin
 from trainer.train.preparation import PreparationMixin
-from trainer.train.rundir import RunPaths, write_status
+from trainer.train.recovery import RecoveryMixin
 from trainer.train.state import DataPosition, TrainState
 
 EXIT_CODES = {"finished": 0, "stopped": 130, "paused": 130, "guard_stopped": 3, "failed": 1}

@@ -11,11 +11,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trainer.export.lora_files import DIFFUSERS_TWIN, NonFiniteTensorError, write_diffusers, write_kohya
+from trainer.export.lora_files import DIFFUSERS_TWIN, write_diffusers, write_kohya
 from trainer.io import atomic_folder, fsync_file
 from trainer.models.embedding import EMBEDDING_EMA_FILE, EMBEDDING_FILE, write_embedding
+from trainer.run.rundir import rotate_checkpoints, write_checkpoint_marker
+from trainer.tensor_files import NonFiniteTensorError
 from trainer.train import checkpoint as ckpt
-from trainer.train.rundir import rotate_checkpoints, write_checkpoint_marker
 from trainer.train.sampling import sampling_pipeline, write_samples
 
 

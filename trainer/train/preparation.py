@@ -22,13 +22,14 @@ from trainer.models.base import load_pipeline
 from trainer.models.conditioning import TextConditioner
 from trainer.models.lora import EMBEDDING_ROLE, attach_lora
 from trainer.models.precision import decide_precision, make_grad_scaler, resolve_device
+from trainer.plan.schedule import build_scheduler
 from trainer.plan.steps import make_plan
+from trainer.run.events import MultiSink, RunFolderSink
+from trainer.run.rundir import RunPaths, latest_checkpoint, new_run_dir, run_status, write_status
+from trainer.run.samples import expand_prompts
 from trainer.train import checkpoint as ckpt
 from trainer.train.ema import LoraEMA
-from trainer.train.events import MultiSink, RunFolderSink
-from trainer.train.optim import build_optimizer, build_scheduler
-from trainer.train.rundir import RunPaths, latest_checkpoint, new_run_dir, run_status, write_status
-from trainer.train.sampling import expand_prompts
+from trainer.train.optim import build_optimizer
 from trainer.train.state import TrainState
 from trainer.train.tensorboard_log import TensorBoardSink
 

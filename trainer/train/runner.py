@@ -105,7 +105,7 @@ class Runner:
         """Continue a paused run from its checkpoint, in its own folder with its own settings (``config.toml``):
         the same as :meth:`start` with ``resume``. Refuses a run that is not paused."""
         from trainer.config.schema import load_config
-        from trainer.train.rundir import RunPaths, run_status
+        from trainer.run.rundir import RunPaths, run_status
 
         paths = RunPaths(Path(run_dir))
         status = run_status(paths.root).get("status")
@@ -204,8 +204,8 @@ _NONFINITE = ("nan", "inf", "-inf")  # how metrics.jsonl writes a non-finite num
 def _load_earlier(s: RunState, run_dir: str, step: int) -> None:
     """What a resumed run's folder already holds up to ``step`` (its metrics rows, the samples and checkpoints
     of its events), put in front of the new rows as if the run had never stopped."""
-    from trainer.train.events import as_float
-    from trainer.train.rundir import events, metrics
+    from trainer.run.events import as_float
+    from trainer.run.rundir import events, metrics
 
     rows = []
     for r in metrics(run_dir):

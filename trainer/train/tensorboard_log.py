@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from trainer.train.events import Event
+from trainer.run.events import Event
 
 FOLDER = "tensorboard"
 # metrics row field -> scalar tag

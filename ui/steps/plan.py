@@ -14,10 +14,10 @@ import gradio as gr
 
 from trainer.config.presets import PRESET_DIR, preset_config
 from trainer.config.schema import Config, diff_configs, dumps_toml
+from trainer.doctor.verdict import LABEL_TEXT, plan_verdict
 from trainer.errors import UserError
 from trainer.models.base import DISTILLED_WARNING, detect_distilled
 from trainer.plan.steps import Plan, make_plan
-from trainer.review.verdict import LABEL_TEXT, plan_verdict
 
 from ..binding import UI, error_box
 from ..fields import BY_NAME, NAMES, config_from_values

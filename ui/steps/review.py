@@ -18,10 +18,12 @@ import gradio as gr
 from PIL import Image
 
 from trainer.data.images import for_display
+from trainer.doctor import pictures
 from trainer.errors import UserError
 from trainer.models.embedding import embedding_beside
 from trainer.review import grid as review
 from trainer.review import strength
+from trainer.run import contents
 
 from ..binding import UI, ok_box
 from ..i18n import kind_label, t
@@ -111,7 +113,7 @@ def wire(ui: UI) -> None:
             raise UserError(t("err_pick_checkpoint", lang))
         progress(0, desc=t("download_preparing", lang))
         run = ctx.run_path(review_run or "", lang)
-        src = review.resolve_checkpoint(run, ckpt)
+        src = contents.resolve_checkpoint(run, ckpt)
         # a copy in the temp dir: the workspace may lie outside what gradio serves, and no path is added to it
         name = f"{run.parent.name}-{run.name}-{src.parent.name}-{src.name}"
         folder = downloads.fresh()
@@ -121,7 +123,7 @@ def wire(ui: UI) -> None:
             shutil.copyfile(src, dest)
             return {"download_file": str(dest), "review_msg": ok_box(t("download_ready", lang, name=name))}
         # a trained trigger embedding belongs with the LoRA; named after the trigger, as UIs name embeddings
-        trigger = review.load_run_config(run).dataset.trigger
+        trigger = contents.load_run_config(run).dataset.trigger
         dest = folder / (Path(name).stem + ".zip")
         with zipfile.ZipFile(dest, "w", zipfile.ZIP_STORED) as z:
             z.write(src, name)
@@ -151,7 +153,7 @@ def review_view(ui: UI, review_run: str | None, lang: str) -> dict[str, Any]:
     run = ui.ctx.run_path(review_run, lang)
     grid = review.review_grid(run)
     rec = ui.ctx.recommend(run)
-    labels = [c["label"] for c in review.checkpoint_files(run)]
+    labels = [c["label"] for c in contents.checkpoint_files(run)]
     value = rec["label"] if rec else (labels[-1] if labels else None)
     verdicts = checkpoint_labels(rec.get("verdict") if rec else None, lang)
     return {
@@ -208,10 +210,10 @@ def grid_html(grid: dict[str, Any], recommended: int | None, lang: str, verdicts
 
 
 def measures_table(run: Path, lang: str, rec: dict[str, Any] | None = None) -> Any:
-    doses = review.dose_by_step(run)
+    doses = pictures.dose_by_step(run)
     verdicts = checkpoint_labels(rec.get("verdict") if rec else None, lang)
     rows = []
-    for r in review.measure_steps(run):
+    for r in pictures.measure_steps(run):
         rows.append([r["step"], verdicts.get(r["step"], "—"), _num(doses.get(r["step"])), _num(r["leakage"]),
                      _num(r["burn"]), _num(r["likeness"]), _num(r["adherence"])])
     headers = [t("step", lang), t("col_verdict", lang), t("col_dose", lang), t("col_leakage", lang),

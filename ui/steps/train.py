@@ -25,10 +25,10 @@ from gradio import processing_utils
 from gradio.components.plot import PlotData
 
 from trainer.config.schema import save_config
+from trainer.doctor.risks import start_risks
 from trainer.errors import UserError
-from trainer.plan.risks import start_risks
 from trainer.plan.steps import make_plan
-from trainer.train.rundir import list_runs, run_status
+from trainer.run.rundir import list_runs, run_status
 from trainer.train.runner import TERMINAL
 
 from .. import live, plots

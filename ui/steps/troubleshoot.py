@@ -12,10 +12,10 @@ import gradio as gr
 from trainer.config.schema import diff_configs
 from trainer.doctor.diagnose import cause_strength, earlier_checkpoint
 from trainer.doctor.kb import GROUPS, apply_change, describe_change, load_kb, moves_as_meant
+from trainer.doctor.verdict import STRENGTH_TEXT, symptom_causes, symptom_reading
 from trainer.errors import UserError
-from trainer.review.grid import load_run_config
-from trainer.review.verdict import STRENGTH_TEXT, symptom_causes, symptom_reading
-from trainer.train.rundir import list_runs, run_status
+from trainer.run.contents import load_run_config
+from trainer.run.rundir import list_runs, run_status
 
 from ..binding import UI, ok_box
 from ..context import status_label

@@ -24,7 +24,7 @@ from typing import Any
 
 from trainer.config.schema import Config
 from trainer.io import read_jsonl
-from trainer.train.rundir import RunPaths
+from trainer.run.rundir import RunPaths
 
 LABELS = ("fit", "under", "over", "broken")
 STRENGTHS = ("strong", "moderate", "weak")
@@ -164,7 +164,7 @@ def plan_verdict(plan: Any) -> Verdict:
 
 
 def _checkpoint_steps(run_dir: Path) -> list[int]:
-    from trainer.review.grid import checkpoint_files
+    from trainer.run.contents import checkpoint_files
 
     files = checkpoint_files(run_dir)
     steps = sorted({c["step"] for c in files if c["weights"] == "live" and not c["final"]})
@@ -178,7 +178,7 @@ def _fmt(v: float | None) -> str:
 
 
 def _picture_observations(row: dict[str, Any], demo: bool, best_adherence: float | None) -> list[Observation]:
-    from trainer.review.grid import ADHERENCE_SLACK, BURN_LIMIT, LEAKAGE_LIMIT
+    from trainer.doctor.pictures import ADHERENCE_SLACK, BURN_LIMIT, LEAKAGE_LIMIT
 
     obs = []
     like, adh, leak, burn = row.get("likeness"), row.get("adherence"), row.get("leakage"), row.get("burn")
@@ -221,7 +221,8 @@ def _picture_observations(row: dict[str, Any], demo: bool, best_adherence: float
 
 def checkpoint_verdicts(run_dir: str | Path, config: Config | None = None) -> list[CheckpointVerdict]:
     """A verdict for every saved checkpoint (live weights; the final save when there is no other), oldest first."""
-    from trainer.review.grid import dose_by_step, load_run_config, measure_steps
+    from trainer.doctor.pictures import dose_by_step, measure_steps
+    from trainer.run.contents import load_run_config
 
     run_dir = Path(run_dir)
     config = config or load_run_config(run_dir)
@@ -315,7 +316,8 @@ def run_verdict(run_dir: str | Path, findings: list[Any] | None = None) -> Verdi
     """The run's verdict: broken when the guard saw a non-finite value; else from its checkpoints (fit when one
     fits, with the one to use; under when all are under; else over); a run without checkpoints is judged on the
     dose it reached and its numbers. ``findings`` (the detectors', e.g. from ``diagnose``) saves reading them twice."""
-    from trainer.review.grid import dose_by_step, load_run_config
+    from trainer.doctor.pictures import dose_by_step
+    from trainer.run.contents import load_run_config
 
     run_dir = Path(run_dir)
     config = load_run_config(run_dir)
