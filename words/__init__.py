@@ -1,0 +1,61 @@
+"""Every word LoRA Doctor shows people, in English and Korean: one table of templates keyed by code.
+
+The trainer library returns codes and values (:class:`trainer.message.Msg`); the app and the CLI word them here with
+:func:`say`. Each module of this package holds one area's templates as ``TEXTS = {code: (english, korean)}``;
+:data:`TEXTS` is all of them, and a code defined twice is an error at import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from trainer.message import Msg
+
+LANGS = ("en", "ko")
+
+TEXTS: dict[str, tuple[str, str]] = {}
+
+
+def register(area: str, texts: Mapping[str, tuple[str, str]]) -> None:
+    """Add one area's templates; a code another area already defined is a developer's error."""
+    clash = sorted(set(texts) & set(TEXTS))
+    if clash:
+        raise ValueError(f"words/{area}: codes defined twice: {', '.join(clash)}")
+    TEXTS.update(texts)
+
+
+def say(message: Msg | str | Mapping[str, str], lang: str = "en", **values: Any) -> str:
+    """A message in ``lang`` ("en" or "ko"; anything else reads as English).
+
+    ``message`` is a :class:`Msg`, a bare code (with ``values``), or an already worded ``{"en": …, "ko": …}``
+    (what run folders written before codes hold)."""
+    if isinstance(message, Mapping):
+        return str(message.get(lang) or message.get("en", ""))
+    if isinstance(message, Msg):
+        values = {**message.values, **values}
+        code = message.code
+    else:
+        code = message
+    en, ko = TEXTS[code]
+    text = ko if lang == "ko" else en
+    if not values:
+        return text
+    return text.format(**{k: say(v, lang) if isinstance(v, Msg) else v for k, v in values.items()})
+
+
+def both(message: Msg | str | Mapping[str, str], **values: Any) -> dict[str, str]:
+    """``{"en": …, "ko": …}``: a message worded in both languages, for a file both kinds of reader open."""
+    return {lang: say(message, lang, **values) for lang in LANGS}
+
+
+def _load() -> None:
+    from importlib import import_module
+    from pkgutil import iter_modules
+
+    for info in iter_modules(__path__):
+        mod = import_module(f"{__name__}.{info.name}")
+        register(info.name, getattr(mod, "TEXTS", {}))
+
+
+_load()
