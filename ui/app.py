@@ -90,13 +90,13 @@ def _wire_language(ui: UI) -> None:
         out["device_md"] = preset.device_text(ui, lang)
         out["preset"] = gr.update(choices=preset.preset_choices(ui, lang), label=t("preset_label", lang))
         runs = ui.ctx.run_choices(lang)  # the runs' statuses, in words of this language
-        for name in ("review_run", "ts_run"):
+        for name in ("review_run", "ts_run", "compare_a", "compare_b"):
             out[name] = {**out.get(name, gr.update()), "choices": runs}
         return out
 
     names = [n for n in NAMES if n in ui.c] + [name for name, _, _ in ui.texts]
     names += [f"card_{pid}" for pid in ui.cards] + [f"card_{pid}_md" for pid in ui.cards] + ["device_md", "preset"]
-    names += ["review_run", "ts_run"]
+    names += ["review_run", "ts_run", "compare_a", "compare_b"]
     ui.on(ui["lang"].change, relabel, ["lang"], list(dict.fromkeys(names)), show_progress="hidden")
 
 
