@@ -35,6 +35,9 @@ CSS = """
 .ld-captions .thumbnail-item > img {aspect-ratio:1;height:auto}
 .ld-captions .caption-label {position:static;white-space:normal;overflow:visible;text-overflow:clip;max-width:none;
   opacity:1;border:none;border-radius:0;background:none;overflow-wrap:anywhere;text-align:center}
+#ld-compare-grid-a, #ld-compare-grid-b {flex:1 1 0;min-width:0;overflow-x:auto}
+.ld-compare-grid {overflow-x:auto;max-width:100%}
+.ld-compare-grid .ld-grid img {max-width:min(128px,9vw)}
 #ld-sweep .grid-wrap {max-height:none;height:auto;overflow-y:visible}
 #ld-sweep img {image-rendering:pixelated}
 """

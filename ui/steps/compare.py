@@ -102,7 +102,8 @@ def compare_view(ui: UI, rel_a: str | None, rel_b: str | None, lang: str) -> dic
                            for name, figure in PLOTS.items()}
     for side, name in (("a", "compare_grid_a"), ("b", "compare_grid_b")):
         grid = {**result["grids"][side], "kinds": kinds}  # the same columns on both sides
-        out[name] = f"<h4>{side.upper()}: {html.escape(names[side])}</h4>{grid_html(grid, None, lang)}"
+        out[name] = (f"<div class='ld-compare-grid'><h4>{side.upper()}: {html.escape(names[side])}</h4>"
+                     f"{grid_html(grid, None, lang)}</div>")
     return {**out, "compare_source": source, "compare_diff": gr.Dataframe(value=rows, headers=headers),
             "compare_state": [rel_a, rel_b], "compare_msg": ""}
 
