@@ -52,6 +52,7 @@ def test_a_message_is_worded_in_the_readers_language_and_nests():
         assert words.both(m) == {"en": "3 steps of loss", "ko": "손실 3스텝"}
         assert Msg.from_json(m.to_json()) == m
         assert words.say({"en": "old file", "ko": "옛 파일"}, "ko") == "옛 파일"  # a run folder worded before codes
+        assert words.say(msg("test_only.a", n=1, what={"en": "loss", "ko": "손실"}), "ko") == "손실 1스텝"
         with pytest.raises(ValueError, match="defined twice"):
             words.register("again", {"test_only.a": ("x", "x")})
     finally:
@@ -69,12 +70,6 @@ STILL_WORDED_IN_TRAINER: set[str] = {
     "trainer/doctor/kb.py",
     "trainer/doctor/risks.py",
     "trainer/doctor/verdict.py",
-    "trainer/kohya/exporter.py",
-    "trainer/kohya/importer.py",
-    "trainer/kohya/mapping.py",
-    "trainer/kohya/report.py",
-    "trainer/kohya/special.py",
-    "trainer/kohya/steps.py",
     "trainer/models/base.py",
     "trainer/plan/memory.py",
     "trainer/plan/memory_fit.py",
@@ -90,3 +85,14 @@ def test_the_trainer_library_holds_no_korean():
     assert worded <= STILL_WORDED_IN_TRAINER, f"Korean words inside trainer/ (move them to words/): {sorted(worded - STILL_WORDED_IN_TRAINER)}"
     gone = STILL_WORDED_IN_TRAINER - worded
     assert not gone, f"these no longer hold words; take them off STILL_WORDED_IN_TRAINER: {sorted(gone)}"
+
+
+def test_only_the_cli_front_end_in_trainer_imports_the_word_layer():
+    importers = set()
+    for p in (REPO / "trainer").rglob("*.py"):
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            if any(n == "words" or n.startswith("words.") for n in names):
+                importers.add(p.relative_to(REPO).as_posix())
+    assert importers <= {"trainer/cli.py"}, f"trainer returns Msg; only its CLI words them: {sorted(importers)}"

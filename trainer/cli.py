@@ -145,6 +145,7 @@ def cmd_diagnose(args) -> int:
 def cmd_import_kohya(args) -> int:
     from trainer.config.schema import save_config
     from trainer.kohya.importer import import_kohya
+    from words import say
 
     cfg, report = import_kohya(args.file, args.dataset_config, compare_steps=not args.no_steps)
     out = Path(args.output).expanduser()
@@ -152,21 +153,22 @@ def cmd_import_kohya(args) -> int:
         raise UserError(f"-o {out} is a folder; give the path of the config .toml to write")
     save_config(cfg, out)
     if args.json:
-        _print_json({**report.to_json(), "config": str(out)})
+        _print_json({**report.to_json(say), "config": str(out)})
     else:
-        print(report.text(args.lang))
-        print(f"\n{'written' if args.lang == 'en' else '저장함'}: {out}")
+        print(report.text(say, args.lang))
+        print("\n" + say("kohya.report.written", args.lang, path=out))
     return EXIT_OK
 
 
 def cmd_export_kohya(args) -> int:
     from trainer.kohya.exporter import export_kohya
+    from words import say
 
     files, command, report = export_kohya(args.source, args.output)
     if args.json:
-        _print_json({**report.to_json(), "files": {k: str(v) for k, v in files.items()}, "command": command})
+        _print_json({**report.to_json(say), "files": {k: str(v) for k, v in files.items()}, "command": command})
     else:
-        print(report.text(args.lang))
+        print(report.text(say, args.lang))
         print("\n" + "\n".join(str(f) for f in files.values()))
         print(command)
     return EXIT_OK

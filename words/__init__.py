@@ -29,7 +29,7 @@ def say(message: Msg | str | Mapping[str, str], lang: str = "en", **values: Any)
     """A message in ``lang`` ("en" or "ko"; anything else reads as English).
 
     ``message`` is a :class:`Msg`, a bare code (with ``values``), or an already worded ``{"en": …, "ko": …}``
-    (what run folders written before codes hold)."""
+    (what run folders written before codes hold); a value may be either of the two as well."""
     if isinstance(message, Mapping):
         return str(message.get(lang) or message.get("en", ""))
     if isinstance(message, Msg):
@@ -41,7 +41,7 @@ def say(message: Msg | str | Mapping[str, str], lang: str = "en", **values: Any)
     text = ko if lang == "ko" else en
     if not values:
         return text
-    return text.format(**{k: say(v, lang) if isinstance(v, Msg) else v for k, v in values.items()})
+    return text.format(**{k: say(v, lang) if isinstance(v, Msg | Mapping) else v for k, v in values.items()})
 
 
 def both(message: Msg | str | Mapping[str, str], **values: Any) -> dict[str, str]:
