@@ -113,8 +113,6 @@ STILL_LONG: set[str] = {
     "trainer/doctor/detectors.py",
     "trainer/doctor/kb.py",
     "trainer/doctor/verdict.py",
-    "trainer/kohya/mapping.py",
-    "trainer/kohya/special.py",
     "trainer/train/loop.py",
 }
 
