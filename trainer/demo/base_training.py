@@ -358,9 +358,9 @@ def train_diffusion(unet, text_encoder, tokenizer, latents: torch.Tensor, captio
     the same batches as an uninterrupted one.
     """
     from diffusers import DDPMScheduler
+    from diffusers.training_utils import compute_snr
 
     sched = DDPMScheduler.from_config(scheduler_config())  # ignores the DDIM-only keys
-    alphas = sched.alphas_cumprod
     ids = tokenize(tokenizer, captions)
     empty = tokenize(tokenizer, [""])[0]
     params = [*unet.parameters(), *text_encoder.parameters()]
@@ -392,7 +392,7 @@ def train_diffusion(unet, text_encoder, tokenizer, latents: torch.Tensor, captio
         hidden = text_encoder(batch_ids)[0]
         pred = unet(sched.add_noise(x0, noise, t), t, hidden).sample
         loss = F.mse_loss(pred, noise, reduction="none").mean(dim=(1, 2, 3))
-        snr = alphas[t] / (1 - alphas[t])
+        snr = compute_snr(sched, t)
         loss = (loss * torch.clamp(snr, max=s.min_snr_gamma) / snr).mean()  # min-SNR-γ: composition first
         opt.zero_grad(set_to_none=True)
         loss.backward()
