@@ -42,7 +42,7 @@ import torch
 
 from trainer.config.schema import from_dict
 from trainer.demo import evaluation as ev
-from trainer.demo.measures import adherence_scores, burn, likeness, world_leakage_scores
+from trainer.demo.measures import adherence_scores, likeness, world_leakage_scores
 from trainer.demo.world import (
     TRIGGER,
     caption,
@@ -51,6 +51,7 @@ from trainer.demo.world import (
     write_character_dataset,
     write_prior_dataset,
 )
+from trainer.doctor.picture_measures import burn
 from trainer.doctor.verdict import run_verdict
 from trainer.models.base import load_pipeline
 from trainer.models.embedding import embedding_beside, load_embedding, unload_embedding

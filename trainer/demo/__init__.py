@@ -1,5 +1,5 @@
 """The built-in demo: a synthetic world of captioned scenes, the demo character "zxc" that the world never
-shows (the LoRA dataset), and measures computed from pictures (likeness, adherence, leakage, burn).
+shows (the LoRA dataset), and measures computed from its pictures (likeness, adherence, leakage).
 
 ``world`` draws and captions; ``measures`` reads pictures back. See each module's docstring.
 """
@@ -7,8 +7,6 @@ shows (the LoRA dataset), and measures computed from pictures (likeness, adheren
 from trainer.demo.measures import (
     adherence,
     adherence_scores,
-    burn,
-    colour_stats,
     detect_background,
     detect_colour,
     detect_shape,
@@ -39,10 +37,8 @@ __all__ = [
     "Scene",
     "adherence",
     "adherence_scores",
-    "burn",
     "caption",
     "character_scene",
-    "colour_stats",
     "demo_prompt_specs",
     "demo_sample_prompts",
     "detect_background",
