@@ -42,14 +42,13 @@ import torch
 
 from trainer.config.schema import from_dict
 from trainer.demo import evaluation as ev
+from trainer.demo.datasets import write_character_dataset, write_prior_dataset
 from trainer.demo.measures import adherence_scores, likeness, world_leakage_scores
 from trainer.demo.world import (
     TRIGGER,
     caption,
     demo_prompt_specs,
     sample_scene,
-    write_character_dataset,
-    write_prior_dataset,
 )
 from trainer.doctor.picture_measures import burn
 from trainer.doctor.verdict import run_verdict

@@ -10,6 +10,7 @@ import pytest
 from PIL import Image, ImageDraw, ImageEnhance, ImageFilter
 
 from trainer.demo import world
+from trainer.demo.datasets import write_character_dataset, write_world_dataset
 from trainer.demo.measures import (
     adherence,
     adherence_scores,
@@ -36,8 +37,6 @@ from trainer.demo.world import (
     render_scene,
     sample_scene,
     world_dataset,
-    write_character_dataset,
-    write_world_dataset,
 )
 from trainer.doctor.picture_measures import burn, colour_stats, to_lab
 
