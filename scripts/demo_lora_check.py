@@ -50,10 +50,10 @@ from trainer.demo.world import (
     demo_prompt_specs,
     sample_scene,
 )
-from trainer.doctor.picture_measures import burn
 from trainer.doctor.verdict import run_verdict
 from trainer.models.base import load_pipeline
 from trainer.models.embedding import embedding_beside, load_embedding, unload_embedding
+from trainer.picture_measures import burn
 from trainer.review.strength import load_lora_onto
 from trainer.train.loop import run_training
 

@@ -38,7 +38,7 @@ from trainer.demo.world import (
     sample_scene,
     world_dataset,
 )
-from trainer.doctor.picture_measures import burn, colour_stats, to_lab
+from trainer.picture_measures import burn, colour_stats, to_lab
 
 WORLD_CAPTION = re.compile(
     rf"an? ({'|'.join(COLOURS)}) ({'|'.join(SHAPES)}) on ({'|'.join(BACKGROUNDS)}), "

@@ -14,9 +14,9 @@ from trainer.config.schema import from_dict
 from trainer.demo import character_scene, demo_sample_prompts, render_scene, write_character_dataset
 from trainer.demo.world import Scene
 from trainer.doctor import pictures
-from trainer.doctor.picture_measures import leakage_scores
 from trainer.errors import UserError
 from trainer.io import atomic_write_json, atomic_write_text
+from trainer.picture_measures import leakage_scores
 from trainer.review import grid as review
 from trainer.review import strength
 from trainer.run import contents

@@ -1,6 +1,6 @@
 """Measures computed from pictures of the demo world: how much a picture shows the demo character, how well it
 follows a demo prompt, and leakage judged by what a picture shows. Review, the verdict and the live detectors use
-them on the demo run only; burn and pixel drift, which hold for any run, are :mod:`trainer.doctor.picture_measures`.
+them on the demo run only; burn and pixel drift, which hold for any run, are :mod:`trainer.picture_measures`.
 
 Pure numpy; every function takes a PIL image or an HxWx3 uint8 array. They are built to survive blurry,
 noisy 64 px samples from a tiny model: colours are judged in CIE Lab against the world's named palette,
@@ -28,8 +28,8 @@ from trainer.demo.world import (
     character_scene,
     render_scene,
 )
-from trainer.doctor.picture_measures import ImageLike, as_rgb, sized_like, to_hsv, to_lab
-from trainer.doctor.picture_measures import leakage_scores as pixel_leakage_scores
+from trainer.picture_measures import ImageLike, as_rgb, sized_like, to_hsv, to_lab
+from trainer.picture_measures import leakage_scores as pixel_leakage_scores
 
 _COLOUR_SIGMA = 25.0  # Lab distance at which a colour stops reading as the asked one
 _POSITION_SIGMA = 0.09  # fraction of the image side; positions sit 0.22 apart
@@ -318,7 +318,7 @@ def detect_background(img: ImageLike) -> str:
 def leakage_scores(img: ImageLike, base_img: ImageLike) -> dict[str, float]:
     """How a no-trigger sample moved away from the base model's sample (same prompt, same seed).
 
-    ``drift``: the pixel drift of :func:`trainer.doctor.picture_measures.leakage_scores`; ``character``: how much
+    ``drift``: the pixel drift of :func:`trainer.picture_measures.leakage_scores`; ``character``: how much
     more the character shows than in the base sample; ``leakage``: the larger.
     """
     a, b = as_rgb(img), sized_like(base_img, img)

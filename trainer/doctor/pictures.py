@@ -15,9 +15,9 @@ from PIL import Image
 
 from trainer.config.schema import Config
 from trainer.doctor.detectors import Finding
-from trainer.doctor.picture_measures import burn, leakage_scores
 from trainer.errors import UserError
 from trainer.io import read_jsonl
+from trainer.picture_measures import burn, leakage_scores
 from trainer.run.contents import load_run_config, sample_manifests
 from trainer.run.rundir import RunPaths
 from trainer.run.samples import kind_words, sample_key

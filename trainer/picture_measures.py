@@ -2,7 +2,8 @@
 leakage as pixel drift. They read colours and edges only, never what a picture shows; the demo world's measures
 (:mod:`trainer.demo.measures`) add what its pictures show, on the demo only.
 
-Pure numpy; every function takes a PIL image or an HxWx3 uint8 array. Scores are in [0, 1] unless a docstring
+At the top level, below both :mod:`trainer.doctor` (which reads every run's pictures with it) and
+:mod:`trainer.demo` (whose measures build on it). Pure numpy; every function takes a PIL image or an HxWx3 uint8 array. Scores are in [0, 1] unless a docstring
 says otherwise.
 """
 
