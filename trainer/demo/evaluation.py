@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from trainer.demo.base_training import IMAGE_SIZE
+from trainer.demo.base_model import IMAGE_SIZE
 from trainer.demo.measures import adherence_scores, detect_background, detect_colour, detect_shape, likeness
 from trainer.demo.world import TRIGGER, caption, sample_scene
 

@@ -1,4 +1,5 @@
-"""Detectors short of NaN: pure functions over a run's metric rows, events, plan and sample pictures.
+"""Detectors short of NaN: pure functions over a run's metric rows, events and plan (the sample pictures' findings
+are :func:`trainer.doctor.pictures.sample_findings`).
 
 Each finding names a knowledge-base signal and carries its evidence (steps and values), so the same code
 serves the live run (findings as events while it trains) and :mod:`trainer.doctor.diagnose` afterwards.
@@ -10,7 +11,6 @@ import itertools
 import math
 import statistics
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from trainer.doctor.guard import MIN_LOSS_SCALE
@@ -363,62 +363,3 @@ def metric_findings(rows: list[dict], plan: dict, config) -> list[Finding]:
         slowdown_finding(rows),
     ]
     return [f for f in candidates if f is not None]
-
-
-# ------------------------------------------------------------------------------------- from pictures
-
-BURN_LIMIT = 0.5
-LEAKAGE_LIMIT = 0.5
-
-
-def sample_findings(samples_dir: Path) -> list[Finding]:
-    """Burn (saturation/contrast drift from step 0) and leakage (the no-trigger sample drifting from the base)."""
-    import json
-
-    from PIL import Image
-
-    from trainer.demo.measures import burn, leakage_scores
-    from trainer.run.samples import kind_words, sample_key
-
-    manifests = sorted(samples_dir.glob("step-*/manifest.json"))
-    if len(manifests) < 2:
-        return []
-    base_dir = manifests[0].parent
-    base = {sample_key(s): s for s in json.loads(manifests[0].read_text())["samples"] if s["weights"] == "live"}
-    burn_hits, leak_hits = [], []
-    for m in manifests[1:]:
-        data = json.loads(m.read_text())
-        burns: dict[tuple[int, str], list[float]] = {}  # (prompt index, kind) -> burn per seed
-        leaks: list[float] = []
-        for s in data["samples"]:
-            if s["weights"] != "live" or sample_key(s) not in base:
-                continue
-            img = Image.open(m.parent / s["file"]).convert("RGB")
-            ref = Image.open(base_dir / base[sample_key(s)]["file"]).convert("RGB")
-            burns.setdefault((s["index"], s["kind"]), []).append(burn(img, ref)["burn_score"])
-            if s["kind"] == "no_trigger":
-                leaks.append(leakage_scores(img, ref)["leakage"])
-        for (_, kind), values in burns.items():  # a prompt's pictures over their seeds
-            b = sum(values) / len(values)
-            if b > BURN_LIMIT:
-                burn_hits.append((data["step"], kind, b))
-        leak = sum(leaks) / len(leaks) if leaks else 0.0
-        if leak > LEAKAGE_LIMIT:
-            leak_hits.append((data["step"], leak))
-    out = []
-    if burn_hits:
-        step, kind, b = burn_hits[0]
-        en, ko = kind_words(kind, "en"), kind_words(kind, "ko")
-        out.append(Finding("sample_burn", "warning",
-                           {"en": f"samples drift in saturation/contrast from step 0 (burn {b:.2f} at step {step}, {en})",
-                            "ko": f"샘플의 채도·대비가 0스텝보다 과해짐 ({step}스텝 {ko}, 탐 지수 {b:.2f})"},
-                           sorted({h[0] for h in burn_hits}), {"burn": [[s, k, v] for s, k, v in burn_hits[:12]]}))
-    if leak_hits:
-        step, leak = leak_hits[0]
-        out.append(Finding("leakage", "warning",
-                           {"en": f"the no-trigger sample drifts from the base model's (leakage {leak:.2f} at step {step}): "
-                                  "the LoRA is leaking into everything",
-                            "ko": f"트리거 없는 샘플이 기반 모델의 그림에서 멀어짐 ({step}스텝 누출 {leak:.2f}): "
-                                  "다른 것까지 물들고 있음"},
-                           [s for s, _ in leak_hits], {"leakage": [[s, v] for s, v in leak_hits]}))
-    return out

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from trainer.config.schema import Config, diff_configs, from_dict, read_toml
-from trainer.doctor.detectors import Finding, metric_findings, nonfinite_findings, sample_findings
+from trainer.doctor.detectors import Finding, metric_findings, nonfinite_findings
 from trainer.errors import UserError
 from trainer.io import atomic_write_json, read_jsonl
 from trainer.run.events import as_float
@@ -50,6 +50,8 @@ def collect_findings(run_dir: Path, config: Config | None = None, with_samples: 
     findings = nonfinite_findings(events)
     findings += metric_findings(rows, plan, config) if plan else []
     if with_samples and paths.samples.is_dir():
+        from trainer.doctor.pictures import sample_findings  # numpy and PIL: only when there are pictures
+
         findings += sample_findings(paths.samples)
     from trainer.doctor.risks import lr_far_finding
 

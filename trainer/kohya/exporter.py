@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from trainer.config.schema import Config, flatten, load_config
-from trainer.data.scan import IMAGE_SUFFIXES, KOHYA_FOLDER
+from trainer.data.folders import IMAGE_SUFFIXES, KOHYA_FOLDER
 from trainer.errors import UserError
 from trainer.io import atomic_write_text
 from trainer.kohya.mapping import ROWS, Row

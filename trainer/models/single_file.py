@@ -21,6 +21,8 @@ from pathlib import Path
 
 import torch
 
+from trainer.io import atomic_target
+
 UNET_PREFIX = "model.diffusion_model."
 VAE_PREFIX = "first_stage_model."
 SD15_CLIP_PREFIX = "cond_stage_model.transformer.text_model."
@@ -340,7 +342,6 @@ def save_single_file(pipe, path: str | Path) -> Path:
     from safetensors.torch import save_file
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     state: dict[str, torch.Tensor] = {}
     seen: set[int] = set()
     for key, tensor in pipeline_to_ldm(pipe).items():
@@ -353,10 +354,8 @@ def save_single_file(pipe, path: str | Path) -> Path:
             ptr = tensor.untyped_storage().data_ptr()
         seen.add(ptr)
         state[key] = tensor
-    # Write to a temporary name first so an interrupted save never leaves a truncated checkpoint behind.
-    tmp = path.with_name(path.name + ".partial")
-    save_file(state, str(tmp), metadata={"format": "pt"})
-    tmp.replace(path)
+    with atomic_target(path) as tmp:  # an interrupted save never leaves a truncated checkpoint behind
+        save_file(state, str(tmp), metadata={"format": "pt"})
     return path
 
 

@@ -19,7 +19,8 @@ class RecoveryMixin:
         """Findings short of NaN, each emitted once as a ``finding`` event with its evidence."""
         if not self.dist.is_main:
             return
-        from trainer.doctor.detectors import metric_findings, sample_findings
+        from trainer.doctor.detectors import metric_findings
+        from trainer.doctor.pictures import sample_findings
 
         found = metric_findings(list(self._rows), self.plan.to_json(), self.config)
         if final and self.paths.samples.is_dir():

@@ -221,16 +221,10 @@ def _load_earlier(s: RunState, run_dir: str, step: int) -> None:
 
 def memory_in_use() -> dict[str, float | None]:
     """Process RSS and, on a GPU, allocated / peak VRAM, in MiB."""
+    import psutil
     import torch
 
-    rss = None
-    try:  # Linux; elsewhere (Windows has no ``resource`` module) the figure is simply not shown
-        import resource
-
-        with open("/proc/self/statm") as f:
-            rss = int(f.read().split()[1]) * resource.getpagesize() / 2**20
-    except (OSError, ImportError):
-        rss = None
+    rss = psutil.Process().memory_info().rss / 2**20  # resident set size; on Windows, the working set
     vram = peak = None
     if torch.cuda.is_available():
         vram = torch.cuda.memory_allocated() / 2**20
