@@ -68,6 +68,7 @@ STILL_WORDED_IN_TRAINER: set[str] = {
     "trainer/doctor/detectors.py",
     "trainer/doctor/diagnose.py",
     "trainer/doctor/kb.py",
+    "trainer/doctor/pictures.py",
     "trainer/doctor/risks.py",
     "trainer/doctor/verdict.py",
     "trainer/models/base.py",
