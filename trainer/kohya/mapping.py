@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from trainer.models.family import chosen_family
+
 
 @dataclass(frozen=True)
 class Changed:
@@ -78,6 +80,12 @@ def resolution_to_ours(v: Any) -> Any:
 
 def family_to_ours(v: Any) -> str:
     return "sdxl" if as_bool(v) else "auto"
+
+
+def family_to_sd(v: str) -> bool:
+    """sd-scripts' ``sdxl`` switch for our model.family ("auto": off)."""
+    chosen = chosen_family(v)
+    return bool(chosen and chosen.kohya_sdxl)
 
 
 def vpred_to_ours(v: Any) -> str:
@@ -213,7 +221,7 @@ R = Row
 ROWS: tuple[Row, ...] = (
     # model
     R("pretrained_model_name_or_path", "pretrained_model_name_or_path", "model.base", path_to_ours),
-    R("sdxl", "", "model.family", family_to_ours, lambda v: v == "sdxl",
+    R("sdxl", "", "model.family", family_to_ours, family_to_sd,
       ("sd-scripts: sdxl_train_network.py instead of train_network.py", "sd-scripts: train_network.py 대신 sdxl_train_network.py")),
     R("v_parameterization", "v_parameterization", "model.prediction_type", vpred_to_ours, lambda v: v == "v_prediction",
       sd_default=False),
