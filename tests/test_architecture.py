@@ -108,7 +108,6 @@ STILL_LONG: set[str] = {
     "trainer/config/schema.py",
     "trainer/doctor/kb.py",
     "trainer/doctor/verdict.py",
-    "trainer/train/loop.py",
 }
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from trainer.errors import UserError
+from trainer.models.family import FAMILIES
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_GUARD, EXIT_USER_STOP = 0, 2, 3, 130
 
@@ -203,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_check_dataset)
 
     p = sub.add_parser("tiny-model", help="write a tiny SD1.5/SDXL-shaped pipeline (for tests and demos)")
-    p.add_argument("family", choices=["sd15", "sdxl"])
+    p.add_argument("family", choices=list(FAMILIES))
     p.add_argument("out_dir")
     p.add_argument("--single-file", action="store_true", help="one .safetensors plus a config/ folder")
     p.set_defaults(func=cmd_tiny_model)

@@ -14,6 +14,7 @@ from typing import Any
 
 from trainer.config.schema import Config, from_dict
 from trainer.errors import UserError
+from trainer.models.family import AUTO, FAMILIES
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ FIELDS: tuple[Field, ...] = (
     _f("base", "model.base", "base", "preset", "Base model", "기반 모델",
        info_en="built-in demo / tiny-sd15, a local diffusers folder, a .safetensors file, or a hub id owner/name",
        info_ko="내장 demo / tiny-sd15, 로컬 diffusers 폴더, .safetensors 파일, 또는 허브 id owner/name"),
-    _f("family", "model.family", "choice", "preset", "Model family", "모델 계열", ("auto", "sd15", "sdxl")),
+    _f("family", "model.family", "choice", "preset", "Model family", "모델 계열", (AUTO, *FAMILIES)),
     _f("run_name", "save.name", "text", "preset", "Run name", "실행 이름"),
     _f("rank", "lora.rank", "int", "preset", "Rank", "Rank"),
     _f("alpha", "lora.alpha", "float", "preset", "Alpha", "Alpha"),

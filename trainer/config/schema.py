@@ -25,6 +25,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from trainer.errors import UserError
+from trainer.models.family import AUTO, FAMILIES
 from trainer.toml_writer import dumps_toml
 
 CONFIG_VERSION = 1
@@ -83,6 +84,16 @@ def path_text(v: str) -> str:
     return v
 
 
+def _known_family(v: str) -> str:
+    # the registered families, read when a config is checked: adding a family's adapter is all it takes
+    if v != AUTO and v not in FAMILIES:
+        names = [repr(n) for n in (AUTO, *FAMILIES)]
+        raise PydanticCustomError("unknown_family", "Input should be {allowed}",
+                                  {"allowed": ", ".join(names[:-1]) + " or " + names[-1]})
+    return v
+
+
+FamilyName = Annotated[str, AfterValidator(_known_family)]
 PathText = Annotated[str, AfterValidator(path_text)]
 TriggerText = Annotated[str, AfterValidator(lambda v: plain_text(v, MAX_TRIGGER_CHARS))]
 
@@ -96,7 +107,8 @@ class _Section(BaseModel):
 class ModelConfig(_Section):
     base: PathText = Field("tiny-sd15", min_length=1)
     """"tiny-sd15", "tiny-sdxl", "demo", a local diffusers folder, a local .safetensors/.ckpt, or a hub id."""
-    family: Literal["auto", "sd15", "sdxl"] = "auto"
+    family: FamilyName = AUTO
+    """"auto" (read from the base) or a registered family's name (trainer.models.family): "sd15", "sdxl"."""
     prediction_type: Literal["auto", "epsilon", "v_prediction"] = "auto"
     allow_distilled: bool = False
     """Train on a turbo/LCM/lightning base anyway (the seeds advise against it)."""

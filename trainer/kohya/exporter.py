@@ -15,6 +15,7 @@ from trainer.io import atomic_write_text
 from trainer.kohya.mapping import ROWS, Row
 from trainer.kohya.report import Report
 from trainer.message import Msg, msg
+from trainer.models.family import chosen_family
 from trainer.toml_writer import dumps_toml
 
 # Our settings sd-scripts has no place for, and why that is fine (or what to do there).
@@ -110,7 +111,7 @@ def to_kohya(cfg: Config, out_dir: Path) -> tuple[dict[str, Any], dict[str, Any]
     ds["subsets"] = _subsets(cfg, rep)
     args["dataset_config"] = str(out_dir / "dataset_config.toml")
     done |= {"dataset.path", "dataset.reg_path"}
-    script = "sdxl_train_network.py" if cfg.model.family == "sdxl" else "train_network.py"
+    script = kohya_script(cfg)
     put("model.family", args, "(script)", None, msg("kohya.export.script", script=script))
     for key, value in flatten(cfg.to_dict()).items():
         if key in done or key in rep.source_keys():
@@ -184,7 +185,14 @@ def export_kohya(source: str | Path, out_dir: str | Path) -> tuple[dict[str, Pat
     if "sample_prompts" in args:
         files["prompts"] = out / "sample_prompts.txt"
         atomic_write_text(files["prompts"], "\n".join(prompts) + "\n")
-    script = "sdxl_train_network.py" if cfg.model.family == "sdxl" else "train_network.py"
+    script = kohya_script(cfg)
     command = f"accelerate launch {script} --config_file {shlex.quote(str(files['config']))}"
     atomic_write_text(files["command"], command + "\n")
     return files, command, rep
+
+
+def kohya_script(cfg: Config) -> str:
+    """sd-scripts' training script for the config's family ("auto" trains with train_network.py, as sd-scripts'
+    default)."""
+    chosen = chosen_family(cfg.model.family)
+    return chosen.kohya_script if chosen else "train_network.py"

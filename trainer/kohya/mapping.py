@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainer.message import Msg, msg
+from trainer.models.family import chosen_family
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,12 @@ def resolution_to_ours(v: Any) -> Any:
 
 def family_to_ours(v: Any) -> str:
     return "sdxl" if as_bool(v) else "auto"
+
+
+def family_to_sd(v: str) -> bool:
+    """sd-scripts' ``sdxl`` switch for our model.family ("auto": off)."""
+    chosen = chosen_family(v)
+    return bool(chosen and chosen.kohya_sdxl)
 
 
 def vpred_to_ours(v: Any) -> str:
@@ -197,7 +204,7 @@ R = Row
 ROWS: tuple[Row, ...] = (
     # model
     R("pretrained_model_name_or_path", "pretrained_model_name_or_path", "model.base", path_to_ours),
-    R("sdxl", "", "model.family", family_to_ours, lambda v: v == "sdxl", msg("kohya.row.sdxl")),
+    R("sdxl", "", "model.family", family_to_ours, family_to_sd, msg("kohya.row.sdxl")),
     R("v_parameterization", "v_parameterization", "model.prediction_type", vpred_to_ours, lambda v: v == "v_prediction",
       sd_default=False),
     R("v2", "v2", note=msg("kohya.row.v2"), special=True),

@@ -19,6 +19,7 @@ from peft.utils import get_peft_model_state_dict, set_peft_model_state_dict
 from trainer.errors import UserError
 from trainer.models.conditioning import text_pairs
 from trainer.models.embedding import TriggerEmbedding
+from trainer.models.family import family as model_family
 
 EMBEDDING_ROLE = "emb"
 
@@ -137,10 +138,8 @@ def attach_lora(pipe, lora_cfg, family: str, seed: int, trigger: str = "") -> Lo
             m.requires_grad_(False)
     models: dict[str, torch.nn.Module] = {"unet": pipe.unet}
     if lora_cfg.train_text_encoder:
-        if family == "sdxl":
-            models["te1"], models["te2"] = pipe.text_encoder, pipe.text_encoder_2
-        else:
-            models["te"] = pipe.text_encoder
+        for te in model_family(family).text_encoders:
+            models[te.lora_role] = getattr(pipe, te.component)
     configs = {}
     torch.manual_seed(seed)  # the adapters' random init is part of the run's seed
     for role, m in models.items():
