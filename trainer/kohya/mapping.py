@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from trainer.config.choices import OPTIMIZERS
+
 
 @dataclass(frozen=True)
 class Changed:
@@ -94,8 +96,6 @@ def path_to_ours(v: Any) -> str:
 
 LOCON_TYPES = ("Kohya LoCon", "LyCORIS/LoCon", "LoCon")
 """LoRA_type values for which kohya_ss passes conv_dim / conv_alpha on."""
-OPTIMIZERS = {"adamw": "adamw", "adamw8bit": "adamw8bit", "prodigy": "prodigy"}
-OPTIMIZER_TO_KOHYA = {"adamw": "AdamW", "adamw8bit": "AdamW8bit", "prodigy": "Prodigy"}
 # Close relatives: the same update rule with a different memory trick, or the method Prodigy grew out of.
 OPTIMIZER_KIN = {"pagedadamw8bit": "adamw8bit", "pagedadamw": "adamw", "pagedadamw32bit": "adamw",
                  "dadaptation": "prodigy", "dadaptadam": "prodigy", "dadaptadampreprint": "prodigy",
@@ -103,11 +103,17 @@ OPTIMIZER_KIN = {"pagedadamw8bit": "adamw8bit", "pagedadamw": "adamw", "pagedada
                  "dadaptlion": "prodigy", "dadaptsgd": "prodigy"}  # fmt: skip
 
 
+def optimizer_to_kohya(ours: str) -> str:
+    """Its ``optimizer_type`` name, as the optimizer's registration (trainer/train/optim.py) gives it."""
+    return OPTIMIZERS[ours].kohya or ours
+
+
 def optimizer_to_ours(v: Any) -> Any:
     name = str(v or "AdamW").strip()
     key = name.lower()
-    if key in OPTIMIZERS:
-        return OPTIMIZERS[key]
+    ours = {(spec.kohya or spec.name).lower(): spec.name for spec in OPTIMIZERS.values()}
+    if key in ours:
+        return ours[key]
     if key in OPTIMIZER_KIN:
         ours = OPTIMIZER_KIN[key]
         return Changed(ours, f"{name} is not offered; {ours} is its closest relative (same update, or Prodigy, "
@@ -255,7 +261,7 @@ ROWS: tuple[Row, ...] = (
       note=("plain LoRA (Standard, networks.lora) and LoCon; LoHa, LoKr, iA3, DyLoRA, GLoRA... become LoRA",
             "기본 LoRA(Standard, networks.lora)와 LoCon. LoHa, LoKr, iA3, DyLoRA, GLoRA 등은 LoRA로 바꿈")),
     # optimizer and schedule
-    R("optimizer", "optimizer_type", "optim.optimizer", optimizer_to_ours, OPTIMIZER_TO_KOHYA.get,
+    R("optimizer", "optimizer_type", "optim.optimizer", optimizer_to_ours, optimizer_to_kohya,
       ("AdamW, AdamW8bit, Prodigy; Paged… and DAdapt… go to their closest", "AdamW, AdamW8bit, Prodigy. Paged…와 DAdapt…는 가장 가까운 것으로"),
       sd_default="AdamW"),
     R("optimizer_args", "optimizer_args", "optim.weight_decay", special=True,
