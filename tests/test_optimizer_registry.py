@@ -61,3 +61,10 @@ def test_every_package_an_optimizer_needs_is_a_requirement():
               for line in (ROOT / "requirements.txt").read_text().splitlines() if line.strip() and line[0] != "#"}
     for spec in OPTIMIZERS.values():
         assert not spec.needs or spec.needs.lower() in listed, f"{spec.name} needs {spec.needs}: add it to requirements.txt"
+
+
+def test_the_low_precision_state_cause_covers_exactly_the_8bit_optimizers():
+    from trainer.doctor.kb import load_kb
+
+    eight_bit = {spec.name for spec in OPTIMIZERS.values() if spec.eight_bit_state}
+    assert set(load_kb().cause("optimizer_state_precision").only_when["optim.optimizer"]) == eight_bit
