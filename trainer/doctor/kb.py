@@ -13,9 +13,9 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal, NamedTuple
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, Field, ValidationError, model_validator
 
 from trainer.config.schema import Config
 from trainer.doctor.changes import Change, FrozenModel, as_config
@@ -28,6 +28,13 @@ LANGS = ("en", "ko")
 GROUPS = ("numerics", "late_blur", "prompt_specific", "pictures", "strength", "data", "speed")
 VERDICTS = ("fit", "under", "over", "broken")  # trainer.doctor.verdict.LABELS
 _HANGUL = re.compile(r"[\uac00-\ud7a3]")
+_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+
+
+def _plain_id(v: str) -> str:
+    if not _ID.match(v):
+        raise ValueError("needs an id of letters, digits and underscores")
+    return v
 
 
 class KBError(ValueError):
@@ -38,7 +45,7 @@ class Entry(FrozenModel):
     """An entry of one kind: its id and its texts (``<field>_en`` / ``<field>_ko`` in the TOML)."""
 
     TEXTS: ClassVar[tuple[str, ...]] = ("title",)
-    id: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*$")
+    id: Annotated[str, AfterValidator(_plain_id)]
     texts: dict[str, dict[str, str]]  # field → lang → text, e.g. texts["title"]["ko"]
 
     @model_validator(mode="before")
@@ -270,6 +277,8 @@ def _entry(where: str, cls: type[Entry], raw: Any) -> Entry:
             loc, msg = ".".join(map(str, e["loc"])), e["msg"].removeprefix("Value error, ")
             if e["type"] == "extra_forbidden":
                 parts.append(f"unknown key {loc!r}; allowed: {sorted(set(cls.model_fields) - {'id', 'texts'})}")
+            elif e["type"] == "missing":
+                parts.append(f"missing {loc}")
             elif e["type"] == "value_error":  # our own checks: the message says what is wrong
                 parts.append(f"{loc}: {msg}" if loc else msg)
             else:
