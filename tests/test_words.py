@@ -67,7 +67,7 @@ STILL_WORDED_IN_TRAINER: set[str] = {
     "trainer/data/scan.py",
     "trainer/doctor/detectors.py",
     "trainer/doctor/diagnose.py",
-    "trainer/doctor/kb.py",
+    "trainer/doctor/changes.py",
     "trainer/doctor/pictures.py",
     "trainer/doctor/risks.py",
     "trainer/doctor/verdict.py",

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trainer.config.choices import optimizer_spec
 from trainer.config.schema import Config
 from trainer.io import read_jsonl
 from trainer.run.rundir import RunPaths
@@ -34,7 +35,6 @@ LIKENESS_SHOWS = 0.5  # demo: at this likeness the character is there (stripes, 
 # On the demo character the pictures are read for what they show; the pixel scores the detectors compute for any
 # run (burn, pixel leakage) move with its own saturated colours and with any weight change on a model this small.
 DEMO_WEAK_SIGNALS = ("sample_burn", "leakage")
-DOSE_WEAK_OPTIMIZERS = ("prodigy",)  # they set their own step size: the lr is a multiplier, the dose not comparable
 
 LABEL_TEXT = {
     "fit": {"en": "fit", "ko": "알맞음"},
@@ -232,7 +232,8 @@ def checkpoint_verdicts(run_dir: str | Path, config: Config | None = None) -> li
     measured = {r["step"]: r for r in measure_steps(run_dir)}
     doses = dose_by_step(run_dir, config)
     demo = any(r.get("likeness") is not None for r in measured.values())
-    dose_strength = "weak" if config.optim.optimizer in DOSE_WEAK_OPTIMIZERS else "moderate"
+    # an optimizer that sets its own step size (a dose note) makes the lr a multiplier: the dose is not comparable
+    dose_strength = "weak" if optimizer_spec(config.optim.optimizer).dose_note else "moderate"
     out = []
     best_adh: float | None = None  # the best adherence up to this save: overfitting is a fall from an earlier peak
     for step in steps:

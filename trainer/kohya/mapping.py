@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from trainer.config.choices import OPTIMIZERS
 from trainer.message import Msg, msg
 from trainer.models.family import chosen_family
 
@@ -100,8 +101,6 @@ def path_to_ours(v: Any) -> str:
 
 LOCON_TYPES = ("Kohya LoCon", "LyCORIS/LoCon", "LoCon")
 """LoRA_type values for which kohya_ss passes conv_dim / conv_alpha on."""
-OPTIMIZERS = {"adamw": "adamw", "adamw8bit": "adamw8bit", "prodigy": "prodigy"}
-OPTIMIZER_TO_KOHYA = {"adamw": "AdamW", "adamw8bit": "AdamW8bit", "prodigy": "Prodigy"}
 # Close relatives: the same update rule with a different memory trick, or the method Prodigy grew out of.
 OPTIMIZER_KIN = {"pagedadamw8bit": "adamw8bit", "pagedadamw": "adamw", "pagedadamw32bit": "adamw",
                  "dadaptation": "prodigy", "dadaptadam": "prodigy", "dadaptadampreprint": "prodigy",
@@ -109,11 +108,17 @@ OPTIMIZER_KIN = {"pagedadamw8bit": "adamw8bit", "pagedadamw": "adamw", "pagedada
                  "dadaptlion": "prodigy", "dadaptsgd": "prodigy"}  # fmt: skip
 
 
+def optimizer_to_kohya(ours: str) -> str:
+    """Its ``optimizer_type`` name, as the optimizer's registration (trainer/train/optim.py) gives it."""
+    return OPTIMIZERS[ours].kohya or ours
+
+
 def optimizer_to_ours(v: Any) -> Any:
     name = str(v or "AdamW").strip()
     key = name.lower()
-    if key in OPTIMIZERS:
-        return OPTIMIZERS[key]
+    ours = {(spec.kohya or spec.name).lower(): spec.name for spec in OPTIMIZERS.values()}
+    if key in ours:
+        return ours[key]
     if key in OPTIMIZER_KIN:
         ours = OPTIMIZER_KIN[key]
         return Changed(ours, msg("kohya.changed.optimizer_kin", name=name, ours=ours))
@@ -238,7 +243,7 @@ ROWS: tuple[Row, ...] = (
     R("network_train_unet_only", "network_train_unet_only", "lora.train_text_encoder", not_, not_, sd_default=False),
     R("LoRA_type", "network_module", special=True, note=msg("kohya.row.LoRA_type")),
     # optimizer and schedule
-    R("optimizer", "optimizer_type", "optim.optimizer", optimizer_to_ours, OPTIMIZER_TO_KOHYA.get,
+    R("optimizer", "optimizer_type", "optim.optimizer", optimizer_to_ours, optimizer_to_kohya,
       msg("kohya.row.optimizer"), sd_default="AdamW"),
     R("optimizer_args", "optimizer_args", "optim.weight_decay", special=True,
       note=msg("kohya.row.optimizer_args")),

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from trainer.config.choices import optimizer_spec
 from trainer.config.schema import Config
 from trainer.errors import UserError
 from trainer.models.base import base_config_folder, classify_base
@@ -229,13 +230,9 @@ def lora_tensors(cfg: Config, shapes: ModelShapes) -> list[int]:
 
 
 def optimizer_bytes(optimizer: str, tensors: list[int]) -> int:
-    """AdamW: two fp32 moments. 8-bit AdamW (bitsandbytes): two 1-byte moments, an fp32 absmax per block of 256
-    and two 256-entry fp32 quantization maps for tensors of 4,096 elements or more, fp32 moments below. Prodigy:
-    the moments plus its ``s`` and ``p0``."""
-    if optimizer == "adamw8bit":
-        return sum(2 * n + 2 * 4 * -(-n // 256) + 2 * 1024 if n >= 4096 else 8 * n for n in tensors)
-    per = 16 if optimizer == "prodigy" else 8
-    return per * sum(tensors)
+    """The optimizer's state over the trainable tensors, as its registration (trainer/train/optim.py) counts it."""
+    state_bytes = optimizer_spec(optimizer).state_bytes
+    return sum(state_bytes(n) for n in tensors)
 
 
 # ------------------------------------------------------------------------------------------- device

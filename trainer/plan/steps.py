@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from trainer.config.choices import optimizer_spec
 from trainer.config.schema import MAX_STEPS, Config
 from trainer.data.scan import DatasetReport, scan_dataset
 from trainer.errors import UserError
@@ -47,12 +48,6 @@ _ZONE_ADVICE = {
         "이 프리셋이 노리는 범위보다 높습니다. 그림을 외우고 색이 탈 수 있으니 학습률, 스텝이나 alpha를 낮추세요",
     ),
 }
-
-_PRODIGY_NOTE = {
-    "en": "Prodigy sets its own step size, so its lr is a multiplier and the dose is not comparable to AdamW's.",
-    "ko": "Prodigy는 걸음 크기를 스스로 정하므로 lr은 배율일 뿐이고, 이 값은 AdamW의 값과 비교할 수 없습니다.",
-}
-
 
 @dataclass
 class Plan:
@@ -91,7 +86,7 @@ class Plan:
     dose_formula: dict[str, str] = field(default_factory=dict)
     dose_advice: dict[str, str] = field(default_factory=dict)
     dose_explanation: dict[str, str] = field(default_factory=lambda: dict(DOSE_EXPLANATION))
-    dose_note: dict[str, str] | None = None
+    dose_note: str | None = None  # a words code (an optimizer that sets its own step size)
     sample_warnings: list[dict[str, Any]] = field(default_factory=list)
     """Sample prompts that copy a training caption: ``{index, prompt, kind, files, matches, message}``."""
 
@@ -198,7 +193,7 @@ def make_plan(cfg: Config, report: DatasetReport, world_size: int = 1) -> Plan:
         ),
         dose_formula=dose_formula,
         dose_advice={"en": advice_en, "ko": advice_ko},
-        dose_note=dict(_PRODIGY_NOTE) if cfg.optim.optimizer == "prodigy" else None,
+        dose_note=optimizer_spec(cfg.optim.optimizer).dose_note or None,
         sample_warnings=sample_prompt_warnings(cfg, report),
     )
 

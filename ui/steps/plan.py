@@ -18,6 +18,7 @@ from trainer.doctor.verdict import LABEL_TEXT, plan_verdict
 from trainer.errors import UserError
 from trainer.models.base import DISTILLED_WARNING, detect_distilled
 from trainer.plan.steps import Plan, make_plan
+from words import say
 
 from ..binding import UI, error_box
 from ..fields import BY_NAME, NAMES, config_from_values
@@ -98,7 +99,7 @@ def render_plan(plan: Plan, lang: str) -> dict[str, Any]:
     verdict = plan_verdict(plan)  # the words Review and Troubleshoot use for the run, forecast from the dose
     dose_text = [verdict_markdown(verdict, lang, evidence=0), plan.dose_formula[lang], plan.dose_explanation[lang]]
     if plan.dose_note:
-        dose_text.append(plan.dose_note[lang])
+        dose_text.append(say(plan.dose_note, lang))
     zone = LABEL_TEXT[verdict.label][lang]
     return {
         "plan_formula": formula,
