@@ -382,7 +382,7 @@ ROWS: tuple[Row, ...] = (
 
 BY_GUI: dict[str, Row] = {r.gui: r for r in ROWS if r.gui}
 BY_SD: dict[str, Row] = {r.sd: r for r in ROWS if r.sd and " " not in r.sd}
-NEUTRAL = ("", None, 0, 0.0, False, [], "0", "0.0", "none", "None")
+NEUTRAL: tuple[Any, ...] = ("", None, 0, 0.0, False, [], "0", "0.0", "none", "None")
 """Values that leave a setting off: an unsupported or unknown key holding one of them changes nothing."""
 
 

@@ -53,7 +53,7 @@ class TextConditioner:
             for i, c in enumerate(missing):
                 self._cache[c] = (hidden[i].float(), None if pooled is None else pooled[i].float())
         hidden = torch.stack([self._cache[c][0] for c in captions])
-        pooled = None if self.family == "sd15" else torch.stack([self._cache[c][1] for c in captions])
+        pooled = None if self.family == "sd15" else torch.stack([self._cache[c][1] for c in captions])  # type: ignore[misc]  # SDXL caches a pooled embedding for every caption
         return hidden, pooled
 
     def clear_cache(self) -> None:
