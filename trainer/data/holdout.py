@@ -25,7 +25,7 @@ def split_holdout(report: DatasetReport, count: int, seed: int) -> tuple[Dataset
     kept = [it for it in report.items if it.rel not in held_rels]
     by_bucket: dict[tuple[int, int], list[int]] = {}
     for it in kept:
-        row = by_bucket.setdefault(tuple(it.bucket), [0, 0])
+        row = by_bucket.setdefault(it.bucket, [0, 0])
         row[0] += 1
         row[1] += it.repeats
     buckets = [{"width": w, "height": h, "images": n, "image_repeats": r} for (w, h), (n, r) in by_bucket.items()]

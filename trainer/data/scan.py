@@ -11,7 +11,7 @@ import hashlib
 import re
 import warnings
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -235,7 +235,7 @@ def _inspect_pixels(path: Path, rel: str, resolution: int) -> tuple[int, int, in
         min_side = min_side_for(resolution)
         if min(w, h) < min_side:
             raise _Excluded("too_small", rel, w=w, h=h, res=resolution, min_side=min_side)
-        frames = im.n_frames if getattr(im, "is_animated", False) else 1
+        frames = im.n_frames if getattr(im, "is_animated", False) else 1  # type: ignore[attr-defined]  # animated formats add it
         im.seek(0)
         bits = bit_depth(im)
         if im.format == "JPEG":
@@ -318,7 +318,7 @@ ASPECT_BINS = [(0.0, 0.25, "<1:4"), (0.25, 0.5, "1:4â€“1:2"), (0.5, 0.75, "1:2â€
                (4.0, None, ">4:1")]  # fmt: skip
 
 
-def _histogram(values: list[float], bins: list[tuple[float, float | None, str]]) -> list[dict[str, Any]]:
+def _histogram(values: Sequence[float], bins: Sequence[tuple[float, float | None, str]]) -> list[dict[str, Any]]:
     return [
         {"label": label, "lo": lo, "hi": hi, "count": sum(lo <= v and (hi is None or v < hi) for v in values)}
         for lo, hi, label in bins

@@ -60,9 +60,10 @@ def build_unet():
     The 32 px level is only 16 channels wide and has no attention: it costs as much as a 16 px level of 32
     channels, so 32x32 latents come almost for free. Attention sits at 16 and 8 px, where the LoRA learns.
     """
-    from diffusers import UNet2DConditionModel
+    # from its module, not the package: type checkers read diffusers' top level as its no-torch dummies
     from diffusers.models.resnet import ResnetBlock2D
     from diffusers.models.transformers.transformer_2d import Transformer2DModel
+    from diffusers.models.unets.unet_2d_condition import UNet2DConditionModel
 
     unet = UNet2DConditionModel(sample_size=LATENT_SIZE, in_channels=LATENT_CHANNELS, out_channels=LATENT_CHANNELS,
                                 block_out_channels=(16, 32, 64, 128), layers_per_block=1,
@@ -77,7 +78,7 @@ def build_unet():
         for m in unet.modules():
             if isinstance(m, ResnetBlock2D):
                 m.conv2.weight.zero_()
-                m.conv2.bias.zero_()
+                m.conv2.bias.zero_()  # type: ignore[union-attr]  # built with a bias
             elif isinstance(m, Transformer2DModel):
                 m.proj_out.weight.zero_()
                 m.proj_out.bias.zero_()
@@ -95,7 +96,7 @@ def assemble_pipeline(vae, text_encoder, unet):
     pipe = StableDiffusionPipeline(vae=vae, text_encoder=text_encoder, tokenizer=clip_tokenizer(), unet=unet,
                                    scheduler=DDIMScheduler(**scheduler_config()), safety_checker=None,
                                    feature_extractor=None, requires_safety_checker=False)
-    pipe.set_progress_bar_config(disable=True)
+    pipe.set_progress_bar_config(disable=True)  # type: ignore[attr-defined]  # typed as diffusers' no-torch dummy
     return pipe
 
 

@@ -41,7 +41,7 @@ _ASPECT_CHANGE = 1.35  # an object's box this much taller (or wider) than the ba
 def _box_blur(a: np.ndarray) -> np.ndarray:
     p = np.pad(a, ((1, 1), (1, 1), (0, 0)), mode="edge")
     h, w = a.shape[:2]
-    return sum(p[i : i + h, j : j + w] for i in range(3) for j in range(3)) / 9.0
+    return sum(p[i : i + h, j : j + w] for i in range(3) for j in range(3)) / 9.0  # type: ignore[return-value]  # a sum of arrays
 
 
 def _dilate(mask: np.ndarray) -> np.ndarray:

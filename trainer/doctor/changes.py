@@ -4,7 +4,7 @@ it moves the setting the way it means to. The knowledge base (:mod:`trainer.doct
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -13,8 +13,10 @@ from trainer.config.schema import Config, from_dict
 if TYPE_CHECKING:
     from trainer.doctor.kb import Prescription
 
-OPS = ("set", "mul", "min", "max", "preset")
-INTENTS = ("raise", "lower")
+Op = Literal["set", "mul", "min", "max", "preset"]
+Intent = Literal["raise", "lower"]
+OPS: tuple[str, ...] = get_args(Op)
+INTENTS: tuple[str, ...] = get_args(Intent)
 # Keys where 0 means "off": capping one at v must switch the feature on, not keep it off.
 _ZERO_MEANS_OFF = {"optim.max_grad_norm"}
 
@@ -28,10 +30,10 @@ class FrozenModel(BaseModel):
 
 class Change(FrozenModel):
     key: str
-    op: Literal[OPS]
+    op: Op
     value: Any = None
     requires: tuple[str, ...] = ()  # capabilities the machine must have (bf16_supported); the caller checks
-    intent: Literal[INTENTS] | None = None  # which way the change means to move the setting (see :func:`intent`)
+    intent: Intent | None = None  # which way the change means to move the setting (see :func:`intent`)
 
     @model_validator(mode="after")
     def _complete(self) -> Change:

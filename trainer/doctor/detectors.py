@@ -146,6 +146,7 @@ def loss_scale_finding(rows: list[dict]) -> Finding | None:
     elif worst >= SCALE_HALVINGS:
         en, ko = f"fell on {worst} steps in a row after its warm-up", f"워밍업 뒤 {worst}스텝 연속으로 내려감"
     else:
+        assert peak is not None  # fall only grows once a step was applied at a peak
         en, ko = (f"fell to 1/{fall:g} of the {_scale(peak)} it had trained at after its warm-up",
                   f"워밍업 뒤 학습하던 값 {_scale(peak)}의 1/{fall:g}로 내려감")
     return Finding(
@@ -217,8 +218,8 @@ def clip_saturation_finding(rows: list[dict], max_norm: float) -> Finding | None
 
 
 def loss_trend_finding(rows: list[dict], warmup: int) -> Finding | None:
-    losses = [(r["step"], _f(r, "loss")) for r in _applied(rows) if r["step"] > warmup]
-    losses = [(s, v) for s, v in losses if v is not None and math.isfinite(v)]
+    measured = [(r["step"], _f(r, "loss")) for r in _applied(rows) if r["step"] > warmup]
+    losses = [(s, v) for s, v in measured if v is not None and math.isfinite(v)]
     if len(losses) < MIN_ROWS * 2:
         return None
     third = len(losses) // 3
@@ -235,8 +236,8 @@ def loss_trend_finding(rows: list[dict], warmup: int) -> Finding | None:
 
 
 def weight_growth_finding(rows: list[dict]) -> Finding | None:
-    norms = [(r["step"], _f(r, "weight_norm")) for r in _applied(rows) if r.get("weight_norm") is not None]
-    norms = [(s, v) for s, v in norms if v is not None and math.isfinite(v) and v > 0]
+    measured = [(r["step"], _f(r, "weight_norm")) for r in _applied(rows) if r.get("weight_norm") is not None]
+    norms = [(s, v) for s, v in measured if v is not None and math.isfinite(v) and v > 0]
     if len(norms) < 2:
         return None
     (s0, first), (s1, last) = norms[0], norms[-1]
@@ -282,8 +283,8 @@ def sample_prompt_finding(plan: dict) -> Finding | None:
 
 
 def stalled_finding(rows: list[dict]) -> Finding | None:
-    ratios = [(r["step"], _f(r, "update_ratio")) for r in _applied(rows) if r.get("update_ratio") is not None]
-    ratios = [(s, v) for s, v in ratios if v is not None]
+    measured = [(r["step"], _f(r, "update_ratio")) for r in _applied(rows) if r.get("update_ratio") is not None]
+    ratios = [(s, v) for s, v in measured if v is not None]
     if len(ratios) < 3:
         return None
     late = ratios[len(ratios) // 2 :]

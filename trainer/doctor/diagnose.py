@@ -120,8 +120,8 @@ def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[s
 
 
 def _loss_summary(rows: list[dict]) -> dict[str, Any]:
-    losses = [as_float(r.get("loss")) for r in rows if not r.get("skipped")]
-    losses = [v for v in losses if v is not None and math.isfinite(v)]
+    measured = [as_float(r.get("loss")) for r in rows if not r.get("skipped")]
+    losses = [v for v in measured if v is not None and math.isfinite(v)]
     tail = losses[-max(1, len(losses) // 4) :] if losses else []
     return {"steps": len(rows), "final_loss_mean": statistics.fmean(tail) if tail else None,
             "nonfinite_rows": sum(1 for r in rows if r.get("nonfinite"))}

@@ -13,7 +13,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, NamedTuple
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple, cast, get_args
 
 from pydantic import AfterValidator, BaseModel, Field, ValidationError, model_validator
 
@@ -25,8 +25,10 @@ from trainer.doctor.changes import moves_as_meant as moves_as_meant
 from trainer.doctor.knowledge import KB_PATH
 
 LANGS = ("en", "ko")
-GROUPS = ("numerics", "late_blur", "prompt_specific", "pictures", "strength", "data", "speed")
-VERDICTS = ("fit", "under", "over", "broken")  # trainer.doctor.verdict.LABELS
+Group = Literal["numerics", "late_blur", "prompt_specific", "pictures", "strength", "data", "speed"]
+VerdictLabel = Literal["fit", "under", "over", "broken"]
+GROUPS: tuple[str, ...] = get_args(Group)
+VERDICTS: tuple[str, ...] = get_args(VerdictLabel)  # trainer.doctor.verdict.LABELS
 _HANGUL = re.compile(r"[\uac00-\ud7a3]")
 _ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
@@ -80,7 +82,7 @@ class Signal(Entry):
 
 class Symptom(Entry):
     TEXTS = ("title", "description")
-    group: Literal[GROUPS]
+    group: Group
     signals: tuple[str, ...] = ()
     causes: tuple[str, ...] = ()
 
@@ -90,7 +92,7 @@ class Cause(Entry):
     prescriptions: tuple[str, ...] = ()
     # config values without which this cause cannot happen (fp16 overflow needs train.precision = fp16)
     only_when: dict[str, tuple[Any, ...]] = Field(default_factory=dict)
-    leans: tuple[Literal[VERDICTS], ...] = ()  # the run verdicts this cause points to; empty: none in particular
+    leans: tuple[VerdictLabel, ...] = ()  # the run verdicts this cause points to; empty: none in particular
 
     def applies_to(self, cfg: Config) -> bool:
         return all(cfg.get(k) in allowed for k, allowed in self.only_when.items())
@@ -297,7 +299,7 @@ def parse_kb(data: dict[str, Any]) -> KnowledgeBase:
             if e.id in tables[kind]:
                 raise KBError(f"[[{kind}]] {e.id!r} is defined twice")
             tables[kind][e.id] = e
-    strength = _entry("[strength]", Strength, data.get("strength", {}))
+    strength = cast(Strength, _entry("[strength]", Strength, data.get("strength", {})))
     kb = KnowledgeBase(int(data.get("version", 0)), tables, strength, strength.strengths)
     _validate(kb)
     return kb

@@ -38,8 +38,8 @@ MEASURE_SIDE = 128  # pictures are measured at most this big: the measures need 
 
 
 def _picture(path: str | Path) -> np.ndarray:
-    with Image.open(path) as im:
-        im = im.convert("RGB")
+    with Image.open(path) as opened:
+        im = opened.convert("RGB")
         if max(im.size) > MEASURE_SIDE:
             im.thumbnail((MEASURE_SIDE, MEASURE_SIDE), Image.Resampling.BICUBIC)
         return np.asarray(im)

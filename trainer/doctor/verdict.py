@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,7 +144,7 @@ def _dose_observation(dose: float, low: float, high: float, strength: str, where
 def plan_verdict(plan: Any) -> Verdict:
     """The verdict the dose forecasts before training (a :class:`~trainer.plan.steps.Plan` or its ``plan.json``): the
     same words the run's verdict uses, from the dose zone alone."""
-    get = plan.get if isinstance(plan, dict) else lambda k, d=None: getattr(plan, k, d)
+    get: Callable[..., Any] = plan.get if isinstance(plan, dict) else lambda k, d=None: getattr(plan, k, d)
     dose, low, high = float(get("dose")), float(get("dose_low")), float(get("dose_high"))
     strength = "weak" if get("dose_note") else "moderate"  # prodigy: the lr is a multiplier
     obs = _dose_observation(dose, low, high, strength, _t("the plan's", "계획의"))
@@ -340,7 +341,7 @@ def run_verdict(run_dir: str | Path, findings: list[Any] | None = None) -> Verdi
                                              _t(f"the dose reached at step {last}:", f"{last}스텝까지의")))
         label = decide(run_obs)
     by_step = {c.step: c for c in cvs}
-    rec = by_step.get(recommended)
+    rec = by_step.get(recommended) if recommended is not None else None
     lines: list[dict[str, str]] = [o.line() for o in broken]
     if rec is not None:
         lines += [{lang: f"{_step_word(rec.step, lang)}: {e[lang]}" for lang in ("en", "ko")} for e in rec.evidence]

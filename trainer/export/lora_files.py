@@ -89,9 +89,10 @@ def trained_rank_alpha(lora_configs: dict[str, dict], role: str, module: str) ->
     from peft.utils.other import get_pattern_key
 
     cfg = lora_configs[role]
-    ranks, alphas = cfg.get("rank_pattern") or {}, cfg.get("alpha_pattern") or {}
-    return (int(ranks.get(get_pattern_key(ranks.keys(), module), cfg["r"])),
-            float(alphas.get(get_pattern_key(alphas.keys(), module), cfg["lora_alpha"])))
+    ranks: dict[str, int] = cfg.get("rank_pattern") or {}
+    alphas: dict[str, float] = cfg.get("alpha_pattern") or {}
+    return (int(ranks.get(get_pattern_key(list(ranks), module), cfg["r"])),
+            float(alphas.get(get_pattern_key(list(alphas), module), cfg["lora_alpha"])))
 
 
 def kohya_state_dict(
@@ -128,7 +129,7 @@ def kohya_metadata(ctx: dict[str, Any]) -> dict[str, str]:
     """sd-scripts' ``ss_*`` keys (strings, as it writes them) that users' tools read, plus ``modelspec.*``."""
     cfg, plan, report = ctx["config"], ctx["plan"], ctx["report"]
     res = cfg.dataset.resolution
-    folders = {}
+    folders: dict[str, dict[str, int]] = {}
     tag_freq: dict[str, dict[str, int]] = {}
     reg_dirs: dict[str, dict[str, int]] = {}
     for item in report.items:

@@ -120,8 +120,8 @@ def optimizer_to_ours(v: Any) -> Any:
     if key in ours:
         return ours[key]
     if key in OPTIMIZER_KIN:
-        ours = OPTIMIZER_KIN[key]
-        return Changed(ours, msg("kohya.changed.optimizer_kin", name=name, ours=ours))
+        kin = OPTIMIZER_KIN[key]
+        return Changed(kin, msg("kohya.changed.optimizer_kin", name=name, ours=kin))
     return Changed("adamw", msg("kohya.changed.optimizer_adamw", name=name))
 
 
@@ -346,7 +346,7 @@ ROWS: tuple[Row, ...] = (
 
 BY_GUI: dict[str, Row] = {r.gui: r for r in ROWS if r.gui}
 BY_SD: dict[str, Row] = {r.sd: r for r in ROWS if r.sd and " " not in r.sd}
-NEUTRAL = ("", None, 0, 0.0, False, [], "0", "0.0", "none", "None")
+NEUTRAL: tuple[Any, ...] = ("", None, 0, 0.0, False, [], "0", "0.0", "none", "None")
 """Values that leave a setting off: an unsupported or unknown key holding one of them changes nothing."""
 
 

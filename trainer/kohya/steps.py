@@ -195,7 +195,7 @@ def count(subsets: list[Subset], *, batch: int, accum: int, epochs: int, rules: 
     steps), or sd-scripts' ``epochs × ceil(batches ÷ accumulation)``."""
     batches, n_train, n_reg, files = epoch_batches(subsets, batch, rules)
     per_epoch = math.ceil(batches / accum) if batches else 0
-    common = {"train_repeats": n_train, "reg_repeats": n_reg, "batches_per_epoch": batches,
+    common: dict[str, Any] = {"train_repeats": n_train, "reg_repeats": n_reg, "batches_per_epoch": batches,
               "steps_per_epoch": per_epoch, "files": files}
     if max_train_steps > 0:
         return KohyaCount(max_train_steps, "steps", f"max_train_steps = {max_train_steps}", **common)

@@ -46,7 +46,8 @@ class TextConditioner:
             for i, c in enumerate(missing):
                 self._cache[c] = (hidden[i].float(), None if pooled is None else pooled[i].float())
         hidden = torch.stack([self._cache[c][0] for c in captions])
-        pooled = None if not self.family.pooled_text else torch.stack([self._cache[c][1] for c in captions])
+        # a family with pooled text caches a pooled embedding for every caption
+        pooled = None if not self.family.pooled_text else torch.stack([self._cache[c][1] for c in captions])  # type: ignore[misc]
         return hidden, pooled
 
     def clear_cache(self) -> None:

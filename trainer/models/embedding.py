@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from safetensors.torch import load_file
@@ -25,6 +26,9 @@ from trainer.models.conditioning import text_pairs
 from trainer.models.family import families
 from trainer.models.family import family as model_family
 from trainer.tensor_files import save_safetensors
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 EMBEDDING_FILE = "embedding.safetensors"
 EMBEDDING_EMA_FILE = "embedding_ema.safetensors"  # beside lora_ema.safetensors
@@ -41,7 +45,7 @@ class TriggerEmbedding(torch.nn.Module):
     """Trainable deltas for the trigger's tokens in each text encoder, applied by forward hooks on the encoders'
     token-embedding layers. ``deltas[i]`` has one row per token of the trigger in encoder ``i``."""
 
-    def __init__(self, encoders: list[torch.nn.Module], tokenizers: list, trigger: str):
+    def __init__(self, encoders: list[PreTrainedModel], tokenizers: list, trigger: str):
         super().__init__()
         if not trigger.strip():
             raise UserError("lora.trigger_embedding needs dataset.trigger: the word whose embedding is trained")
@@ -49,7 +53,7 @@ class TriggerEmbedding(torch.nn.Module):
         self.encoders = encoders
         self.token_ids = [trigger_token_ids(tok, trigger) for tok in tokenizers]
         self.deltas = torch.nn.ParameterList(
-            torch.nn.Parameter(torch.zeros(len(ids), enc.get_input_embeddings().embedding_dim))
+            torch.nn.Parameter(torch.zeros(len(ids), enc.get_input_embeddings().embedding_dim))  # type: ignore[call-overload]  # CLIP's is an nn.Embedding
             for ids, enc in zip(self.token_ids, encoders)
         )
         # the token sequences as tensors, moved with the module: nothing is copied to the device per forward
@@ -78,7 +82,7 @@ class TriggerEmbedding(torch.nn.Module):
         """The trigger's input embeddings as trained (base rows + deltas), fp32 on the CPU, one per encoder."""
         out = []
         for ids, delta, enc in zip(self.token_ids, self.deltas, self.encoders):
-            base = enc.get_input_embeddings().weight[ids].detach().float().cpu()
+            base = enc.get_input_embeddings().weight[ids].detach().float().cpu()  # type: ignore[index]  # an nn.Embedding's weight
             out.append(base + delta.detach().float().cpu())
         return out
 

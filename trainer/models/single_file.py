@@ -309,7 +309,7 @@ def load_open_clip_text_encoder(path: str | Path, config_dir: str | Path, dtype:
     state = convert_open_clip_checkpoint(model, checkpoint, prefix=SDXL_OPEN_CLIP_PREFIX)
     model.load_state_dict(state, strict=True, assign=True)  # strict: a missing weight is an error
     if dtype is not None:
-        model.to(dtype)
+        model.to(dtype)  # type: ignore[arg-type]  # transformers' wrapper of to() hides nn.Module's dtype overload
     return model.eval()
 
 
@@ -374,11 +374,11 @@ def write_config_folder(pipe, out_dir: str | Path) -> Path:
             continue
         sub = out / name
         if isinstance(component, torch.nn.Module) and hasattr(component, "save_config"):
-            component.save_config(sub)  # diffusers models: config.json only
+            component.save_config(sub)  # type: ignore[operator]  # diffusers models: config.json only
         elif isinstance(component, torch.nn.Module) and hasattr(
             getattr(component, "config", None), "save_pretrained"
         ):
-            component.config.save_pretrained(sub)  # transformers models: config.json only
+            component.config.save_pretrained(sub)  # type: ignore[union-attr,operator]  # transformers models: config.json only
         elif not isinstance(component, torch.nn.Module) and hasattr(component, "save_pretrained"):
             component.save_pretrained(sub)  # schedulers, tokenizers, image processors: no weights
         else:

@@ -110,6 +110,7 @@ def build_scaled_sd15(divisor: int = 8, seed: int = 0):
     te_cfg = CLIPTextConfig.from_pretrained(str(folder / "text_encoder"))
     te_cfg.hidden_size //= divisor
     te_cfg.intermediate_size //= divisor
+    assert te_cfg.projection_dim is not None  # SD's text encoder configs set it
     te_cfg.projection_dim //= divisor
     te_cfg.num_attention_heads = max(1, te_cfg.num_attention_heads // divisor)  # SD1.5's head width kept
     scheduler = DDIMScheduler.from_config(DDIMScheduler.load_config(str(folder / "scheduler")))

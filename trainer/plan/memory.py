@@ -307,15 +307,15 @@ def estimate_memory(cfg: Config, buckets: list[dict] | None = None, device: torc
         "vae_encode": vae_extra,
         "runtime": RUNTIME_BYTES.get(device.type, RUNTIME_BYTES["cpu"]),
     }
-    parts = {k: round(v) for k, v in parts.items()}
-    total = sum(parts.values())
+    rounded = {k: round(v) for k, v in parts.items()}
+    total = sum(rounded.values())
     name, asked_free, device_total = device_memory(device) if free == -1 else (device_name or str(device), free, None)
     notes = []
     if precision.fallback:
         notes.append(precision.fallback)
     if shapes.widths != adapter.reference_widths:
         notes.append("activations scaled from the real model's by the UNet's widths (a rough figure)")
-    return MemoryPlan(parts, total, name, asked_free, verdict_for(total, asked_free), device_total,
+    return MemoryPlan(rounded, total, name, asked_free, verdict_for(total, asked_free), device_total,
                       (width, height), notes)
 
 

@@ -285,7 +285,7 @@ class Schedule(Sequence[int]):
 
     def __contains__(self, step: object) -> bool:
         try:
-            step = operator.index(step)
+            step = operator.index(step)  # type: ignore[arg-type]  # any object; a TypeError says it is no step
         except TypeError:
             return False
         return self.enabled and (step == self.total or (self.at_start and step == 0)
@@ -311,7 +311,7 @@ class Schedule(Sequence[int]):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
         return NotImplemented
 
-    __hash__ = None  # equal to lists, which have no hash
+    __hash__ = None  # type: ignore[assignment]  # equal to lists, which have no hash
 
     def __str__(self) -> str:
         head = ", ".join(map(str, self[:12]))

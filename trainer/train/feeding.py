@@ -6,9 +6,10 @@ from __future__ import annotations
 import torch
 
 from trainer.data.batches import LatentCache, image_tensor
+from trainer.train.parts import TrainerParts
 
 
-class FeedingMixin:
+class FeedingMixin(TrainerParts):
     """The Trainer's picture loading (``self._loader`` and ``self._pixels`` are set in its ``__init__``)."""
 
     def prefetch(self, epoch: int, start: int, group) -> None:
@@ -26,8 +27,7 @@ class FeedingMixin:
             key = (epoch, pos)
             if key not in self._pixels:
                 flips = self._flips(epoch, pos, len(batch))
-                self._pixels[key] = self._loader.submit(
-                    lambda b=batch, f=flips: torch.stack([image_tensor(s.path, s.bucket, x) for s, x in zip(b, f)]))
+                self._pixels[key] = self._loader.submit(_load_pixels, batch, flips)
 
     def _flips(self, epoch: int, pos: int, n: int) -> list[bool]:
         if not self.config.dataset.flip:
@@ -48,3 +48,7 @@ class FeedingMixin:
         if not hasattr(self, "_pixel_encoder"):
             self._pixel_encoder = LatentCache(self.pipe.vae, self.device, self.precision.vae_dtype, None)
         return self._pixel_encoder
+
+
+def _load_pixels(batch, flips: list[bool]) -> torch.Tensor:
+    return torch.stack([image_tensor(s.path, s.bucket, f) for s, f in zip(batch, flips)])

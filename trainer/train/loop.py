@@ -13,7 +13,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -35,6 +35,9 @@ from trainer.train.outputs import OutputsMixin
 from trainer.train.preparation import PreparationMixin
 from trainer.train.recovery import RecoveryMixin
 from trainer.train.state import DataPosition, TrainState
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 EXIT_CODES = {"finished": 0, "stopped": 130, "paused": 130, "guard_stopped": 3, "failed": 1}
 
@@ -116,7 +119,7 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Recovery
         self.failure: dict[str, Any] | None = None
         self._update_ref: tuple[int, list[torch.Tensor]] | None = None  # (step, LoRA weights at that step)
         self._rows: list[dict[str, Any]] = []
-        self._loader = None  # a thread pool that loads the next step's images when latents are not cached
+        self._loader: ThreadPoolExecutor | None = None  # a thread pool that loads the next step's images when latents are not cached
         self._pixels: dict[tuple[int, int], Any] = {}
         self._findings_emitted: set[str] = set()
 
@@ -127,6 +130,7 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Recovery
 
     @global_step.setter
     def global_step(self, value: int) -> None:
+        assert self.state is not None
         self.state.global_step = value
 
     @property
@@ -135,10 +139,12 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Recovery
 
     @property
     def optimizer(self):
+        assert self.state is not None
         return self.state.optimizer
 
     @property
     def lr_scheduler(self):
+        assert self.state is not None
         return self.state.lr_scheduler
 
     @property
@@ -147,6 +153,7 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Recovery
 
     @scaler.setter
     def scaler(self, value) -> None:
+        assert self.state is not None
         self.state.scaler = value
 
     @property
@@ -155,10 +162,12 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Recovery
 
     @property
     def lr_factor(self) -> float:
+        assert self.state is not None
         return self.state.lr_factor
 
     @lr_factor.setter
     def lr_factor(self, value: float) -> None:
+        assert self.state is not None
         self.state.lr_factor = value
 
     def position_of_step(self, step: int) -> DataPosition:
@@ -193,6 +202,7 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Recovery
         accum = cfg.train.grad_accum
         if self.global_step == 0 and cfg.sample.enabled and 0 in self.plan.sample_steps:
             self.sample(0)
+        assert self.state is not None  # built by prepare_optimization
         pos = self.state.position
         while self.global_step < self.total_steps:
             epoch = pos.epoch
@@ -340,6 +350,7 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Recovery
         else:
             self.emit("finished", final=str(final) if final else None, steps=self.global_step)
         if self.dist.is_main:
+            assert self.paths is not None
             write_status(self.paths, status, step=self.global_step)
             if status == "guard_stopped":
                 self._write_diagnosis()
@@ -364,6 +375,7 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Recovery
         try:
             from trainer.doctor.diagnose import diagnose
 
+            assert self.paths is not None
             diagnose(self.paths.root)
         except ImportError:
             pass

@@ -8,9 +8,10 @@ import torch.nn.functional as F
 
 from trainer.data.batches import LatentCache, process_caption
 from trainer.models.family import family as model_family
+from trainer.train.parts import TrainerParts
 
 
-class LossMixin:
+class LossMixin(TrainerParts):
     """The Trainer's forward pass (models and data are set up by PreparationMixin)."""
 
     def compute_loss(self, batch, epoch: int, micro: int, pos: int = 0) -> torch.Tensor:
@@ -62,8 +63,8 @@ def caption_rng(seed: int, epoch: int, step: int, micro: int, rank: int = 0):
 
 def min_snr_weights(scheduler, timesteps, gamma: float, prediction_type: str) -> torch.Tensor:
     """Min-SNR-γ loss weights (Hang et al. 2023, arXiv:2303.09556): min(SNR, γ) / SNR, or / (SNR + 1) for v."""
-    alphas_cumprod = scheduler.alphas_cumprod.to(timesteps.device)
-    ac = alphas_cumprod[timesteps]
-    snr = ac / (1 - ac)
+    from diffusers.training_utils import compute_snr
+
+    snr = compute_snr(scheduler, timesteps)
     clipped = torch.minimum(snr, torch.full_like(snr, gamma))
     return clipped / (snr + 1) if prediction_type == "v_prediction" else clipped / snr

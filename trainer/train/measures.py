@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import torch
 
+from trainer.train.parts import TrainerParts
+
 UPDATE_RATIO_EVERY = 10  # steps between measurements of ‖Δw‖/‖w‖ (one extra copy of the LoRA weights)
 
 
-class MeasuresMixin:
+class MeasuresMixin(TrainerParts):
     """The Trainer's step measures (``self._update_ref`` is set in its ``__init__``)."""
 
     def _update_norm(self) -> torch.Tensor | None:

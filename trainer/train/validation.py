@@ -52,7 +52,7 @@ def build_validation_set(samples: list[Sample], encoder: LatentCache, timesteps:
         latents.append(lat.to(device))
         gen = torch.Generator().manual_seed((seed * 1_000_003 + i) & 0x7FFF_FFFF)
         noise.append(torch.randn((len(timesteps), *lat.shape[1:]), generator=gen).to(device))
-    return ValidationSet(latents, [s.caption for s in samples], [tuple(s.bucket) for s in samples],
+    return ValidationSet(latents, [s.caption for s in samples], [s.bucket for s in samples],
                          list(timesteps), noise)
 
 
