@@ -27,6 +27,8 @@ NOT_SHOWN = {
     # speed and numerics knobs whose defaults were measured (fp16 scaler, layout, compile, loader workers)
     "train.fp16_init_scale", "train.fp16_growth_interval", "train.channels_last", "train.compile",
     "train.num_workers",
+    # the validation loss's fixed timesteps and noise: fixed on purpose
+    "validation.timesteps", "validation.seed",
     # housekeeping of saves and samples
     "save.keep_last", "sample.negative_prompt", "sample.seed", "sample.guidance",
     # the guard's own tuning; turning it off is for benchmarks only

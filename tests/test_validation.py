@@ -78,3 +78,26 @@ def test_same_weights_same_number_and_it_moves_when_the_weights_move(tmp_path):
     with torch.no_grad():
         lora_param.sub_(0.05)
     assert value() == pytest.approx(first, abs=1e-7)
+
+
+@pytest.mark.slow
+def test_a_run_scores_its_held_out_pictures_at_each_save_and_review_reads_them(tmp_path):
+    import json
+
+    from trainer.doctor.verdict import checkpoint_verdicts
+    from trainer.io import read_jsonl
+    from trainer.run.events import MemorySink
+    from trainer.train.loop import run_training
+
+    cfg = tiny_config(write_toy_dataset(tmp_path / "data", n=6), tmp_path / "runs",
+                      {"validation.holdout": 2, "save.every_steps": 3, "train.max_steps": 6})
+    result = run_training(cfg, MemorySink())
+    assert result.status == "finished"
+    plan = json.loads((result.run_dir / "plan.json").read_text())
+    assert (plan["images"], plan["held_out"]) == (4, 2)
+    rows = read_jsonl(result.run_dir / "metrics.jsonl")
+    scored = {r["step"]: r["val_loss"] for r in rows if r.get("val_loss") is not None}
+    assert set(scored) == {3, 6} and all(0 < v < 10 for v in scored.values())
+    # Review's per-checkpoint measures carry the number of that save
+    by_step = {cv.step: cv.measures for cv in checkpoint_verdicts(result.run_dir)}
+    assert by_step[3]["val_loss"] == pytest.approx(scored[3])

@@ -120,6 +120,17 @@ FIELDS: tuple[Field, ...] = (
        "프롬프트당 샘플 그림 수 (각각 다른 시드)"),
     _f("sample_prompts", "sample.prompts", "lines", "sample", "Sample prompts (one per line)",
        "샘플 프롬프트 (한 줄에 하나)"),
+    _f("val_path", "validation.path", "text", "sample", "Validation pictures folder (optional)", "검증 그림 폴더 (선택)",
+       info_en="captioned pictures the LoRA never trains on; their loss at fixed noise shows when it starts to "
+               "memorise (training loss keeps falling, this one turns up)",
+       info_ko="LoRA가 학습하지 않는 캡션 달린 그림. 고정 노이즈에서 잰 손실로 외우기 시작하는 때가 보인다 "
+               "(학습 손실은 계속 내려가는데 이 값은 올라감)"),
+    _f("val_holdout", "validation.holdout", "int", "sample", "Hold back N pictures for validation (0 = none)",
+       "검증용으로 그림 N장 빼 두기 (0 = 안 함)",
+       info_en="taken from the dataset, the same ones every run; they do not train, and the step count is without them",
+       info_ko="데이터셋에서 매번 같은 그림을 뺀다. 학습에 쓰이지 않고, 스텝 수도 이들을 빼고 센다"),
+    _f("val_every", "validation.every_steps", "int", "sample", "Validation every N steps (0 = at saves and samples)",
+       "N스텝마다 검증 (0 = 저장과 샘플 때)"),
 )
 BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
 NAMES: tuple[str, ...] = tuple(f.name for f in FIELDS)

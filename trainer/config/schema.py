@@ -198,6 +198,25 @@ class SampleConfig(_Section):
     enabled: bool = True
 
 
+class ValidationConfig(_Section):
+    """Validation loss: the denoising loss on pictures the LoRA does not train on, at fixed timesteps and noise."""
+
+    path: PathText = ""
+    """A folder of held-out pictures with captions (read like the dataset folder); "" = none."""
+    holdout: int = Field(0, ge=0, le=10_000)
+    """Pictures held back from the dataset for it (they do not train; the plan counts without them)."""
+    every_steps: Steps = 0
+    """0 = at every checkpoint and sample point, and at the end."""
+    timesteps: int = Field(5, ge=1, le=50)
+    """Fixed timesteps, spread evenly over the noise schedule, each picture is scored at."""
+    seed: int = Field(0, ge=0, le=2**32 - 1)
+    """The fixed noise's seed."""
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.path) or self.holdout > 0
+
+
 class GuardConfig(_Section):
     enabled: bool = True
     """Off: no finiteness checks or decisions (benchmarks only; a NaN then reaches the weights)."""
@@ -234,6 +253,7 @@ class Config(_Section):
     ema: EmaConfig = Field(default_factory=EmaConfig)
     save: SaveConfig = Field(default_factory=SaveConfig)
     sample: SampleConfig = Field(default_factory=SampleConfig)
+    validation: ValidationConfig = Field(default_factory=ValidationConfig)
     guard: GuardConfig = Field(default_factory=GuardConfig)
     dose: DoseConfig = Field(default_factory=DoseConfig)
 

@@ -14,8 +14,8 @@ def split_holdout(report: DatasetReport, count: int, seed: int) -> tuple[Dataset
     (its counts and buckets recomputed, so the plan counts what trains) and the held-out items.
 
     The choice depends on the pictures' paths and ``seed`` only, not on the scan's order."""
-    if count <= 0:
-        return report, []
+    if count <= 0 or report.held_out:
+        return report, []  # nothing to hold back, or already held back
     own = sorted((it for it in report.items if not it.prior), key=lambda it: it.rel)
     if count >= len(own):
         raise UserError(f"validation.holdout = {count}, but the dataset has {len(own)} pictures of its own; hold "
@@ -32,5 +32,5 @@ def split_holdout(report: DatasetReport, count: int, seed: int) -> tuple[Dataset
     order = {(b["width"], b["height"]): i for i, b in enumerate(report.buckets)}
     buckets.sort(key=lambda b: order.get((b["width"], b["height"]), len(order)))
     train = replace(report, items=kept, images=len(kept), image_repeats=sum(it.repeats for it in kept),
-                    buckets=buckets, usable=bool(kept))
+                    buckets=buckets, usable=bool(kept), held_out=count)
     return train, sorted(held, key=lambda it: it.rel)

@@ -76,6 +76,8 @@ class DatasetReport:
     trigger: str = ""
     prior_images: int = 0
     """How many of ``images`` are prior images (``dataset.reg_path``)."""
+    held_out: int = 0
+    """Pictures taken out for the validation loss (:func:`trainer.data.holdout.split_holdout`); not in ``items``."""
 
     @property
     def own_images(self) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 
 from trainer.config.choices import optimizer_spec
 from trainer.config.schema import MAX_STEPS, Config
+from trainer.data.holdout import split_holdout
 from trainer.data.scan import DatasetReport, scan_dataset
 from trainer.errors import UserError
 from trainer.plan.schedule import per_rank_batches, schedule_mean
@@ -87,6 +88,7 @@ class Plan:
     dose_advice: dict[str, str] = field(default_factory=dict)
     dose_explanation: dict[str, str] = field(default_factory=lambda: dict(DOSE_EXPLANATION))
     dose_note: str | None = None  # a words code (an optimizer that sets its own step size)
+    held_out: int = 0  # pictures held back for the validation loss (not in images)
     sample_warnings: list[dict[str, Any]] = field(default_factory=list)
     """Sample prompts that copy a training caption: ``{index, prompt, kind, files, matches, message}``."""
 
@@ -117,6 +119,7 @@ def make_plan(cfg: Config, report: DatasetReport, world_size: int = 1) -> Plan:
     An epoch's trailing partial accumulation still makes an optimizer step (the loop flushes it), hence
     ``ceil(batches / accumulation)`` per epoch.
     """
+    report = split_holdout(report, cfg.validation.holdout, cfg.validation.seed)[0]  # the held-out pictures do not train
     if not report.usable or report.image_repeats <= 0:
         raise UserError(
             f"no usable pictures in {report.root}; fix the problems the dataset check lists first"
@@ -165,6 +168,7 @@ def make_plan(cfg: Config, report: DatasetReport, world_size: int = 1) -> Plan:
     }
     return Plan(
         images=report.images,
+        held_out=report.held_out,
         image_repeats=report.image_repeats,
         batch_size=bs,
         grad_accum=accum,

@@ -73,6 +73,9 @@ class TrainerParts:
     _update_ref: tuple[int, list[torch.Tensor]] | None
     _rows: list[dict[str, Any]]
     _findings_emitted: set[str]
+    # the validation loss's held-out pictures (preparation) and their encoded set; None without validation
+    held_out: list[Any]
+    validation: Any
     # the step's pictures when latents are not cached (feeding)
     hooks: Any
     _loader: ThreadPoolExecutor | None
@@ -106,3 +109,5 @@ class TrainerParts:
         def _batch_pixels(self, batch: Any, epoch: int, pos: int, flips: list[bool]) -> torch.Tensor: ...
 
         def _encoder(self) -> LatentCache: ...
+
+        def validation_set(self) -> Any: ...

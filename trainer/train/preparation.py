@@ -15,6 +15,7 @@ import torch
 
 from trainer.config.schema import Config, diff_configs, from_dict, read_toml, save_config
 from trainer.data.batches import LatentCache, captions_are_augmented, samples_from_report
+from trainer.data.holdout import split_holdout
 from trainer.doctor.guard import Guard
 from trainer.errors import UserError
 from trainer.io import atomic_write_json, atomic_write_text, read_jsonl
@@ -68,6 +69,7 @@ class PreparationMixin(TrainerParts):
         report = scan_dataset(cfg.dataset)
         if not report.usable:
             raise UserError(f"dataset.path {cfg.dataset.path}: no usable images (run check-dataset for details)")
+        report, self.held_out = split_holdout(report, cfg.validation.holdout, cfg.validation.seed)
         return report, make_plan(cfg, report, self.dist.world_size)
 
     def _write_journal(self, parent) -> None:
@@ -126,6 +128,7 @@ class PreparationMixin(TrainerParts):
         self.text = TextConditioner(self.pipe, self.family, self.device,
                                     cache=te_frozen and not captions_are_augmented(cfg.dataset))
         self.latents: LatentCache | None = None
+        self.validation = self.validation_set() if cfg.validation.enabled else None  # while the VAE is here
         if cfg.dataset.cache_latents:
             disk = Path(cfg.save.output_dir) / ".cache" / "latents" if cfg.dataset.cache_to_disk else None
             if disk is not None:

@@ -17,7 +17,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from trainer.data.batches import LatentCache, Sample, image_tensor
+from trainer.data.batches import LatentCache, Sample, image_tensor, samples_from_report
+from trainer.errors import UserError
+from trainer.train.parts import TrainerParts
 from trainer.train.sampling import preserved_training_state
 
 
@@ -88,3 +90,46 @@ def best_so_far(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
     value, step = min(vals)
     return {"step": step, "val_loss": value}
+
+
+class ValidationMixin(TrainerParts):
+    """The Trainer's validation loss: the set built once with the data, evaluated at the scheduled steps."""
+
+    def validation_set(self) -> ValidationSet:
+        cfg = self.config
+        from trainer.data.scan import scan_dataset
+
+        items = list(self.held_out)
+        if cfg.validation.path:
+            folder = scan_dataset(cfg.dataset.model_copy(update={"path": cfg.validation.path, "reg_path": ""}))
+            if not folder.usable:
+                raise UserError(f"validation.path {cfg.validation.path}: no usable pictures (run check-dataset on "
+                                "it for details), or leave it empty")
+            items += [it for it in folder.items if not it.prior]
+        samples = samples_from_report(_Items(items), cfg.dataset.trigger)
+        encoder = LatentCache(self.pipe.vae, self.device, self.precision.vae_dtype, None)
+        timesteps = fixed_timesteps(cfg.validation.timesteps, self.noise_scheduler.config.num_train_timesteps)
+        return build_validation_set(samples, encoder, timesteps, cfg.validation.seed, self.device)
+
+    def validation_due(self, step: int) -> bool:
+        v = self.config.validation
+        if self.validation is None or not self.dist.is_main:
+            return False
+        if step >= self.total_steps:
+            return True
+        if v.every_steps:
+            return step % v.every_steps == 0
+        return step in self.plan.checkpoint_steps or (self.config.sample.enabled and step in self.plan.sample_steps)
+
+    def validate(self) -> float:
+        assert self.validation is not None
+        return validation_loss(self.validation, self.unet, self.text, self.noise_scheduler,
+                               self.base_info.prediction_type, self.precision, list(self.lora.models.values()),
+                               chunk=max(1, self.config.train.batch_size))
+
+
+@dataclass
+class _Items:
+    """What :func:`samples_from_report` reads of a report: its items."""
+
+    items: list[Any]
