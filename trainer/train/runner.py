@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -61,18 +61,13 @@ class RunSnapshot:
     memory: dict[str, float | None] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """The snapshot as plain JSON types (events as the dicts they are written as)."""
-        def plain(ev):
-            return ev.to_json() if isinstance(ev, RunEvent) else ev
-
-        return {
-            "version": self.version, "active": self.active, "status": str(self.status), "run_dir": self.run_dir,
-            "step": self.step, "total_steps": self.total_steps, "metrics": self.metrics, "rows": self.rows,
-            "alerts": [plain(e) for e in self.alerts], "samples": [plain(e) for e in self.samples],
-            "checkpoints": [plain(e) for e in self.checkpoints], "events": [plain(e) for e in self.events],
-            "progress": plain(self.progress), "message": self.message, "it_per_sec": self.it_per_sec,
-            "eta_seconds": self.eta_seconds, "memory": self.memory,
-        }
+        """The snapshot as plain JSON types, the dict ``snapshot`` returned before it was typed."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name in ("alerts", "samples", "checkpoints", "events"):
+            out[name] = [e.to_json() for e in out[name]]
+        out["progress"] = self.progress.to_json() if self.progress is not None else None
+        out["status"] = str(self.status)
+        return out
 
 
 class Runner:
