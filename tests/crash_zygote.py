@@ -23,7 +23,7 @@ import torch
 
 from tests.helpers import tiny_config
 from trainer.io import append_jsonl
-from trainer.run.events import RunFolderSink
+from trainer.run.events import RunEvent, RunFolderSink
 from trainer.tensor_files import save_safetensors
 from trainer.train import checkpoint as ckpt
 from trainer.train.commands import Commands
@@ -60,8 +60,9 @@ def child_op(trainer: Trainer, cmd: dict) -> None:
     elif op == "append":  # the metrics and events rows a run appends every step
         sink = RunFolderSink(trainer.paths.root)
         for i in range(cmd["rows"]):
-            sink({"type": "step", "time": time.time(), "step": 10_000 + i, "loss": 0.1, "pad": "x" * 2000})
-            sink({"type": "progress", "time": time.time(), "step": 10_000 + i})
+            sink(RunEvent.from_json({"type": "step", "time": time.time(), "step": 10_000 + i, "loss": 0.1,
+                                     "pad": "x" * 2000}))
+            sink(RunEvent.from_json({"type": "progress", "time": time.time(), "step": 10_000 + i}))
     elif op == "safetensors":  # the same file rewritten with another value: synthetic tensors
         save_safetensors({"w": torch.full((cmd["numel"],), float(cmd["value"]))}, Path(cmd["path"]),
                          {"value": str(cmd["value"])})

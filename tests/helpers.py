@@ -89,3 +89,18 @@ class Overflow(Hooks):
         self.backward_passes += 1
         if self.backward_passes in self.attempts:
             trainer.trainable[0].grad.fill_(float("inf"))
+
+
+def snapshot_of(snap: dict[str, Any]):
+    """A runner snapshot from its JSON form, events (alerts, samples, progress) given as the dicts they are
+    written as; a missing ``type`` is the list's kind."""
+    from trainer.run.events import RunEvent
+    from trainer.train.runner import RunSnapshot
+
+    snap = dict(snap)
+    for name, kind in (("alerts", "alert"), ("samples", "sample_ready"), ("events", "")):
+        if name in snap:
+            snap[name] = [RunEvent.from_json({"type": kind, **e}) for e in snap[name]]
+    if snap.get("progress") is not None:
+        snap["progress"] = RunEvent.from_json({"type": "progress", **snap["progress"]})
+    return RunSnapshot(**snap)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from tests.helpers import write_toy_dataset
+from tests.helpers import snapshot_of, write_toy_dataset
 from trainer.config.schema import MAX_STEPS, Config, from_dict
 from trainer.data.scan import scan_dataset
 from trainer.errors import UserError
@@ -105,8 +105,8 @@ def test_the_live_view_knows_a_sampling_step_past_the_listed_ones():
     schedule = {"every": 1000, "total": MAX_STEPS, "at_start": True, "enabled": True, "count": 1001}
     started = {"type": "started", "plan": {"sample_steps": [0, 1000, MAX_STEPS], "sample_schedule": schedule}}
     snap = {"active": True, "step": 500_000, "events": [started], "samples": []}
-    assert live.sampling_step(snap) == 500_000
-    assert live.sampling_step({**snap, "step": 500_001}) is None
+    assert live.sampling_step(snapshot_of(snap)) == 500_000
+    assert live.sampling_step(snapshot_of({**snap, "step": 500_001})) is None
 
 
 def test_the_poll_sends_a_non_finite_number_as_null_not_an_error():

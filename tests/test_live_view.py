@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from trainer.config.schema import Config
+from trainer.run.events import RunEvent
 from trainer.train.runner import Runner
 from ui import plots
 from ui.steps.train import REDRAW_AFTER, live_plots
@@ -37,12 +38,13 @@ class FeedRunner(Runner):
         self.paused = threading.Event()
 
     def _run(self, config, parent, resume) -> None:
-        self._on_event({"type": "started", "run_dir": str(self.run_dir), "plan": {"total_steps": 1_000_000}})
+        self._on_event(RunEvent.from_json({"type": "started", "run_dir": str(self.run_dir),
+                                           "plan": {"total_steps": 1_000_000}}))
         step = 0
         while not self._commands.stop_requested:
             if not self.paused.is_set():
                 step += 1
-                self._on_event(row(step))
+                self._on_event(RunEvent.from_json(row(step)))
             threading.Event().wait(1.0 / self.rate)
         with self._lock:
             self.state.status = "stopped"
@@ -51,12 +53,13 @@ class FeedRunner(Runner):
 
 def feed(runner: Runner, rows: list[dict]) -> None:
     for r in rows:
-        runner._on_event(r)
+        runner._on_event(RunEvent.from_json(r))
 
 
 def started(tmp_path: Path) -> Runner:
     runner = Runner()
-    runner._on_event({"type": "started", "run_dir": str(tmp_path / "feed" / "1"), "plan": {"total_steps": 5000}})
+    runner._on_event(RunEvent.from_json({"type": "started", "run_dir": str(tmp_path / "feed" / "1"),
+                                         "plan": {"total_steps": 5000}}))
     return runner
 
 
@@ -221,7 +224,7 @@ def test_the_page_keeps_every_new_point_and_its_dom_bounded_while_a_run_trains(w
     nodes1, resize1 = kept_nodes(cdp)
     assert nodes1 - nodes0 < 2_000, (nodes0, nodes1)  # a poll used to leave ~4 plots' worth (~800 nodes) behind
     assert resize1 - resize0 <= 4, (resize0, resize1)  # a plot's listener each; it was four a poll
-    rows = runner.snapshot()["metrics"]
+    rows = runner.snapshot().metrics
     shown = page_loss(page)
     assert shown["x"] == [r["step"] for r in rows]
     assert shown["y"] == pytest.approx([r["loss"] for r in rows], rel=1e-12)
@@ -246,9 +249,9 @@ def test_a_hidden_tab_neither_polls_nor_draws_and_catches_up_once_shown(watching
     page.evaluate("window.ldDraws = 0")
     page.wait_for_timeout(4_000)
     assert polls == [] and page.evaluate("window.ldDraws") == 0
-    assert len(page_loss(page)["x"]) == points < len(runner.snapshot()["metrics"])
+    assert len(page_loss(page)["x"]) == points < len(runner.snapshot().metrics)
     runner.paused.set()
     page.evaluate("window.ldSetVisibility('visible')")
     page.wait_for_timeout(2_500)
-    assert page_loss(page)["x"] == [r["step"] for r in runner.snapshot()["metrics"]]
+    assert page_loss(page)["x"] == [r["step"] for r in runner.snapshot().metrics]
     assert 1 <= len(polls) <= 4

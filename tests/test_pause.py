@@ -117,17 +117,17 @@ def test_the_runner_pauses_frees_the_thread_and_continues_with_the_earlier_rows(
     assert runner.pause()  # asked while the models load: the first step completes, then the run pauses
     assert runner.wait(300)
     snap = runner.snapshot()
-    assert snap["status"] == "paused" and not snap["active"] and snap["step"] == 1
+    assert snap.status == "paused" and not snap.active and snap.step == 1
     assert not runner.pause()  # nothing active to pause
-    run = snap["run_dir"]
+    run = snap.run_dir
 
     ok, _ = runner.continue_run(run)
-    assert ok and runner.snapshot()["run_dir"] == run  # the same run from the first moment
+    assert ok and runner.snapshot().run_dir == run  # the same run from the first moment
     assert runner.wait(300)
     snap = runner.snapshot()
-    assert snap["status"] == "finished", snap["message"]
-    assert [r["step"] for r in snap["metrics"]] == [1, 2, 3]  # the plots carry on from the paused rows
-    assert snap["step"] == 3 and len(read_jsonl(Path(run) / "metrics.jsonl")) == 3
+    assert snap.status == "finished", snap.message
+    assert [r["step"] for r in snap.metrics] == [1, 2, 3]  # the plots carry on from the paused rows
+    assert snap.step == 3 and len(read_jsonl(Path(run) / "metrics.jsonl")) == 3
     with pytest.raises(UserError, match="only a paused run"):
         runner.continue_run(run)
 

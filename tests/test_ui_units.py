@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import snapshot_of
 from trainer.config.presets import preset_config
 from trainer.config.schema import Config
 from trainer.errors import UserError
@@ -339,7 +340,7 @@ def _snap(**over):
             "eta_seconds": 59.4, "memory": {"rss_mib": 2048.0, "vram_mib": None}, "alerts": [], "samples": [],
             "progress": None, "message": "", "metrics": [], "run_dir": None}
     snap.update(over)
-    return snap
+    return snapshot_of(snap)
 
 
 def test_status_line_has_step_rate_eta_and_memory():
@@ -364,7 +365,7 @@ def test_alert_box_says_what_broke_first_where_when_and_what_to_try():
              "module": "unet.down_blocks.0.attn1.to_q", "files": [f"10_zxc/{i}.png" for i in range(10)],
              "lr": 10.0, "loss_scale": None, "precision": "fp32", "action": "stop"}
     snap = _snap(status="guard_stopped", active=False, alerts=[alert])
-    rx = live.top_prescription(None, alert, "en")
+    rx = live.top_prescription(None, snap.alerts[0], "en")
     assert rx and rx["title"]
     box = live.alert_html(snap, "en", rx)
     for part in ("Training stopped", "the gradient", "unet.down_blocks.0.attn1.to_q", "<td>4</td>",

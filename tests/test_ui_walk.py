@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import snapshot_of
 from trainer.data.scan import scan_dataset
 from trainer.errors import UserError
 from trainer.train.runner import Runner, RunState
@@ -155,6 +156,7 @@ def test_signal_and_prompt_kind_ids_are_shown_in_words():
 
     snap = {"alerts": [{"kind": "distilled_base", "message": "turbo"}, {"kind": "precision_fallback", "message": "x"},
                        {"kind": "nonfinite_grad", "action": "rollback", "first": "grad"}], "status": "running"}
+    snap = snapshot_of(snap)
     warnings = live.warnings_markdown(snap, "ko")
     assert "distilled_base" not in warnings and "precision_fallback" not in warnings
     assert t("signal_precision_fallback", "ko") in warnings

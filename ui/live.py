@@ -13,6 +13,8 @@ from PIL import Image
 
 from trainer.data.images import for_display
 from trainer.plan.steps import Schedule
+from trainer.run.events import Alert, RunStatus, Started
+from trainer.train.runner import RunSnapshot
 
 from .i18n import TEXTS, signal_label, t
 
@@ -37,17 +39,17 @@ def _mib(v: float | None) -> str:
     return f"{v / 1024:.1f} GiB" if v >= 1024 else f"{v:.0f} MiB"
 
 
-def status_line(snap: dict[str, Any], lang: str, run_label: str | None = None) -> str:
+def status_line(snap: RunSnapshot, lang: str, run_label: str | None = None) -> str:
     """One line: status, step / total, it/s, ETA, memory; then a progress line and the runner's message."""
-    status = snap.get("status", "idle")
-    parts = [f"**{t('status_' + status, lang)}**"]
-    if snap.get("total_steps"):
-        parts.append(t("status_step", lang, step=snap.get("step", 0), total=snap["total_steps"]))
-    if snap.get("it_per_sec"):
-        parts.append(f"{snap['it_per_sec']:.2f} it/s")
-    if snap.get("active") and snap.get("eta_seconds") is not None:
-        parts.append(t("status_eta", lang, eta=_clock(snap["eta_seconds"])))
-    mem = snap.get("memory") or {}
+    status = snap.status
+    parts = [f"**{t(f'status_{status}', lang)}**"]
+    if snap.total_steps:
+        parts.append(t("status_step", lang, step=snap.step, total=snap.total_steps))
+    if snap.it_per_sec:
+        parts.append(f"{snap.it_per_sec:.2f} it/s")
+    if snap.active and snap.eta_seconds is not None:
+        parts.append(t("status_eta", lang, eta=_clock(snap.eta_seconds)))
+    mem = snap.memory or {}
     if mem.get("rss_mib") is not None:
         parts.append(f"RAM {_mib(mem['rss_mib'])}")
     if mem.get("vram_mib") is not None:
@@ -55,35 +57,35 @@ def status_line(snap: dict[str, Any], lang: str, run_label: str | None = None) -
     if run_label:
         parts.append(f"`{run_label}`")
     lines = [" · ".join(parts)]
-    progress = snap.get("progress")
-    if snap.get("active") and progress and progress.get("done", 0) < progress.get("total", 0):
-        lines.append(t("progress_" + progress.get("task", "other"), lang, done=progress["done"], total=progress["total"]))
+    progress = snap.progress
+    if snap.active and progress and (progress.done or 0) < (progress.total or 0):
+        lines.append(t("progress_" + (progress.task or "other"), lang, done=progress.done, total=progress.total))
     sampling = sampling_step(snap)
     if sampling is not None:
         lines.append(t("progress_sampling", lang, step=sampling))
-    if snap.get("message") and status in ("failed", "stopped", "guard_stopped"):
-        lines.append(f"> {snap['message']}")
+    if snap.message and status in (RunStatus.FAILED, RunStatus.STOPPED, RunStatus.GUARD_STOPPED):
+        lines.append(f"> {snap.message}")
     return "\n\n".join(lines)
 
 
-def sampling_step(snap: dict[str, Any]) -> int | None:
+def sampling_step(snap: RunSnapshot) -> int | None:
     """The step whose sample pictures are being drawn right now, judged from the plan in the start event."""
-    if not snap.get("active"):
+    if not snap.active:
         return None
-    started = next((e for e in snap.get("events", []) if e.get("type") == "started"), None)
+    started = next((e for e in snap.events if isinstance(e, Started)), None)
     if started is None:
         return None
-    step = snap.get("step", 0)
-    done = {e.get("step") for e in snap.get("samples", [])}
-    return step if step in Schedule.from_plan_json(started["plan"], "sample") and step not in done else None
+    step = snap.step
+    done = {e.step for e in snap.samples}
+    return step if step in Schedule.from_plan_json(started.plan, "sample") and step not in done else None
 
 
-def guard_alert(snap: dict[str, Any]) -> dict[str, Any] | None:
+def guard_alert(snap: RunSnapshot) -> Alert | None:
     """The first non-finite alert of the run (what broke first), if any."""
-    return next((a for a in snap.get("alerts", []) if str(a.get("kind", "")).startswith("nonfinite_")), None)
+    return next((a for a in snap.alerts if str(a.kind or "").startswith("nonfinite_")), None)
 
 
-def top_prescription(run_dir: str | Path | None, alert: dict[str, Any], lang: str) -> dict[str, str] | None:
+def top_prescription(run_dir: str | Path | None, alert: Alert, lang: str) -> dict[str, str] | None:
     """The first prescription for this alert: from the run's diagnosis when it is about this failure, else from
     the knowledge base ranked for the alert's signal and the run's config."""
     if run_dir:
@@ -91,7 +93,7 @@ def top_prescription(run_dir: str | Path | None, alert: dict[str, Any], lang: st
         if diag.is_file():
             try:
                 data = json.loads(diag.read_text(encoding="utf-8"))
-                about_this = any(f.get("signal") == alert["kind"] for f in data.get("observed", []))
+                about_this = any(f.get("signal") == alert.kind for f in data.get("observed", []))
                 for p in data.get("prescriptions", []) if about_this else []:
                     if p.get("applicable", True):
                         change = (p.get("change") or {}).get("describe", {}).get(lang, "")
@@ -100,17 +102,17 @@ def top_prescription(run_dir: str | Path | None, alert: dict[str, Any], lang: st
                 pass
     from trainer.doctor.diagnose import alert_prescription
 
-    return alert_prescription(run_dir, alert["kind"], lang)  # weighed as the diagnosis weighs it
+    return alert_prescription(run_dir, alert.kind, lang)  # weighed as the diagnosis weighs it
 
 
-def alert_html(snap: dict[str, Any], lang: str, prescription: dict[str, str] | None) -> str:
+def alert_html(snap: RunSnapshot, lang: str, prescription: dict[str, str] | None) -> str:
     """The prominent box: what broke first, where, at which step, the batch files, the top prescription."""
     alert = guard_alert(snap)
     if alert is None:
         return ""
     e = html.escape
-    first = alert.get("first") or alert["kind"].removeprefix("nonfinite_")
-    stopped = snap.get("status") == "guard_stopped" or alert.get("action") == "stop"
+    first = alert.get("first") or alert.kind.removeprefix("nonfinite_")
+    stopped = snap.status == RunStatus.GUARD_STOPPED or alert.get("action") == "stop"
     files = [str(f) for f in alert.get("files") or []]
     shown = ", ".join(e(f) for f in files[:MAX_FILES_SHOWN]) + (f" … (+{len(files) - MAX_FILES_SHOWN})"
                                                                 if len(files) > MAX_FILES_SHOWN else "")
@@ -134,13 +136,13 @@ def alert_html(snap: dict[str, Any], lang: str, prescription: dict[str, str] | N
     return f"<div class='ld-alert' id='ld-alert-box'><h3>🛑 {title}</h3><table>{body}</table>{rx}</div>"
 
 
-def warnings_markdown(snap: dict[str, Any], lang: str) -> str:
+def warnings_markdown(snap: RunSnapshot, lang: str) -> str:
     """Alerts other than the guard's: precision fallback, distilled base, a refused save."""
     lines = []
-    for a in snap.get("alerts", []):
-        if str(a.get("kind", "")).startswith("nonfinite_"):
+    for a in snap.alerts:
+        if str(a.kind or "").startswith("nonfinite_"):
             continue
-        lines.append(f"- ⚠️ **{signal_label(str(a.get('kind')), lang)}**: {a.get('message', '')}")
+        lines.append(f"- ⚠️ **{signal_label(str(a.kind), lang)}**: {a.message or ''}")
     return "\n".join(lines)
 
 
@@ -153,19 +155,19 @@ def open_rgb(path: Path) -> Image.Image | None:
         return None
 
 
-def gallery_items(snap: dict[str, Any], lang: str,
+def gallery_items(snap: RunSnapshot, lang: str,
                   picture: Callable[[Path], Any] = open_rgb) -> list[tuple[Any, str]]:
     """Sample pictures, newest first, each as ``picture`` gives its file (an image by default; not the run's
     path: gradio serves only what it copied itself); a file it cannot give (None) is left out."""
     out = []
-    for ev in reversed(snap.get("samples", [])):
-        folder = Path(ev.get("path", ""))
-        for rec in ev.get("samples", []):
+    for ev in reversed(snap.samples):
+        folder = Path(ev.path or "")
+        for rec in ev.samples or []:
             img = picture(folder / rec["file"])
             if img is None:
                 continue
             weights = " (EMA)" if rec.get("weights") == "ema" else ""
-            out.append((img, f"{t('step', lang)} {rec.get('step', ev.get('step'))} · {t('kind_' + rec['kind'], lang)}"
+            out.append((img, f"{t('step', lang)} {rec.get('step', ev.step)} · {t('kind_' + rec['kind'], lang)}"
                              f"{weights}"))
             if len(out) >= MAX_GALLERY:
                 return out

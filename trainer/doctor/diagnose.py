@@ -35,10 +35,16 @@ def _load_config(paths: RunPaths) -> Config:
     return from_dict(read_toml(paths.config), origin=str(paths.config))
 
 
-def _bf16_available() -> bool:
-    import torch
+def bf16_available(config: Config | None) -> bool:
+    """Whether a run of ``config`` would train in bf16 on this machine: the rule ``decide_precision`` applies
+    (a GPU that only emulates bf16 does not count), so the doctor never prescribes what training refuses."""
+    from trainer.models.precision import bf16_supported, resolve_device
 
-    return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    try:
+        device = resolve_device(config.train.device if config is not None else "auto")
+    except UserError:  # the config names a device this machine lacks
+        return False
+    return bf16_supported(device)
 
 
 def collect_findings(run_dir: Path, config: Config | None = None, with_samples: bool = True) -> list[Finding]:
@@ -90,7 +96,7 @@ def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[s
                 if step is not None:
                     detail = {"en": f"Step {step}: " + detail["en"], "ko": f"{step}스텝: " + detail["ko"]}
             if p.change is not None:
-                if "bf16_supported" in p.change.requires and not _bf16_available():
+                if "bf16_supported" in p.change.requires and not bf16_available(config):
                     applicable = False
                 try:
                     from trainer.doctor.kb import apply_change
@@ -264,7 +270,7 @@ def alert_prescription(run_dir: str | Path | None, signal: str, lang: str = "en"
         for p in kb.prescriptions_for(rc.cause.id):
             change = ""
             if p.change is not None and config is not None:
-                if "bf16_supported" in p.change.requires and not _bf16_available():
+                if "bf16_supported" in p.change.requires and not bf16_available(config):
                     continue
                 try:
                     if not diff_configs(config, apply_change(config, p.change)) or not moves_as_meant(config, p.change):

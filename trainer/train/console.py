@@ -7,7 +7,7 @@ import sys
 import threading
 
 from trainer.config.schema import Config
-from trainer.run.events import Event
+from trainer.run.events import Alert, RunEvent, Started, StepRow
 from trainer.train.commands import Commands
 
 
@@ -16,23 +16,22 @@ class ConsoleSink:
         self.quiet = quiet
         self.bar = None
 
-    def __call__(self, ev: Event) -> None:
-        kind = ev["type"]
-        if kind == "started":
-            plan = ev["plan"]
+    def __call__(self, ev: RunEvent) -> None:
+        kind = ev.type
+        if isinstance(ev, Started):
             if not self.quiet:
                 from tqdm import tqdm
 
-                self.bar = tqdm(total=plan["total_steps"], unit="step", dynamic_ncols=True, file=sys.stderr)
-            print(f"run folder: {ev['run_dir']}  device: {ev['device']}  precision: {ev['precision']['precision']}"
-                  f"  trainable params: {ev['trainable_params']:,}", file=sys.stderr)
-        elif kind == "step" and self.bar is not None:
-            if not ev["skipped"]:
-                self.bar.n = ev["step"]
-            self.bar.set_postfix(loss=f"{ev['loss']:.4f}", lr=f"{ev['lr']:.2e}", refresh=False)
+                self.bar = tqdm(total=ev.plan["total_steps"], unit="step", dynamic_ncols=True, file=sys.stderr)
+            print(f"run folder: {ev.run_dir}  device: {ev.device}  precision: {ev.precision['precision']}"
+                  f"  trainable params: {ev.trainable_params:,}", file=sys.stderr)
+        elif isinstance(ev, StepRow) and self.bar is not None:
+            if not ev.skipped:
+                self.bar.n = ev.step
+            self.bar.set_postfix(loss=f"{ev.loss:.4f}", lr=f"{ev.lr:.2e}", refresh=False)
             self.bar.refresh()
-        elif kind == "alert":
-            self._write(f"[{ev.get('level', 'warning')}] {ev.get('kind')}: {ev.get('message') or ev.get('reason', '')}")
+        elif isinstance(ev, Alert):
+            self._write(f"[{ev.get('level', 'warning')}] {ev.kind}: {ev.message or ev.get('reason', '')}")
         elif kind in ("checkpoint_saved", "rollback", "change_applied"):
             self._write(f"{kind}: {ev.get('path') or ev.get('change') or ev.get('key')}")
         elif kind in ("finished", "stopped", "failed") and self.bar is not None:

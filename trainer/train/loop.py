@@ -182,7 +182,7 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Recovery
         if self.dist.is_main:
             ev = event(event_type, step=fields.pop("step", self.global_step), **fields)
             if event_type == "step":
-                self._rows.append(ev)
+                self._rows.append(ev.to_json())
             self.sink(ev)
 
     def setup(self, resume: bool = False) -> None:

@@ -9,32 +9,78 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from trainer.config.schema import Config
 from trainer.errors import UserError
+from trainer.run.events import (
+    TERMINAL,
+    Alert,
+    CheckpointSaved,
+    Failed,
+    Progress,
+    Resumed,
+    RunEvent,
+    RunStatus,
+    SampleReady,
+    Started,
+    StepRow,
+    Stopped,
+)
 from trainer.train.commands import Commands
 
-TERMINAL = {"finished", "stopped", "paused", "failed", "guard_stopped"}
+__all__ = ["TERMINAL", "RunSnapshot", "RunState", "Runner", "get_runner", "memory_in_use", "run_dir_of"]
 
 
 @dataclass
 class RunState:
-    status: str = "idle"  # idle | starting | running | finished | stopped | paused | guard_stopped | failed
+    status: RunStatus = RunStatus.IDLE
     run_dir: str | None = None
     total_steps: int = 0
     step: int = 0
     started_at: float = 0.0
-    metrics: list[dict[str, Any]] = field(default_factory=list)
-    alerts: list[dict[str, Any]] = field(default_factory=list)
-    samples: list[dict[str, Any]] = field(default_factory=list)
-    checkpoints: list[dict[str, Any]] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)  # everything but step rows
-    progress: dict[str, Any] | None = None
+    metrics: list[dict[str, Any]] = field(default_factory=list)  # the step rows, as ``StepRow.to_json`` gives
+    alerts: list[Alert] = field(default_factory=list)
+    samples: list[SampleReady] = field(default_factory=list)
+    checkpoints: list[CheckpointSaved] = field(default_factory=list)
+    events: list[RunEvent] = field(default_factory=list)  # everything but step rows
+    progress: Progress | None = None
     message: str = ""
     config: Config | None = None
+
+
+@dataclass
+class RunSnapshot:
+    """A consistent copy of the run's state for display (:meth:`Runner.snapshot`)."""
+
+    version: int = 0
+    active: bool = False
+    status: RunStatus = RunStatus.IDLE
+    run_dir: str | None = None
+    step: int = 0
+    total_steps: int = 0
+    metrics: list[dict[str, Any]] = field(default_factory=list)  # rows from ``rows_from`` on
+    rows: int = 0  # every row the run has
+    alerts: list[Alert] = field(default_factory=list)
+    samples: list[SampleReady] = field(default_factory=list)
+    checkpoints: list[CheckpointSaved] = field(default_factory=list)
+    events: list[RunEvent] = field(default_factory=list)  # the last 50 besides step rows
+    progress: Progress | None = None
+    message: str = ""
+    it_per_sec: float | None = None
+    eta_seconds: float | None = None
+    memory: dict[str, float | None] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The snapshot as plain JSON types, the dict ``snapshot`` returned before it was typed."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name in ("alerts", "samples", "checkpoints", "events"):
+            out[name] = [e.to_json() for e in out[name]]
+        out["progress"] = self.progress.to_json() if self.progress is not None else None
+        out["status"] = str(self.status)
+        return out
 
 
 class Runner:
@@ -57,7 +103,7 @@ class Runner:
             if self.active:
                 return False, "a training run is already active; stop it first"
             self._commands = Commands()
-            self.state = RunState(status="starting", started_at=time.time(), config=config,
+            self.state = RunState(status=RunStatus.STARTING, started_at=time.time(), config=config,
                                   run_dir=str(resume) if resume else None)
             self.version += 1
             self._thread = threading.Thread(
@@ -72,19 +118,19 @@ class Runner:
         try:
             result = run_training(config, self._on_event, self._commands, parent=parent, resume=resume)
             with self._lock:
-                self.state.status = result.status
+                self.state.status = RunStatus(result.status)
                 self.state.message = result.message or self.state.message
                 if result.run_dir:
                     self.state.run_dir = str(result.run_dir)
                 self.version += 1
         except UserError as e:
             with self._lock:
-                self.state.status = "failed"
+                self.state.status = RunStatus.FAILED
                 self.state.message = str(e)
                 self.version += 1
         except Exception as e:  # a bug must reach the user's screen, not vanish with the thread
             with self._lock:
-                self.state.status = "failed"
+                self.state.status = RunStatus.FAILED
                 self.state.message = f"{type(e).__name__}: {e}"
                 self.version += 1
 
@@ -135,39 +181,38 @@ class Runner:
 
     # ------------------------------------------------------------------------------------ events
 
-    def _on_event(self, ev: dict[str, Any]) -> None:
+    def _on_event(self, ev: RunEvent) -> None:
         with self._lock:
             s = self.state
-            kind = ev["type"]
-            if kind == "step":
-                s.metrics.append(ev)
-                if not ev.get("skipped"):
-                    s.step = ev["step"]
+            if isinstance(ev, StepRow):
+                s.metrics.append(ev.to_json())
+                if not ev.skipped and ev.step is not None:
+                    s.step = ev.step
             else:
                 s.events.append(ev)
-            if kind == "resumed":  # the rows, samples and checkpoints before the resume point, for the plots
-                _load_earlier(s, ev["run_dir"], ev["step"])
-            elif kind == "started":
-                s.status = "running"
-                s.run_dir = ev.get("run_dir")
-                s.total_steps = ev["plan"]["total_steps"]
-            elif kind == "progress":
+            if isinstance(ev, Resumed):  # the rows, samples and checkpoints before the resume point, for the plots
+                _load_earlier(s, ev.run_dir, ev.step or 0)
+            elif isinstance(ev, Started):
+                s.status = RunStatus.RUNNING
+                s.run_dir = ev.run_dir or None
+                s.total_steps = ev.plan["total_steps"]
+            elif isinstance(ev, Progress):
                 s.progress = ev
-            elif kind == "alert":
+            elif isinstance(ev, Alert):
                 s.alerts.append(ev)
-            elif kind == "sample_ready":
+            elif isinstance(ev, SampleReady):
                 s.samples.append(ev)
-            elif kind == "checkpoint_saved":
+            elif isinstance(ev, CheckpointSaved):
                 s.checkpoints.append(ev)
-            elif kind == "failed":
-                s.message = ev.get("error", "")
-            elif kind == "stopped" and ev.get("message"):
-                s.message = ev["message"]
+            elif isinstance(ev, Failed):
+                s.message = ev.error or ""
+            elif isinstance(ev, Stopped) and ev.message:
+                s.message = ev.message
             self.version += 1
 
     # ---------------------------------------------------------------------------------- snapshot
 
-    def snapshot(self, rows_from: int = 0) -> dict[str, Any]:
+    def snapshot(self, rows_from: int = 0) -> RunSnapshot:
         """A consistent copy of the run's state for display, with rates and an ETA computed here. ``metrics``
         holds the rows from index ``rows_from`` on (a poller that has the earlier ones copies only the new
         ones); ``rows`` counts them all."""
@@ -175,26 +220,16 @@ class Runner:
             s = self.state
             rows = s.metrics[rows_from:]
             recent = [r["sec_per_step"] for r in s.metrics[-20:] if not r.get("skipped")]
-            out: dict[str, Any] = {
-                "version": self.version,
-                "active": self.active,
-                "status": s.status,
-                "run_dir": s.run_dir,
-                "step": s.step,
-                "total_steps": s.total_steps,
-                "metrics": rows,
-                "rows": len(s.metrics),
-                "alerts": list(s.alerts),
-                "samples": list(s.samples),
-                "checkpoints": list(s.checkpoints),
-                "events": list(s.events[-50:]),
-                "progress": s.progress,
-                "message": s.message,
-            }
+            out = RunSnapshot(
+                version=self.version, active=self.active, status=s.status, run_dir=s.run_dir, step=s.step,
+                total_steps=s.total_steps, metrics=rows, rows=len(s.metrics), alerts=list(s.alerts),
+                samples=list(s.samples), checkpoints=list(s.checkpoints), events=list(s.events[-50:]),
+                progress=s.progress, message=s.message,
+            )
         sec = sum(recent) / len(recent) if recent else None
-        out["it_per_sec"] = (1.0 / sec) if sec else None
-        out["eta_seconds"] = (sec * max(out["total_steps"] - out["step"], 0)) if sec else None
-        out["memory"] = memory_in_use()
+        out.it_per_sec = (1.0 / sec) if sec else None
+        out.eta_seconds = (sec * max(out.total_steps - out.step, 0)) if sec else None
+        out.memory = memory_in_use()
         return out
 
 
@@ -211,10 +246,10 @@ def _load_earlier(s: RunState, run_dir: str, step: int) -> None:
     for r in metrics(run_dir):
         if r.get("step", 0) <= step:
             rows.append({"type": "step", **{k: as_float(v) if v in _NONFINITE else v for k, v in r.items()}})
-    earlier = [e for e in events(run_dir) if e.get("step", 0) <= step]
+    earlier = [RunEvent.from_json(e) for e in events(run_dir) if e.get("step", 0) <= step]
     s.metrics[:0] = rows
-    s.samples[:0] = [e for e in earlier if e["type"] == "sample_ready"]
-    s.checkpoints[:0] = [e for e in earlier if e["type"] == "checkpoint_saved"]
+    s.samples[:0] = [e for e in earlier if isinstance(e, SampleReady)]
+    s.checkpoints[:0] = [e for e in earlier if isinstance(e, CheckpointSaved)]
     applied = [r["step"] for r in rows if not r.get("skipped")]
     s.step = max(applied, default=s.step)
 
@@ -245,5 +280,5 @@ def get_runner() -> Runner:
         return _RUNNER
 
 
-def run_dir_of(snapshot: dict[str, Any]) -> Path | None:
-    return Path(snapshot["run_dir"]) if snapshot.get("run_dir") else None
+def run_dir_of(snapshot: RunSnapshot) -> Path | None:
+    return Path(snapshot.run_dir) if snapshot.run_dir else None

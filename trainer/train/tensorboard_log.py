@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from trainer.run.events import Event
+from trainer.run.events import Resumed, RunEvent, SampleReady, StepRow
 
 FOLDER = "tensorboard"
 # metrics row field -> scalar tag
@@ -46,13 +46,13 @@ class TensorBoardSink:
         self._purge_step: int | None = None
         self._failed = False
 
-    def __call__(self, ev: Event) -> None:
-        kind = ev["type"]
-        if kind == "resumed":
-            self._purge_step = int(ev["step"]) + 1
-        elif kind == "step":
+    def __call__(self, ev: RunEvent) -> None:
+        kind = ev.type
+        if isinstance(ev, Resumed):
+            self._purge_step = int(ev.step or 0) + 1
+        elif isinstance(ev, StepRow):
             self._scalars(ev)
-        elif kind == "sample_ready":
+        elif isinstance(ev, SampleReady):
             self._images(ev)
         elif kind in ENDINGS and self.writer is not None:
             self.writer.close()
@@ -64,10 +64,11 @@ class TensorBoardSink:
             self._failed = self.writer is None
         return self.writer
 
-    def _scalars(self, row: Event) -> None:
+    def _scalars(self, ev: StepRow) -> None:
         writer = self._open()
         if writer is None:
             return
+        row = ev.to_json()
         step = int(row["step"])
         # a skipped step (fp16 overflow) has no update to show, only the loss scale it halved
         fields = ("loss_scale",) if row.get("skipped") else tuple(SCALARS)
@@ -78,18 +79,18 @@ class TensorBoardSink:
         if row.get("skipped"):
             writer.add_scalar("train/skipped", 1.0, step)
 
-    def _images(self, ev: Event) -> None:
+    def _images(self, ev: SampleReady) -> None:
         writer = self._open()
         if writer is None:
             return
         import numpy as np
         from PIL import Image
 
-        folder = Path(ev["path"])
-        for record in ev.get("samples", []):
+        folder = Path(ev.path)
+        for record in ev.samples or []:
             with Image.open(folder / record["file"]) as img:
                 pixels = np.asarray(img.convert("RGB"))
-            writer.add_image(sample_tag(record), pixels, int(ev["step"]), dataformats="HWC")
+            writer.add_image(sample_tag(record), pixels, int(ev.step or 0), dataformats="HWC")
         writer.flush()
 
 

@@ -29,7 +29,7 @@ from trainer.doctor.risks import start_risks
 from trainer.errors import UserError
 from trainer.plan.steps import make_plan
 from trainer.run.rundir import list_runs, run_status
-from trainer.train.runner import TERMINAL
+from trainer.train.runner import TERMINAL, RunSnapshot
 
 from .. import live, plots
 from ..binding import UI, ok_box
@@ -161,11 +161,11 @@ def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
     def status() -> dict:
         """Compact run state for API clients: status, step, total, run (inside runs/), alerts, samples."""
         snap = runner.snapshot()
-        return {"version": snap["version"], "active": snap["active"], "status": snap["status"],
-                "step": snap["step"], "total_steps": snap["total_steps"], "run": ctx.run_rel(snap["run_dir"]),
-                "message": snap["message"], "alerts": [a.get("kind") for a in snap["alerts"]],
-                "samples": len(snap["samples"]), "checkpoints": len(snap["checkpoints"]),
-                "rows": len(snap["metrics"])}
+        return {"version": snap.version, "active": snap.active, "status": str(snap.status),
+                "step": snap.step, "total_steps": snap.total_steps, "run": ctx.run_rel(snap.run_dir),
+                "message": snap.message, "alerts": [a.kind for a in snap.alerts],
+                "samples": len(snap.samples), "checkpoints": len(snap.checkpoints),
+                "rows": len(snap.metrics)}
 
     gr.api(status, api_name="status")
 
@@ -255,21 +255,21 @@ class GalleryCopies:
         return cached
 
 
-def live_plots(runner, snap: dict[str, Any], state: dict[str, Any], lang: str, rev: str,
+def live_plots(runner, snap: RunSnapshot, state: dict[str, Any], lang: str, rev: str,
                whole: bool) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """The message that brings a tab's plots up to date (None when no row arrived) and what the tab holds
     after it: ``full`` (the id of its whole figures), ``drawn`` (their rows), ``rows``, ``carry``. Whole
     figures, decimated, on a first look, a new run or language, a page that lost track, rows that add markers,
     or once the lines grew by REDRAW_AFTER points since; else only the points of the rows that arrived."""
     held = {k: state[k] for k in ("full", "drawn", "rows", "carry") if k in state}
-    if not whole and held.get("rows") == snap["rows"]:
+    if not whole and held.get("rows") == snap.rows:
         return None, held
-    if (not whole and held.get("drawn") and snap["rows"] - held["drawn"] <= REDRAW_AFTER
-            and not plots.changes_shape(snap["metrics"], held["carry"])):
-        points, carry = plots.new_points(snap["metrics"], held["carry"])
-        message = {"full": held["full"], "from": held["rows"], "rows": snap["rows"], **points}
-        return message, {**held, "rows": snap["rows"], "carry": carry}
-    rows = runner.snapshot()["metrics"] if state.get("rows") else snap["metrics"]
+    if (not whole and held.get("drawn") and snap.rows - held["drawn"] <= REDRAW_AFTER
+            and not plots.changes_shape(snap.metrics, held["carry"])):
+        points, carry = plots.new_points(snap.metrics, held["carry"])
+        message = {"full": held["full"], "from": held["rows"], "rows": snap.rows, **points}
+        return message, {**held, "rows": snap.rows, "carry": carry}
+    rows = runner.snapshot().metrics if state.get("rows") else snap.metrics
     cfg = getattr(runner.state, "config", None)
     max_norm = cfg.optim.max_grad_norm if cfg is not None else 0.0
     full = (state.get("full") or 0) + 1
@@ -287,11 +287,11 @@ def poll_view(ui: UI, state: dict[str, Any], lang: str, view: dict[str, Any] | N
     if state.get("version") == runner.version and state.get("lang") == lang and not lost:
         return {}
     snap = runner.snapshot(rows_from=state.get("rows", 0))
-    samples, alerts = snap["samples"], snap["alerts"]
-    new = {"version": snap["version"], "lang": lang, "run": snap["run_dir"], "samples": len(samples),
-           "alerts": len(alerts), "active": snap["active"], "status": snap["status"]}
-    fresh = state.get("lang") != lang or state.get("run") != snap["run_dir"]
-    run_label = ctx.run_rel(snap["run_dir"])
+    samples, alerts = snap.samples, snap.alerts
+    new = {"version": snap.version, "lang": lang, "run": snap.run_dir, "samples": len(samples),
+           "alerts": len(alerts), "active": snap.active, "status": str(snap.status)}
+    fresh = state.get("lang") != lang or state.get("run") != snap.run_dir
+    run_label = ctx.run_rel(snap.run_dir)
     out: dict[str, Any] = {"poll_state": new, "status_md": live.status_line(snap, lang, run_label)}
     message, held = live_plots(runner, snap, state, lang, run_label or "idle", whole=fresh or lost)
     new.update(held)
@@ -299,25 +299,25 @@ def poll_view(ui: UI, state: dict[str, Any], lang: str, view: dict[str, Any] | N
         out["live_plots"] = message
     if fresh or len(samples) != state.get("samples"):
         out["samples_gallery"] = live.gallery_items(snap, lang, picture)
-    if fresh or len(alerts) != state.get("alerts") or snap["status"] != state.get("status"):
+    if fresh or len(alerts) != state.get("alerts") or snap.status != state.get("status"):
         alert = live.guard_alert(snap)
-        rx = live.top_prescription(snap["run_dir"], alert, lang) if alert else None
+        rx = live.top_prescription(snap.run_dir, alert, lang) if alert else None
         out["alert_html"] = live.alert_html(snap, lang, rx)
         out["to_troubleshoot"] = gr.Button(visible=alert is not None)
         out["warnings_md"] = live.warnings_markdown(snap, lang)
-    if fresh or snap["active"] != state.get("active"):
-        out.update(run_buttons(snap["active"]))
-    if fresh or snap["status"] != state.get("status"):
-        out["continue_btn"] = gr.Button(interactive=not snap["active"] and paused_run(ctx) is not None)
-    ended = snap["status"] in TERMINAL and snap["status"] != state.get("status")
+    if fresh or snap.active != state.get("active"):
+        out.update(run_buttons(snap.active))
+    if fresh or snap.status != state.get("status"):
+        out["continue_btn"] = gr.Button(interactive=not snap.active and paused_run(ctx) is not None)
+    ended = snap.status in TERMINAL and snap.status != state.get("status")
     if ended:  # "Stopping after this step…" and the like are done with
         out["train_msg"] = ""
-    if snap["run_dir"] and (fresh or ended):
+    if snap.run_dir and (fresh or ended):
         choices = ctx.run_choices(lang)
         out["review_run"] = gr.Dropdown(choices=choices, value=run_label)
         out["ts_run"] = gr.Dropdown(choices=choices, value=run_label)
         out.update(gates.unlocks_for_runs(ui))
-    if not state and snap["active"]:  # a tab opened (or reopened) while a run trains: show it
+    if not state and snap.active:  # a tab opened (or reopened) while a run trains: show it
         out.update(gates.open_all())
         out["wizard"] = gates.go("train")
     return out
