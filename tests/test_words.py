@@ -62,8 +62,6 @@ def test_a_message_is_worded_in_the_readers_language_and_nests():
 # trainer modules that still word their own messages; the list only shrinks
 STILL_WORDED_IN_TRAINER: set[str] = {
     "trainer/cli.py",
-    "trainer/data/problems.py",
-    "trainer/data/scan.py",
     "trainer/doctor/detectors.py",
     "trainer/doctor/diagnose.py",
     "trainer/doctor/kb.py",
@@ -90,3 +88,33 @@ def test_the_trainer_library_holds_no_korean():
     assert worded <= STILL_WORDED_IN_TRAINER, f"Korean words inside trainer/ (move them to words/): {sorted(worded - STILL_WORDED_IN_TRAINER)}"
     gone = STILL_WORDED_IN_TRAINER - worded
     assert not gone, f"these no longer hold words; take them off STILL_WORDED_IN_TRAINER: {sorted(gone)}"
+
+
+# trainer modules that word messages: the edges that write a file people read (run folder, CLI output); the rest
+# of the library returns codes and values
+MAY_IMPORT_WORDS = {"trainer/cli.py"}
+
+
+def _imports_words(tree: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name == "words" or a.name.startswith("words.") for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "words":
+            return True
+    return False
+
+
+def test_only_the_writing_edges_of_the_trainer_import_words():
+    importing = {p.relative_to(REPO).as_posix() for p in (REPO / "trainer").rglob("*.py")
+                 if _imports_words(ast.parse(p.read_text(encoding="utf-8")))}
+    assert importing <= MAY_IMPORT_WORDS, f"word these in the app or CLI instead: {sorted(importing - MAY_IMPORT_WORDS)}"
+
+
+def test_a_message_written_to_a_file_is_worded_in_both_languages():
+    from trainer.data.problems import problem
+
+    row = problem("too_small", "a.png", w=8, h=8, res=512, min_side=64)
+    written = words.worded({"problems": [row], "n": 1, "message_json": row["message"].to_json()})
+    assert written["problems"][0]["message"]["ko"] == words.say(row["message"], "ko")
+    assert written["problems"][0]["message"]["en"].startswith("8×8 is far too small")
+    assert written["message_json"] == written["problems"][0]["message"] and written["n"] == 1

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import words
 from trainer.errors import UserError
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_GUARD, EXIT_USER_STOP = 0, 2, 3, 130
@@ -29,7 +30,8 @@ def _positive_int(text: str) -> int:
 
 
 def _print_json(obj) -> None:
-    print(json.dumps(obj, indent=2, ensure_ascii=False))
+    """Messages in it come out worded in both languages: ``{"en": …, "ko": …}``."""
+    print(json.dumps(words.worded(obj), indent=2, ensure_ascii=False))
 
 
 def cmd_plan(args) -> int:
@@ -50,7 +52,7 @@ def cmd_plan(args) -> int:
           f"(fit {plan.dose_low:g}–{plan.dose_high:g})")
     print(f"checkpoints at: {plan.checkpoint_steps}")
     for p in report.problems:
-        print(f"  [{p['severity']}] {p['file']}: {p['message']}")
+        print(f"  [{p['severity']}] {p['file']}: {words.say(p['message'])}")
     print("peak memory (estimate):" if lang == "en" else "최대 메모리(추정):")
     print(memory.text(lang))
     if fit is not None:
@@ -88,12 +90,15 @@ def cmd_check_dataset(args) -> int:
         raise UserError(f"check-dataset {option}: {err['msg'].removeprefix('Value error, ')}") from None
     report = scan_dataset(ds)
     if args.json:
-        _print_json(report.to_json())
+        out = report.to_json()
+        for row in out["problems"] + out["tag_warnings"]:  # worded flat, as this output has always had them
+            row["message"], row["message_ko"] = (words.say(row["message"], lang) for lang in words.LANGS)
+        _print_json(out)
         return EXIT_OK
     print(f"{report.root}: {report.images} usable images, {report.captions} with captions, "
           f"{report.image_repeats} image-repeats, usable={report.usable}")
     for p in report.problems:
-        print(f"  [{p['severity']}] {p['file']}: {p['kind']}: {p['message']}")
+        print(f"  [{p['severity']}] {p['file']}: {p['kind']}: {words.say(p['message'])}")
     return EXIT_OK
 
 
