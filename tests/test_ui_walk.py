@@ -149,7 +149,8 @@ def test_run_lists_and_findings_name_the_status_in_the_page_language(tmp_path):
 
 
 def test_signal_and_prompt_kind_ids_are_shown_in_words():
-    from trainer.run.samples import PROMPT_KINDS, kind_words
+    import words
+    from trainer.run.samples import PROMPT_KINDS, prompt_kind
     from ui import live
     from ui.i18n import kind_label, signal_label
 
@@ -161,7 +162,7 @@ def test_signal_and_prompt_kind_ids_are_shown_in_words():
     assert "되돌리기" in live.alert_html(snap, "ko", None) and "rollback" not in live.alert_html(snap, "ko", None)
     assert signal_label("leakage", "ko") != "leakage" and signal_label("no_such_signal", "ko") == "no_such_signal"
     for kind in PROMPT_KINDS:
-        assert kind_label(kind, "ko") == kind_words(kind, "ko") == t(f"kind_{kind}", "ko") != kind
+        assert kind_label(kind, "ko") == words.say(prompt_kind(kind), "ko") == t(f"kind_{kind}", "ko") != kind
     assert kind_label("trigger#2", "en") == "trigger only #2"
     diag = {"status": "finished", "observed": [],
             "parent": {"changes": {"optim.lr": [1e-3, 5e-4]}, "resolved": ["leakage"], "new": [], "still": ["dose_over"]}}

@@ -45,7 +45,7 @@ def cmd_plan(args) -> int:
         _print_json({**plan.to_json(), "memory": memory.to_json(), **({"memory_fit": fit.to_json()} if fit else {})})
         return EXIT_OK
     lang = args.lang
-    print(plan.formula[lang])
+    print(words.say(plan.formula, lang))
     print(f"steps per epoch: {plan.steps_per_epoch}   total steps: {plan.total_steps}")
     mean = f", lr × {plan.schedule_mean:.2f} on average under the schedule" if plan.scheduled else ""
     print(f"dose (lr × steps × alpha/rank{mean}) = {plan.dose:.4g}  zone: {plan.dose_zone} "
@@ -137,14 +137,45 @@ def check_output_dir(output_dir: str) -> None:
 
 
 def cmd_diagnose(args) -> int:
-    from trainer.doctor.diagnose import diagnose, format_diagnosis
+    from trainer.doctor.diagnose import diagnose
 
     result = diagnose(args.run_dir)
     if args.json:
         _print_json(result)
     else:
-        print(format_diagnosis(result, args.lang))
+        print(_format_diagnosis(result, args.lang))
     return EXIT_OK
+
+
+def _format_diagnosis(result: dict, lang: str = "en") -> str:
+    """``diagnosis.json`` as text: the verdict, what was observed, the likely causes and the prescriptions."""
+    from trainer.doctor.verdict import STRENGTH_TEXT
+
+    def say(message) -> str:
+        return words.say(message, lang)
+
+    lines = [f"run: {result['run_dir']}  status: {result.get('status')}"]
+    if result.get("verdict"):
+        lines.append(say("diagnosis.verdict") + say(result["verdict"]["summary"]))
+    lines.append(say("diagnosis.observed"))
+    for f in result["observed"] or []:
+        lines.append(f"  [{f['level']}] {say(f['message'])}")
+    if not result["observed"]:
+        lines.append("  " + say("diagnosis.nothing_unusual"))
+    if result["causes"]:
+        lines.append(say("diagnosis.causes"))
+        for c in result["causes"][:5]:
+            lesser = f" — {say(c['why_lesser'])}" if c.get("lesser") else ""
+            lines.append(f"  {say(c['title'])} ({say(STRENGTH_TEXT[c.get('strength', 'weak')])}){lesser}")
+        lines.append(say("diagnosis.prescriptions"))
+        for p in [p for p in result["prescriptions"] if p["applicable"] and not p.get("lesser")][:6]:
+            extra = f"  [{say(p['change']['describe'])}]" if p["change"] and p["change"]["describe"][lang] else ""
+            lines.append(f"  - {say(p['title'])}{extra}")
+    if result.get("parent"):
+        par = result["parent"]
+        lines.append(f"compared with parent {par['parent']}: changes {par['changes']}, resolved {par['resolved']}, "
+                     f"new {par['new']}")
+    return "\n".join(lines)
 
 
 def cmd_import_kohya(args) -> int:

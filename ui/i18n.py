@@ -3,7 +3,8 @@ that every key the code uses exists in both languages)."""
 
 from __future__ import annotations
 
-from trainer.run.samples import PROMPT_KIND_WORDS, kind_words
+import words
+from trainer.run.samples import PROMPT_KINDS, prompt_kind
 
 LANGS = ("en", "ko")
 
@@ -307,7 +308,7 @@ TEXTS: dict[str, tuple[str, str]] = {
 }
 
 
-TEXTS.update({f"kind_{kind}": words for kind, words in PROMPT_KIND_WORDS.items()})  # the sample prompts' kinds
+TEXTS.update({f"kind_{kind}": words.TEXTS[f"kind.{kind}"] for kind in PROMPT_KINDS})  # the sample prompts' kinds
 
 
 def t(key: str, lang: str = "en", **values: object) -> str:
@@ -328,4 +329,4 @@ def signal_label(signal: str, lang: str) -> str:
 
 def kind_label(kind: str, lang: str) -> str:
     """A sample-prompt kind for people; ``kind#3`` (two prompts of one kind) keeps its number."""
-    return kind_words(kind, lang)
+    return words.say(prompt_kind(kind), lang)

@@ -11,6 +11,7 @@ from typing import Any
 
 from PIL import Image
 
+import words
 from trainer.data.images import for_display
 from trainer.plan.steps import Schedule
 
@@ -140,7 +141,9 @@ def warnings_markdown(snap: dict[str, Any], lang: str) -> str:
     for a in snap.get("alerts", []):
         if str(a.get("kind", "")).startswith("nonfinite_"):
             continue
-        lines.append(f"- ⚠️ **{signal_label(str(a.get('kind')), lang)}**: {a.get('message', '')}")
+        message = a.get("message", "")  # a precision fallback says it in English alone
+        lines.append(f"- ⚠️ **{signal_label(str(a.get('kind')), lang)}**: "
+                     f"{message if isinstance(message, str) else words.say(message, lang)}")
     return "\n".join(lines)
 
 

@@ -20,8 +20,10 @@ from trainer.config.schema import Config, diff_configs, from_dict, read_toml
 from trainer.doctor.detectors import Finding, metric_findings, nonfinite_findings, sample_findings
 from trainer.errors import UserError
 from trainer.io import atomic_write_json, read_jsonl
+from trainer.message import msg
 from trainer.run.events import as_float
 from trainer.run.rundir import RunPaths, run_status
+from trainer.run.worded import worded
 
 LEVEL_WEIGHT = {"error": 1.0, "warning": 0.6, "info": 0.3}
 NONFINITE_WEIGHT = 5.0
@@ -57,7 +59,9 @@ def collect_findings(run_dir: Path, config: Config | None = None, with_samples: 
     findings += [lr_far] if lr_far else []
     for ev in events:
         if ev.get("type") == "alert" and ev.get("kind") == "distilled_base":
-            findings.append(Finding("distilled_base", "warning", {"en": ev["message"], "ko": ev["message"]}))
+            message = ev.get("message")  # worded in both languages; a run from before codes has English alone
+            findings.append(Finding("distilled_base", "warning",
+                                    message if isinstance(message, dict) else {"en": str(message), "ko": str(message)}))
     return findings
 
 
@@ -86,7 +90,7 @@ def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[s
                 step = earlier_checkpoint(verdict)
                 applicable = step is not None  # never a checkpoint the run does not have
                 if step is not None:
-                    detail = {"en": f"Step {step}: " + detail["en"], "ko": f"{step}스텝: " + detail["ko"]}
+                    detail = msg("diagnosis.at_step", step=step, text=detail)
             if p.change is not None:
                 if "bf16_supported" in p.change.requires and not _bf16_available():
                     applicable = False
@@ -187,8 +191,7 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
     lesser = frozenset(rc.cause.id for rc in ranked if (rc.cause.leans and verdict.label not in rc.cause.leans)
                        or all(away(leans[sym]) for _, sym in rc.evidence))
     ranked = [rc for rc in ranked if rc.cause.id not in lesser] + [rc for rc in ranked if rc.cause.id in lesser]
-    why_lesser = {"en": f"this run's verdict is {LABEL_TEXT[verdict.label]['en']}",
-                  "ko": f"이 실행의 판정은 {LABEL_TEXT[verdict.label]['ko']}입니다"}
+    why_lesser = msg("diagnosis.why_lesser", label=LABEL_TEXT[verdict.label])
     result = {
         "run_dir": str(paths.root),
         "status": run_status(paths.root).get("status"),
@@ -206,6 +209,7 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
         "parent": compare_with_parent(paths, findings),
         "healthy": not any(f.level in ("warning", "error") for f in findings),
     }
+    result = worded(result)  # what diagnosis.json holds, messages worded in both languages
     if write:
         atomic_write_json(paths.diagnosis, result)
     return result
@@ -214,33 +218,6 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
 def cause_strength(score: float) -> str:
     """A cause's ranking score in words (strong / moderate / weak evidence): nobody can read "1.70"."""
     return next(word for floor, word in CAUSE_STRENGTH if score >= floor)
-
-
-def format_diagnosis(result: dict[str, Any], lang: str = "en") -> str:
-    from trainer.doctor.verdict import STRENGTH_TEXT
-
-    lines = [f"run: {result['run_dir']}  status: {result.get('status')}"]
-    if result.get("verdict"):
-        lines.append(("verdict: " if lang == "en" else "판정: ") + result["verdict"]["summary"][lang])
-    lines.append("observed:" if lang == "en" else "관찰:")
-    for f in result["observed"] or []:
-        lines.append(f"  [{f['level']}] {f['message'][lang]}")
-    if not result["observed"]:
-        lines.append("  nothing unusual" if lang == "en" else "  특이사항 없음")
-    if result["causes"]:
-        lines.append("likely causes:" if lang == "en" else "가능한 원인:")
-        for c in result["causes"][:5]:
-            lesser = f" — {c['why_lesser'][lang]}" if c.get("lesser") else ""
-            lines.append(f"  {c['title'][lang]} ({STRENGTH_TEXT[c.get('strength', 'weak')][lang]}){lesser}")
-        lines.append("prescriptions (change one at a time):" if lang == "en" else "처방 (한 번에 하나만):")
-        for p in [p for p in result["prescriptions"] if p["applicable"] and not p.get("lesser")][:6]:
-            extra = f"  [{p['change']['describe'][lang]}]" if p["change"] and p["change"]["describe"][lang] else ""
-            lines.append(f"  - {p['title'][lang]}{extra}")
-    if result.get("parent"):
-        par = result["parent"]
-        lines.append(f"compared with parent {par['parent']}: changes {par['changes']}, resolved {par['resolved']}, "
-                     f"new {par['new']}")
-    return "\n".join(lines)
 
 
 def alert_prescription(run_dir: str | Path | None, signal: str, lang: str = "en") -> dict[str, str] | None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from trainer.io import append_jsonl
+from trainer.run.worded import worded
 
 Event = dict[str, Any]
 Sink = Callable[[Event], None]
@@ -59,7 +60,7 @@ class RunFolderSink:
         self.events_path = self.run_dir / "events.jsonl"
 
     def __call__(self, ev: Event) -> None:
-        row = json_safe(ev)
+        row = json_safe(worded(ev))
         if ev["type"] == "step":
             append_jsonl(self.metrics_path, {k: v for k, v in row.items() if k not in ("type", "time")})
         else:

@@ -9,6 +9,7 @@ from typing import Any
 
 import gradio as gr
 
+import words
 from trainer.config.schema import diff_configs
 from trainer.doctor.diagnose import cause_strength, earlier_checkpoint
 from trainer.doctor.kb import GROUPS, apply_change, describe_change, load_kb, moves_as_meant
@@ -167,7 +168,7 @@ def findings_markdown(diag: dict[str, Any] | None, lang: str) -> str:
         lines.append(verdict_markdown(verdict, lang, evidence=4) + "\n")
     observed = diag.get("observed") or []
     lines.append(f"**{t('observed', lang)}**")
-    lines += [f"- {LEVEL_ICON.get(f['level'], '•')} {f['message'][lang]}" + (f" ({t('weak_signal', lang)})" if f.get("weak")
+    lines += [f"- {LEVEL_ICON.get(f['level'], '•')} {words.say(f['message'], lang)}" + (f" ({t('weak_signal', lang)})" if f.get("weak")
               else "") for f in observed] or [f"- {t('nothing_unusual', lang)}"]
     causes = diag.get("causes") or []
     main, lesser = [c for c in causes if not c.get("lesser")], [c for c in causes if c.get("lesser")]
@@ -196,7 +197,7 @@ def findings_markdown(diag: dict[str, Any] | None, lang: str) -> str:
 
 def _strength(cause: dict[str, Any], lang: str) -> str:
     """A cause's weight in words (a diagnosis.json from before words had only the score)."""
-    return STRENGTH_TEXT[cause.get("strength") or cause_strength(cause["score"])][lang]
+    return words.say(STRENGTH_TEXT[cause.get("strength") or cause_strength(cause["score"])], lang)
 
 
 def action_buttons(diag: dict[str, Any] | None, lang: str, symptom: str | None = None, cfg: Any = None) -> dict[str, Any]:
@@ -248,7 +249,7 @@ def symptom_markdown(symptom_id: str, run: Path | None, lang: str, diag: dict[st
     lines = [f"### {s.text('title', lang)}", s.text("description", lang)]
     reading = symptom_reading(symptom_id, verdict, cfg)
     if reading:
-        lines.append(f"\n> {reading[lang]}")
+        lines.append(f"\n> {words.say(reading, lang)}")
     lines.append(f"\n**{t('causes', lang)}**")
     for i, (c, lesser) in enumerate(symptom_causes(symptom_id, verdict, cfg), 1):
         why = f" *({t('lesser_here', lang)})*" if lesser else ""
