@@ -237,15 +237,15 @@ def test_a_far_lr_or_dose_asks_first_naming_the_number_and_the_presets(demo_conf
     _, plan = plan_from_config(cfg)
     risks = start_risks(cfg, plan)
     assert len(risks) == 2
-    assert "0.04" in risks[1]["en"] and "0.003" in risks[1]["en"] and "13.3× the preset's" in risks[1]["en"]
-    assert f"{plan.dose:.3g}" in risks[0]["en"] and "0.4–3" in risks[0]["en"]
-    assert all(r["ko"] and r["ko"] != r["en"] for r in risks)
+    assert "0.04" in words.say(risks[1], "en") and "0.003" in words.say(risks[1], "en") and "13.3× the preset's" in words.say(risks[1], "en")
+    assert f"{plan.dose:.3g}" in words.say(risks[0], "en") and "0.4–3" in words.say(risks[0], "en")
+    assert all(words.say(r, "ko") and words.say(r, "ko") != words.say(r) for r in risks)
     cfg.optim.lr = 0.0003  # exactly a tenth: starts at once
     _, plan = plan_from_config(cfg)
     assert start_risks(cfg, plan) == []
     cfg.optim.lr = 0.0002  # less: asks, saying it may learn nothing
     _, plan = plan_from_config(cfg)
-    assert any("1/15 of the preset's" in r["en"] and "learn nothing" in r["en"] for r in start_risks(cfg, plan))
+    assert any("1/15 of the preset's" in words.say(r) and "learn nothing" in words.say(r) for r in start_risks(cfg, plan))
 
 
 # -------------------------------------------------------------------------- what Troubleshoot shows of it

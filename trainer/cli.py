@@ -53,15 +53,26 @@ def cmd_plan(args) -> int:
     print(f"checkpoints at: {plan.checkpoint_steps}")
     for p in report.problems:
         print(f"  [{p['severity']}] {p['file']}: {words.say(p['message'])}")
-    print("peak memory (estimate):" if lang == "en" else "최대 메모리(추정):")
-    print(memory.text(lang))
+    print(words.say("memory.heading", lang))
+    print(_memory_text(memory, lang))
     if fit is not None:
-        print(f"fit to {fit.budget:,} bytes: {fit.message[lang]}")
+        print(f"fit to {fit.budget:,} bytes: {words.say(fit.message, lang)}")
         for c in fit.changes:
-            print(f"  --set {c['key']}={c['new']}   ({c['old']} → {c['new']}: {c['why'][lang]})")
+            print(f"  --set {c['key']}={c['new']}   ({c['old']} → {c['new']}: {words.say(c['why'], lang)})")
         if fit.steps_note:
-            print(f"  {fit.steps_note[lang]}")
+            print(f"  {words.say(fit.steps_note, lang)}")
     return EXIT_OK
+
+
+def _memory_text(memory, lang: str) -> str:
+    """The memory estimate as plain lines: each part, the total, the device's free memory and the verdict."""
+    from trainer.plan.memory import gib
+
+    lines = [f"  {words.say(f'memory.part.{k}', lang):<38} {gib(v):>9}" for k, v in memory.parts.items() if v]
+    lines.append(f"  {words.say('memory.total', lang):<38} {gib(memory.total):>9}")
+    free = gib(memory.free) if memory.free is not None else "?"
+    lines.append(f"  {memory.device}: {free} free → {words.say(f'memory.verdict.{memory.verdict}', lang)}")
+    return "\n".join(lines)
 
 
 def _memory(cfg, report, plan, fit_memory: str | None):
@@ -191,7 +202,7 @@ def cmd_import_kohya(args) -> int:
         _print_json({**report.to_json(), "config": str(out)})
     else:
         print(report.text(args.lang))
-        print(f"\n{'written' if args.lang == 'en' else '저장함'}: {out}")
+        print(f"\n{words.say('cli.written', args.lang)}: {out}")
     return EXIT_OK
 
 
