@@ -168,7 +168,7 @@ def test_earlier_checkpoint_is_offered_only_when_the_run_has_one(tmp_path):
 def test_a_change_that_moves_a_setting_against_its_meaning_is_not_offered(tmp_path):
     cfg = preset_config("demo-character")  # conv_rank 16
     conv = load_kb().prescription("conv_lora_on")  # "put LoRA on the convolutions": set conv_rank to 8
-    assert "16 → 8" in describe_change(conv, "en", cfg)
+    assert "16 → 8" in words.say(describe_change(conv, cfg))
     assert not moves_as_meant(cfg, conv)
     cfg.lora.conv_rank = 0
     assert moves_as_meant(cfg, conv)
@@ -192,7 +192,7 @@ def test_an_lr_thousands_of_times_the_presets_is_sent_back_to_the_presets(tmp_pa
     assert first["id"] == "preset_lr", [p["id"] for p in d["prescriptions"]]
     assert "3 → 0.003" in first["change"]["describe"]["en"]
     rx = alert_prescription(run, "nonfinite_grad", "en")  # the alert box before the diagnosis is written
-    assert rx["title"] == "Go back to the preset's learning rate" and "0.003" in rx["change"]
+    assert rx["title"] == "Go back to the preset's learning rate" and "0.003" in words.say(rx["change"])
 
 
 def test_a_symptom_that_points_against_the_verdict_is_read_in_its_light(tmp_path):

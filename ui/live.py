@@ -101,7 +101,8 @@ def top_prescription(run_dir: str | Path | None, alert: dict[str, Any], lang: st
                 pass
     from trainer.doctor.diagnose import alert_prescription
 
-    return alert_prescription(run_dir, alert["kind"], lang)  # weighed as the diagnosis weighs it
+    rx = alert_prescription(run_dir, alert["kind"], lang)  # weighed as the diagnosis weighs it
+    return {**rx, "change": words.say(rx["change"], lang) if rx["change"] else ""} if rx else None
 
 
 def alert_html(snap: dict[str, Any], lang: str, prescription: dict[str, str] | None) -> str:

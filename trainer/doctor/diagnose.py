@@ -20,7 +20,7 @@ from trainer.config.schema import Config, diff_configs, from_dict, read_toml
 from trainer.doctor.detectors import Finding, metric_findings, nonfinite_findings, sample_findings
 from trainer.errors import UserError
 from trainer.io import atomic_write_json, read_jsonl
-from trainer.message import msg
+from trainer.message import Msg, msg
 from trainer.run.events import as_float
 from trainer.run.rundir import RunPaths, run_status
 from trainer.run.worded import worded
@@ -109,8 +109,7 @@ def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[s
                     "key": p.change.key, "op": p.change.op, "value": p.change.value,
                     "requires": list(p.change.requires),
                     "diff": {k: list(v) for k, v in diff.items()},
-                    "describe": {"en": describe_change(p.change, "en", config) if diff else "",
-                                 "ko": describe_change(p.change, "ko", config) if diff else ""},
+                    "describe": describe_change(p.change, config) if diff else {"en": "", "ko": ""},
                 }
             out.append({
                 "id": p.id, "for_cause": rc.cause.id,
@@ -220,11 +219,11 @@ def cause_strength(score: float) -> str:
     return next(word for floor, word in CAUSE_STRENGTH if score >= floor)
 
 
-def alert_prescription(run_dir: str | Path | None, signal: str, lang: str = "en") -> dict[str, str] | None:
+def alert_prescription(run_dir: str | Path | None, signal: str, lang: str = "en") -> dict[str, Any] | None:
     """The first prescription for a guard alert while the run's diagnosis is not written yet, weighed as
     :func:`diagnose` weighs it: an lr a hundred times the preset's comes first (back to the preset's lr, not half
-    of it), and a change this config cannot make, or only the wrong way, is skipped. ``{title, detail, change}``
-    in ``lang``; None when nothing applies."""
+    of it), and a change this config cannot make, or only the wrong way, is skipped. ``{title, detail, change}``:
+    the title and detail in ``lang``, the change a message ("" for none); None when nothing applies."""
     from trainer.doctor.kb import apply_change, describe_change, load_kb, moves_as_meant
     from trainer.doctor.risks import lr_far_finding
 
@@ -237,7 +236,7 @@ def alert_prescription(run_dir: str | Path | None, signal: str, lang: str = "en"
         signals[lr_far.signal] = LR_FIRST_WEIGHT if lr_far.level == "error" else LEVEL_WEIGHT[lr_far.level]
     for rc in kb.rank_causes(signals, config):
         for p in kb.prescriptions_for(rc.cause.id):
-            change = ""
+            change: Msg | str = ""
             if p.change is not None and config is not None:
                 if "bf16_supported" in p.change.requires and not _bf16_available():
                     continue
@@ -246,8 +245,8 @@ def alert_prescription(run_dir: str | Path | None, signal: str, lang: str = "en"
                         continue
                 except (UserError, ValueError):
                     continue
-                change = describe_change(p.change, lang, config)
+                change = describe_change(p.change, config)
             elif p.change is not None:
-                change = describe_change(p.change, lang)
+                change = describe_change(p.change)
             return {"title": p.text("title", lang), "detail": p.text("detail", lang), "change": change}
     return None

@@ -91,7 +91,7 @@ def wire(ui: UI) -> None:
             return {"rx_md": ""}
         p = kb_entry("prescription", rx, lang)
         cfg = load_run_config(ctx.run_path(ts_run, lang)) if ts_run else None
-        change = describe_change(p.change, lang, cfg) if p.change else ""
+        change = words.say(describe_change(p.change, cfg), lang) if p.change else ""
         return {"rx_md": f"**{p.text('title', lang)}** `{change}`\n\n{p.text('detail', lang)}"}
 
     ui.on(ui["rx"].change, preview, ["lang", "rx", "ts_run"], ["rx_md"], message="ts_msg")
@@ -259,7 +259,7 @@ def symptom_markdown(symptom_id: str, run: Path | None, lang: str, diag: dict[st
             if not_here:
                 lines.append(f"    - ~~{p.text('title', lang)}~~ ({not_here})")
                 continue
-            change = f" `{describe_change(p.change, lang, cfg)}`" if p.change else ""
+            change = f" `{words.say(describe_change(p.change, cfg), lang)}`" if p.change else ""
             lines.append(f"    - {p.text('title', lang)}{change}")
     return "\n".join(lines)
 
@@ -278,7 +278,7 @@ def rx_choices(run: Path | None, diag: dict[str, Any] | None, symptom: str | Non
     for pid in dict.fromkeys(ids):
         p = kb.prescription(pid)
         try:
-            change = describe_change(p.change, lang, cfg)
+            change = words.say(describe_change(p.change, cfg), lang)
             if cfg is not None and not moves_as_meant(cfg, p.change):
                 continue  # it would move the setting against what the prescription means
         except (UserError, ValueError):
