@@ -18,6 +18,7 @@ from ui.context import AppContext, status_label
 from ui.i18n import TEXTS, t
 from ui.paths import PathPolicy
 from ui.steps import dataset, preset, train, troubleshoot
+from words import TEXTS as ALL_WORDS
 
 
 def _ctx(tmp_path: Path) -> AppContext:
@@ -173,7 +174,7 @@ def test_signal_and_prompt_kind_ids_are_shown_in_words():
 def test_one_korean_spelling_per_term():
     """Variants of one term (seen in the walk) may not both appear in the UI's words or the doctor's advice."""
     variants = [("그래디언트", "그라디언트"), ("저장본", "체크포인트"), ("표본", "샘플"), ("에포크", "에폭")]
-    words = " ".join(ko for _, ko in TEXTS.values()) + " " + " ".join(ko for _, ko in plots.TEXT.values())
+    words = " ".join(ko for _, ko in TEXTS.values()) + " " + " ".join(ko for _, ko in ALL_WORDS.values())
     from ui.fields import FIELDS
 
     words += " " + " ".join(f"{f.ko} {f.help('ko') or ''}" for f in FIELDS)
