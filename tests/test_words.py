@@ -106,3 +106,20 @@ def test_a_message_written_to_a_file_is_worded_in_both_languages():
     assert written["problems"][0]["message"]["ko"] == words.say(row["message"], "ko")
     assert written["problems"][0]["message"]["en"].startswith("8×8 is far too small")
     assert written["message_json"] == written["problems"][0]["message"] and written["n"] == 1
+
+
+def test_the_run_folder_keeps_findings_worded_as_before(tmp_path):
+    """events.jsonl and plan.json are read by older versions of the app: a message in them is {"en", "ko"}."""
+    import json
+
+    from trainer.doctor.detectors import dose_finding
+    from trainer.run.events import RunFolderSink, event
+    from trainer.run.worded import write_worded_json
+
+    f = dose_finding({"dose_zone": "over", "dose": 9.0, "dose_low": 0.4, "dose_high": 3.0})
+    RunFolderSink(tmp_path)(event("finding", **f.to_json()))
+    [row] = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert row["message"] == words.both(f.message) and "9" in row["message"]["en"] and "학습량" in row["message"]["ko"]
+    write_worded_json(tmp_path / "plan.json", {"formula": msg("plan.zone.fit"), "n": 2})
+    assert json.loads((tmp_path / "plan.json").read_text(encoding="utf-8")) == {"formula": {"en": "fit", "ko": "적정"},
+                                                                               "n": 2}
