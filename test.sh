@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Set everything up (first run only), then lint and run the whole test suite.
+# Set everything up (first run only), then lint, type-check trainer/ and run the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/setup.sh --dev
 bash scripts/browser.sh || echo "test.sh: no headless Chromium; browser tests will be skipped"
 .venv/bin/python -m ruff check .
+.venv/bin/python -m mypy  # trainer/, as pyproject.toml [tool.mypy] says
 export HF_HUB_OFFLINE=1 TRANSFORMERS_VERBOSITY=error DIFFUSERS_VERBOSITY=error
 exec .venv/bin/python -m pytest -q "$@"

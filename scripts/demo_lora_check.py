@@ -42,18 +42,18 @@ import torch
 
 from trainer.config.schema import from_dict
 from trainer.demo import evaluation as ev
-from trainer.demo.measures import adherence_scores, burn, likeness, world_leakage_scores
+from trainer.demo.datasets import write_character_dataset, write_prior_dataset
+from trainer.demo.measures import adherence_scores, likeness, world_leakage_scores
 from trainer.demo.world import (
     TRIGGER,
     caption,
     demo_prompt_specs,
     sample_scene,
-    write_character_dataset,
-    write_prior_dataset,
 )
 from trainer.doctor.verdict import run_verdict
 from trainer.models.base import load_pipeline
 from trainer.models.embedding import embedding_beside, load_embedding, unload_embedding
+from trainer.picture_measures import burn
 from trainer.review.strength import load_lora_onto
 from trainer.train.loop import run_training
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up .venv inside the repo. Idempotent: a second run with unchanged requirements takes about a second.
 #   scripts/setup.sh          what the app needs
-#   scripts/setup.sh --dev    plus the test tools (pytest, ruff, playwright) and headless Chromium
+#   scripts/setup.sh --dev    plus the test tools (pytest, ruff, mypy, playwright) and headless Chromium
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dev=0

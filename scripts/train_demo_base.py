@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch
 
 from trainer.config.schema import ModelConfig
+from trainer.demo import base_model as bm
 from trainer.demo import base_training as bt
 from trainer.demo import evaluation as ev
 from trainer.io import atomic_write_json
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # stage 1: the VAE
     torch.manual_seed(s.seed)
-    vae = bt.build_vae()
+    vae = bm.build_vae()
     vae_path = work / "vae.pt"
     if args.resume and vae_path.is_file():
         vae.load_state_dict(torch.load(vae_path))
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # stage 3: UNet and text encoder together
     torch.manual_seed(s.seed + 20)
-    text_encoder, unet = bt.build_text_encoder(), bt.build_unet()
+    text_encoder, unet = bm.build_text_encoder(), bm.build_unet()
     ckpt_path = work / "diffusion.pt"
     state = torch.load(ckpt_path, weights_only=False) if args.resume and ckpt_path.is_file() else None
     if state is not None:
@@ -132,8 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     bt.train_diffusion(unet, text_encoder, clip_tokenizer(), latents * factor, captions, s, log, checkpoint, state)
 
     # save, load back as the app does, measure
-    pipe = bt.assemble_pipeline(vae, text_encoder, unet)
-    n_bytes = bt.save_pipeline_fp16(pipe, out)
+    pipe = bm.assemble_pipeline(vae, text_encoder, unet)
+    n_bytes = bm.save_pipeline_fp16(pipe, out)
     log(f"saved {out} ({n_bytes / 1e6:.1f} MB)")
     t0 = time.perf_counter()
     loaded, _ = load_pipeline(ModelConfig(base=str(out)))
@@ -144,9 +145,9 @@ def main(argv: list[str] | None = None) -> int:
         "what": "the demo base model, trained from scratch on the demo world by scripts/train_demo_base.py",
         "settings": s.to_json(),
         "architecture": {
-            "image": f"{bt.IMAGE_SIZE}x{bt.IMAGE_SIZE}x3",
-            "latent": f"{bt.LATENT_SIZE}x{bt.LATENT_SIZE}x{bt.LATENT_CHANNELS}",
-            "params": {"vae": bt.n_params(vae), "text_encoder": bt.n_params(text_encoder), "unet": bt.n_params(unet)},
+            "image": f"{bm.IMAGE_SIZE}x{bm.IMAGE_SIZE}x3",
+            "latent": f"{bm.LATENT_SIZE}x{bm.LATENT_SIZE}x{bm.LATENT_CHANNELS}",
+            "params": {"vae": bm.n_params(vae), "text_encoder": bm.n_params(text_encoder), "unet": bm.n_params(unet)},
             "unet_blocks": list(unet.config.down_block_types), "unet_channels": list(unet.config.block_out_channels),
             "text_hidden": text_encoder.config.hidden_size, "text_layers": text_encoder.config.num_hidden_layers,
             "vae_channels": list(vae.config.block_out_channels), "scaling_factor": factor,

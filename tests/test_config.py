@@ -6,8 +6,9 @@ import tomllib
 
 import pytest
 
+from trainer.config.overrides import parse_override
 from trainer.config.presets import list_presets, load_preset, preset_config
-from trainer.config.schema import Config, diff_configs, dumps_toml, from_dict, load_config, parse_override
+from trainer.config.schema import Config, diff_configs, dumps_toml, from_dict, load_config
 from trainer.errors import UserError
 
 REQUIRED_KEYS = ["model.base", "model.family", "dataset.path", "dataset.trigger", "dataset.resolution", "dataset.repeats", "dataset.caption_ext", "dataset.shuffle_tags", "dataset.keep_tokens", "dataset.caption_dropout", "dataset.buckets", "dataset.cache_latents", "lora.rank", "lora.alpha", "lora.train_text_encoder", "optim.optimizer", "optim.lr", "optim.te_lr", "optim.scheduler", "optim.warmup_steps", "optim.max_grad_norm", "train.epochs", "train.max_steps", "train.batch_size", "train.grad_accum", "train.precision", "train.seed", "train.gradient_checkpointing", "train.noise_offset", "train.min_snr_gamma", "ema.enabled", "ema.decay", "save.output_dir", "save.name", "save.every_steps", "save.keep_last", "sample.every_steps", "sample.prompts", "sample.seed", "sample.steps", "sample.guidance", "guard.on_nonfinite"]

@@ -15,8 +15,9 @@ import torch
 
 from trainer.config.schema import ModelConfig, from_dict
 from trainer.demo import evaluation as ev
+from trainer.demo.datasets import write_character_dataset, write_prior_dataset
 from trainer.demo.measures import likeness
-from trainer.demo.world import TRIGGER, write_character_dataset, write_prior_dataset
+from trainer.demo.world import TRIGGER
 from trainer.models.base import DEMO_BASE_DIR, load_pipeline
 from trainer.models.embedding import embedding_beside, load_embedding
 from trainer.train.loop import run_training

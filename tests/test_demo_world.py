@@ -9,12 +9,11 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageEnhance, ImageFilter
 
-from trainer.demo import measures, world
+from trainer.demo import world
+from trainer.demo.datasets import write_character_dataset, write_world_dataset
 from trainer.demo.measures import (
     adherence,
     adherence_scores,
-    burn,
-    colour_stats,
     detect_colour,
     detect_shape,
     leakage,
@@ -38,9 +37,8 @@ from trainer.demo.world import (
     render_scene,
     sample_scene,
     world_dataset,
-    write_character_dataset,
-    write_world_dataset,
 )
+from trainer.picture_measures import burn, colour_stats, to_lab
 
 WORLD_CAPTION = re.compile(
     rf"an? ({'|'.join(COLOURS)}) ({'|'.join(SHAPES)}) on ({'|'.join(BACKGROUNDS)}), "
@@ -125,7 +123,7 @@ def test_every_allowed_colour_stands_out_from_every_background():
     for colour, rgb in COLOURS.items():
         for background, bg in BACKGROUNDS.items():
             if (colour, background) not in CLASHES:
-                lab = measures._lab(np.array([rgb, bg], np.float32))
+                lab = to_lab(np.array([rgb, bg], np.float32))
                 assert np.linalg.norm(lab[0] - lab[1]) > 25, (colour, background)
 
 

@@ -18,6 +18,7 @@ from trainer.kohya.importer import import_kohya
 from trainer.kohya.mapping import BY_SD, ROWS, render_table
 from trainer.run.samples import expand_prompts
 from trainer.toml_writer import dumps_toml
+from words import say
 
 REPO = Path(__file__).resolve().parent.parent
 # GUI keys whose value comes back under another key: the folder as subsets, saving by epochs as steps
@@ -129,4 +130,4 @@ def test_readme_table_is_the_one_the_importer_reads():
     for lang in ("en", "ko"):
         m = re.search(rf"<!-- kohya-table:{lang} -->\n(.*?)\n<!-- /kohya-table:{lang} -->", readme, re.S)
         assert m, f"README lacks the {lang} kohya table markers"
-        assert m.group(1) == render_table(lang)
+        assert m.group(1) == render_table(say, lang)

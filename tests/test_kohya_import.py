@@ -13,6 +13,7 @@ from trainer.errors import UserError
 from trainer.kohya.importer import import_kohya
 from trainer.kohya.mapping import BY_GUI
 from trainer.kohya.steps import BucketRules, Subset, count
+from words import say
 
 
 def test_gui_config_values_arrive_converted(tmp_path):
@@ -39,7 +40,7 @@ def test_fp16_becomes_bf16_only_where_the_device_has_it(tmp_path):
     path = gui_json(tmp_path, kohya_dataset(tmp_path))
     cfg, report = import_kohya(path, bf16=True, compare_steps=False)
     change = next(e for e in report.of("changed") if e["key"] == "mixed_precision")
-    assert cfg.train.precision == "bf16" and "bf16" in change["note"]["en"] and change["note"]["ko"]
+    assert cfg.train.precision == "bf16" and "bf16" in say(change["note"], "en") and say(change["note"], "ko")
     cfg, report = import_kohya(path, bf16=False, compare_steps=False)
     assert cfg.train.precision == "fp16" and not any(e["key"] == "mixed_precision" for e in report.of("changed"))
 
@@ -51,11 +52,11 @@ def test_nothing_in_the_file_is_dropped_silently(tmp_path):
     listed = report.source_keys() | set(report.defaulted)
     missing = [k for k in source if k not in listed and not any(x.startswith(k + " ") for x in listed)]
     assert not missing
-    text = report.text()
+    text = report.text(say)
     assert "Not recognised" in text and "my_own_key = 3" in text
     assert "clip_skip = 2: ours reads the text encoder's last layer" in text
     assert "xformers" in text and "left at an idle value" in text
-    assert "| `clip_skip` = `2` | ✗ |" in report.markdown() and "설명" in report.markdown("ko")
+    assert "| `clip_skip` = `2` | ✗ |" in report.markdown(say) and "설명" in report.markdown(say, "ko")
 
 
 def test_step_count_matches_kohya_on_one_bucket(tmp_path):
@@ -71,7 +72,8 @@ def test_duplicate_picture_is_named_as_the_difference(tmp_path):
     _, report = import_kohya(gui_json(tmp_path, img), bf16=True)
     s = report.steps
     assert (s["kohya_total"], s["ours_total"]) == (50, 40) and not s["match"]
-    assert any("10_zxc girl/dup.png" in d["en"] and "skips" in d["en"] and "0.png" in d["en"] for d in s["differences"])
+    differences = [say(d, "en") for d in s["differences"]]
+    assert any("10_zxc girl/dup.png" in d and "skips" in d and "0.png" in d for d in differences)
 
 
 def test_regularisation_images_double_kohyas_steps_and_the_report_says_why_ours_differs(tmp_path):
@@ -83,7 +85,7 @@ def test_regularisation_images_double_kohyas_steps_and_the_report_says_why_ours_
     assert s["kohya_total"] == 80  # ceil(40 ÷ 2 ÷ 2 × 4 × reg factor 2)
     assert s["kohya"]["reg_repeats"] == 40  # sd-scripts repeats the 4 reg pictures up to the 40 training ones
     assert s["ours_total"] == 44  # (40 + 4 reg picture-repeats) ÷ 2 = 22 batches → 11 steps × 4
-    assert any("regularisation" in d["en"] and "(40)" in d["en"] and "(4)" in d["en"] for d in s["differences"])
+    assert any("regularisation" in d and "(40)" in d and "(4)" in d for d in (say(d, "en") for d in s["differences"]))
 
 
 def test_sd_scripts_bucket_rules():
@@ -103,7 +105,7 @@ def test_gui_formula_ignores_buckets_and_the_report_says_where_to_stop(tmp_path)
     s = report.steps
     assert (s["kohya_total"], s["ours_total"]) == (2, 3)  # ceil(4 ÷ 2) vs square 2 batches + landscape 1
     assert s["kohya"]["batches_per_epoch"] == 3  # sd-scripts' own buckets agree with ours
-    assert any("without buckets" in d["en"] and "train.max_steps = 2" in d["en"] for d in s["differences"])
+    assert any("without buckets" in d and "train.max_steps = 2" in d for d in (say(d, "en") for d in s["differences"]))
     subsets = [Subset(str(img / "1_zxc girl"), 1)]
     sd = count(subsets, batch=2, accum=1, epochs=3, rules=BucketRules(512, 512, enable=True))
     assert (sd.how, sd.total) == ("epochs", 9)
@@ -167,8 +169,8 @@ def test_lycoris_types_and_unknown_optimizers_are_changed_with_a_reason(tmp_path
                     lr_scheduler="polynomial")
     cfg, report = import_kohya(path, compare_steps=False, bf16=True)
     changed = {e["key"]: e for e in report.of("changed")}
-    assert cfg.lora.conv_rank == 0 and "LoHa" in changed["LoRA_type"]["note"]["en"]
-    assert cfg.optim.optimizer == "adamw" and "Lion8bit" in changed["optimizer"]["note"]["en"]
-    assert cfg.optim.scheduler == "linear" and changed["lr_scheduler"]["note"]["ko"]
+    assert cfg.lora.conv_rank == 0 and "LoHa" in say(changed["LoRA_type"]["note"], "en")
+    assert cfg.optim.optimizer == "adamw" and "Lion8bit" in say(changed["optimizer"]["note"], "en")
+    assert cfg.optim.scheduler == "linear" and say(changed["lr_scheduler"]["note"], "ko")
     assert BY_GUI["optimizer"].to_ours("PagedAdamW8bit").value == "adamw8bit"
     assert BY_GUI["max_resolution"].to_ours("1024,1024") == 1024

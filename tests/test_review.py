@@ -17,6 +17,7 @@ from trainer.demo.world import Scene
 from trainer.doctor import pictures
 from trainer.errors import UserError
 from trainer.io import atomic_write_json, atomic_write_text
+from trainer.picture_measures import leakage_scores
 from trainer.review import grid as review
 from trainer.review import strength
 from trainer.run import contents
@@ -130,16 +131,32 @@ def test_checkpoint_files_list_steps_then_final_and_refuse_files_outside_the_run
             contents.resolve_checkpoint(run, bad)
 
 
-def test_leakage_grows_when_the_no_trigger_picture_drifts(tmp_path):
-    def picture(step: int, kind: str) -> Image.Image:
-        if kind == "no_trigger" and step == 20:
-            return render_scene(character_scene("grass"), 64)  # the character shows up without its trigger
-        return _world()
+def _character_shows_up_at_step_20(step: int, kind: str) -> Image.Image:
+    if kind == "no_trigger" and step == 20:
+        return render_scene(character_scene("grass"), 64)  # the character shows up without its trigger
+    return _world()
 
-    run = fake_run(tmp_path, [10, 20], picture)
+
+def test_leakage_grows_when_the_no_trigger_picture_drifts(tmp_path):
+    write_character_dataset(tmp_path / "data", n_images=4)  # the demo run: its measures see the character
+    run = fake_run(tmp_path, [10, 20], _character_shows_up_at_step_20, dataset=tmp_path / "data")
     rows = {r["step"]: r["leakage"] for r in pictures.leakage_by_step(run)}
     assert rows[10] < 0.05
     assert rows[20] > pictures.LEAKAGE_LIMIT
+
+
+def test_a_users_run_judges_leakage_by_pixel_drift_not_by_the_demo_characters_look(tmp_path):
+    """The demo's measures look for its magenta, yellow-striped character; on a user's run a picture like it is
+    only as leaky as its pixels are far from step 0's, in Review and in the live findings alike."""
+    run = fake_run(tmp_path, [10, 20], _character_shows_up_at_step_20)
+    row = {r["step"]: r for r in pictures.leakage_by_step(run)}[20]
+    drift = leakage_scores(render_scene(character_scene("grass"), 64), _world())["drift"]
+    assert row["leakage"] == pytest.approx(drift) and row["drift"] == pytest.approx(drift)
+    assert row["leakage"] < pictures.LEAKAGE_LIMIT
+    assert "leakage" not in {f.signal for f in pictures.sample_findings(run / "samples")}
+    write_character_dataset(tmp_path / "demo" / "data", n_images=4)
+    demo = fake_run(tmp_path / "demo", [10, 20], _character_shows_up_at_step_20, dataset=tmp_path / "demo" / "data")
+    assert "leakage" in {f.signal for f in pictures.sample_findings(demo / "samples")}
 
 
 def test_recommendation_on_the_demo_character_skips_the_burnt_last_save(tmp_path):

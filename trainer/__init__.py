@@ -4,3 +4,7 @@ This package never imports a UI toolkit; the app in ``ui/`` reads its events and
 """
 
 __version__ = "0.1.0"
+
+# The optimizers register themselves into trainer.config.choices, where the config reads the names it accepts;
+# importing them here fills that registry whatever part of the library is imported first.
+import trainer.train.optim  # noqa: F401

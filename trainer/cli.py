@@ -15,6 +15,7 @@ from pathlib import Path
 
 import words
 from trainer.errors import UserError
+from trainer.models.family import FAMILIES
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_GUARD, EXIT_USER_STOP = 0, 2, 3, 130
 
@@ -192,6 +193,7 @@ def _format_diagnosis(result: dict, lang: str = "en") -> str:
 def cmd_import_kohya(args) -> int:
     from trainer.config.schema import save_config
     from trainer.kohya.importer import import_kohya
+    from words import say
 
     cfg, report = import_kohya(args.file, args.dataset_config, compare_steps=not args.no_steps)
     out = Path(args.output).expanduser()
@@ -199,21 +201,22 @@ def cmd_import_kohya(args) -> int:
         raise UserError(f"-o {out} is a folder; give the path of the config .toml to write")
     save_config(cfg, out)
     if args.json:
-        _print_json({**report.to_json(), "config": str(out)})
+        _print_json({**report.to_json(say), "config": str(out)})
     else:
-        print(report.text(args.lang))
-        print(f"\n{words.say('cli.written', args.lang)}: {out}")
+        print(report.text(say, args.lang))
+        print("\n" + say("kohya.report.written", args.lang, path=out))
     return EXIT_OK
 
 
 def cmd_export_kohya(args) -> int:
     from trainer.kohya.exporter import export_kohya
+    from words import say
 
     files, command, report = export_kohya(args.source, args.output)
     if args.json:
-        _print_json({**report.to_json(), "files": {k: str(v) for k, v in files.items()}, "command": command})
+        _print_json({**report.to_json(say), "files": {k: str(v) for k, v in files.items()}, "command": command})
     else:
-        print(report.text(args.lang))
+        print(report.text(say, args.lang))
         print("\n" + "\n".join(str(f) for f in files.values()))
         print(command)
     return EXIT_OK
@@ -248,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_check_dataset)
 
     p = sub.add_parser("tiny-model", help="write a tiny SD1.5/SDXL-shaped pipeline (for tests and demos)")
-    p.add_argument("family", choices=["sd15", "sdxl"])
+    p.add_argument("family", choices=list(FAMILIES))
     p.add_argument("out_dir")
     p.add_argument("--single-file", action="store_true", help="one .safetensors plus a config/ folder")
     p.set_defaults(func=cmd_tiny_model)

@@ -35,6 +35,9 @@ CSS = """
 .ld-captions .thumbnail-item > img {aspect-ratio:1;height:auto}
 .ld-captions .caption-label {position:static;white-space:normal;overflow:visible;text-overflow:clip;max-width:none;
   opacity:1;border:none;border-radius:0;background:none;overflow-wrap:anywhere;text-align:center}
+#ld-compare-grid-a, #ld-compare-grid-b {flex:1 1 0;min-width:0;overflow-x:auto}
+.ld-compare-grid {overflow-x:auto;max-width:100%}
+.ld-compare-grid .ld-grid img {max-width:min(128px,9vw)}
 #ld-sweep .grid-wrap {max-height:none;height:auto;overflow-y:visible}
 #ld-sweep img {image-rendering:pixelated}
 """
@@ -90,13 +93,13 @@ def _wire_language(ui: UI) -> None:
         out["device_md"] = preset.device_text(ui, lang)
         out["preset"] = gr.update(choices=preset.preset_choices(ui, lang), label=t("preset_label", lang))
         runs = ui.ctx.run_choices(lang)  # the runs' statuses, in words of this language
-        for name in ("review_run", "ts_run"):
+        for name in ("review_run", "ts_run", "compare_a", "compare_b"):
             out[name] = {**out.get(name, gr.update()), "choices": runs}
         return out
 
     names = [n for n in NAMES if n in ui.c] + [name for name, _, _ in ui.texts]
     names += [f"card_{pid}" for pid in ui.cards] + [f"card_{pid}_md" for pid in ui.cards] + ["device_md", "preset"]
-    names += ["review_run", "ts_run"]
+    names += ["review_run", "ts_run", "compare_a", "compare_b"]
     ui.on(ui["lang"].change, relabel, ["lang"], list(dict.fromkeys(names)), show_progress="hidden")
 
 

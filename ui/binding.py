@@ -10,6 +10,7 @@ the console, never to the page).
 from __future__ import annotations
 
 import functools
+import html
 import logging
 import threading
 import time
@@ -27,16 +28,13 @@ from .i18n import t
 log = logging.getLogger("lora_doctor.ui")
 
 
+# The boxes hold text, never attribute values: quotes stay as typed, only &, < and > are escaped.
 def error_box(message: str) -> str:
-    return f'<div class="ld-error">⚠️ {_escape(message)}</div>'
+    return f'<div class="ld-error">⚠️ {html.escape(str(message), quote=False)}</div>'
 
 
 def ok_box(message: str) -> str:
-    return f'<div class="ld-ok">{_escape(message)}</div>'
-
-
-def _escape(text: str) -> str:
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return f'<div class="ld-ok">{html.escape(str(message), quote=False)}</div>'
 
 
 class Toasts:

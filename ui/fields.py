@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainer.config.schema import Config, from_dict
+from trainer.config.schema import Config, allowed_values, from_dict
 from trainer.errors import UserError
 
 
@@ -24,8 +24,13 @@ class Field:
     step: str  # dataset | steps | preset | advanced | sample
     en: str
     ko: str
-    choices: tuple[str, ...] = ()
     info: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """A choice field's values, read from the config's declaration each time (a registered optimizer shows
+        up without an edit here); the preset's list is the presets found, filled in by the preset step."""
+        return allowed_values(self.path) if self.kind == "choice" else ()
 
     def label(self, lang: str) -> str:
         return self.ko if lang == "ko" else self.en
@@ -34,9 +39,9 @@ class Field:
         return self.info.get(lang) or self.info.get("en")
 
 
-def _f(name, path, kind, step, en, ko, choices=(), info_en="", info_ko=""):
+def _f(name, path, kind, step, en, ko, info_en="", info_ko=""):
     info = {"en": info_en, "ko": info_ko} if info_en else {}
-    return Field(name, path, kind, step, en, ko, tuple(choices), info)
+    return Field(name, path, kind, step, en, ko, info)
 
 
 FIELDS: tuple[Field, ...] = (
@@ -62,17 +67,16 @@ FIELDS: tuple[Field, ...] = (
     _f("base", "model.base", "base", "preset", "Base model", "기반 모델",
        info_en="built-in demo / tiny-sd15, a local diffusers folder, a .safetensors file, or a hub id owner/name",
        info_ko="내장 demo / tiny-sd15, 로컬 diffusers 폴더, .safetensors 파일, 또는 허브 id owner/name"),
-    _f("family", "model.family", "choice", "preset", "Model family", "모델 계열", ("auto", "sd15", "sdxl")),
+    _f("family", "model.family", "choice", "preset", "Model family", "모델 계열"),
     _f("run_name", "save.name", "text", "preset", "Run name", "실행 이름"),
     _f("rank", "lora.rank", "int", "preset", "Rank", "Rank"),
     _f("alpha", "lora.alpha", "float", "preset", "Alpha", "Alpha"),
     _f("lr", "optim.lr", "float", "preset", "Learning rate", "학습률"),
     _f("resolution", "dataset.resolution", "int", "preset", "Resolution", "해상도"),
     # 3 Preset, advanced accordion
-    _f("precision", "train.precision", "choice", "advanced", "Precision", "정밀도", ("fp32", "bf16", "fp16")),
-    _f("optimizer", "optim.optimizer", "choice", "advanced", "Optimizer", "옵티마이저", ("adamw", "adamw8bit", "prodigy")),
-    _f("scheduler", "optim.scheduler", "choice", "advanced", "LR scheduler", "학습률 스케줄러",
-       ("constant", "constant_with_warmup", "cosine", "linear", "cosine_with_restarts")),
+    _f("precision", "train.precision", "choice", "advanced", "Precision", "정밀도"),
+    _f("optimizer", "optim.optimizer", "choice", "advanced", "Optimizer", "옵티마이저"),
+    _f("scheduler", "optim.scheduler", "choice", "advanced", "LR scheduler", "학습률 스케줄러"),
     _f("warmup_steps", "optim.warmup_steps", "int", "advanced", "Warmup steps", "워밍업 스텝"),
     _f("max_grad_norm", "optim.max_grad_norm", "float", "advanced", "Max grad norm (0 = off)", "최대 그라디언트 노름 (0 = 끔)"),
     _f("ema", "ema.enabled", "check", "advanced", "EMA of the LoRA weights", "LoRA 가중치 EMA"),
@@ -103,8 +107,7 @@ FIELDS: tuple[Field, ...] = (
     _f("min_snr_gamma", "train.min_snr_gamma", "float", "advanced", "Min-SNR gamma (0 = off)", "Min-SNR 감마 (0 = 끔)"),
     _f("grad_ckpt", "train.gradient_checkpointing", "check", "advanced", "Gradient checkpointing", "그라디언트 체크포인팅"),
     _f("cache_latents", "dataset.cache_latents", "check", "advanced", "Cache latents", "잠재 캐시"),
-    _f("on_nonfinite", "guard.on_nonfinite", "choice", "advanced", "When a value turns NaN/Inf", "값이 NaN/Inf가 되면",
-       ("stop", "skip", "rollback")),
+    _f("on_nonfinite", "guard.on_nonfinite", "choice", "advanced", "When a value turns NaN/Inf", "값이 NaN/Inf가 되면"),
     _f("allow_distilled", "model.allow_distilled", "check", "advanced", "Train on a distilled base anyway",
        "증류 모델이어도 학습"),
     _f("seed", "train.seed", "int", "advanced", "Seed", "시드"),

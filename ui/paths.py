@@ -21,7 +21,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainer.data.scan import IMAGE_SUFFIXES
+from trainer.data.folders import IMAGE_SUFFIXES
 from trainer.errors import UserError
 
 from .i18n import t

@@ -280,6 +280,36 @@ def new_points(rows: Sequence[dict], carry: dict[str, Any]) -> tuple[dict[str, A
     return {"x": [r["step"] for r in rows], "y": y}, {**carry, "ema": [avg, count]}
 
 
+COMPARE = {"loss": ("loss", False), "grad": ("grad_norm", True), "val": ("val_loss", False)}  # figure: metric, log y
+COMPARE_STYLE = {"a": (BLUE, None), "b": (ORANGE, "dash")}  # run A solid blue, run B dashed orange
+
+
+def compare_figure(series: dict[str, dict], figure: str, names: dict[str, str], lang: str = "en") -> Fig:
+    """One metric of two runs overlaid (``series`` as :func:`trainer.review.compare.compare_runs` gives it):
+    each run in its own colour and dash, the loss smoothed over its raw line; a note when neither has it."""
+    metric, log_y = COMPARE[figure]
+    title = tr({"loss": "loss", "grad": "grad", "val": "val_loss"}[figure], lang)
+    chart = _Chart(title, title, f"compare-{names.get('a')}-{names.get('b')}", lang, log_y=log_y)
+    drawn = False
+    for side in ("a", "b"):
+        s = series.get(side, {}).get(metric)
+        if not s or not s["steps"]:
+            continue
+        color, dash = COMPARE_STYLE[side]
+        ys = [value(v) for v in s["values"]]
+        label = f"{side.upper()}: {names.get(side, side)}"
+        if figure == "loss":
+            chart.line(s["steps"], ys, f"{label} ({tr('loss_raw', lang)})", color, width=1, dash=dash)
+            chart.traces[-1]["opacity"] = 0.35
+            chart.line(s["steps"], smooth(ys), f"{label} ({tr('loss_smooth', lang)})", color, width=2.5, dash=dash)
+        else:
+            chart.line(s["steps"], ys, label, color, width=2, dash=dash)
+        drawn = True
+    if not drawn:
+        chart.note(tr("no_series", lang))
+    return chart.figure()
+
+
 def as_figure(fig: Fig) -> go.Figure:
     """The figure JSON as a validated plotly Figure (raises on a key plotly does not know)."""
     return go.Figure(fig)

@@ -29,7 +29,7 @@ def say(message: Msg | str | Mapping[str, str], lang: str = "en", **values: Any)
     """A message in ``lang`` ("en" or "ko"; anything else reads as English).
 
     ``message`` is a :class:`Msg`, its JSON (``{"code", "values"}``), a bare code (with ``values``), or an already
-    worded ``{"en": …, "ko": …}`` (what run folders hold)."""
+    worded ``{"en": …, "ko": …}`` (what run folders hold); a value may be any of these as well."""
     if is_msg_json(message):
         message = Msg.from_json(dict(message))  # type: ignore[arg-type]
     if isinstance(message, Mapping):

@@ -28,8 +28,6 @@ TEXTS = {
                           "(zone {low:g}–{high:g}: {zone}); {advice}.",
                           "학습량 = 학습률 {lr} × {total} 스텝 × (alpha {alpha:g} / rank {rank}) = {dose:.3g} "
                           "(범위 {low:g}–{high:g}: {zone}). {advice}."),
-    "plan.prodigy_note": ("Prodigy sets its own step size, so its lr is a multiplier and the dose is not comparable to AdamW's.",
-                          'Prodigy는 걸음 크기를 스스로 정하므로 lr은 배율일 뿐이고, 이 값은 AdamW의 값과 비교할 수 없습니다.'),
     "plan.sample_prompt_seen": ('sample prompt {number} "{prompt}" is the caption of {file}{more}: its pictures show '
                                 "what was memorised, not whether the LoRA follows a new prompt; ask for a pose, place or "
                                 "outfit the data does not have",

@@ -7,24 +7,24 @@ naming the key, the value and what is allowed.
 
 from __future__ import annotations
 
-import ast
-import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
     field_validator,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
 
+from trainer.config.choices import OneOf
+from trainer.config.fieldtypes import MAX_STEPS as MAX_STEPS
+from trainer.config.fieldtypes import FamilyName, OptimizerName, PathText, Steps, TriggerText
+from trainer.config.overrides import apply_overrides, deep_merge, flatten, read_toml
 from trainer.errors import UserError
+from trainer.models.family import AUTO
 from trainer.toml_writer import dumps_toml
 
 CONFIG_VERSION = 1
@@ -38,55 +38,6 @@ DEFAULT_SAMPLE_PROMPTS = [
 ]
 
 
-MAX_STEPS = 1_000_000
-"""The most optimizer steps a run, a save interval or a sample interval may count: about 12 days at a step a
-second, far past any LoRA; a larger number is a typo (an extra zero, 1e23) that would only stall the plan."""
-
-
-def _at_most_max_steps(v: Any) -> Any:
-    # before int parsing, so 1e23 and inf get this message rather than pydantic's "unable to parse"
-    if isinstance(v, int | float) and not isinstance(v, bool) and v > MAX_STEPS:
-        raise PydanticCustomError("too_many_steps", f"at most {MAX_STEPS:,} steps; a larger count is a typo")
-    return v
-
-
-Steps = Annotated[int, BeforeValidator(_at_most_max_steps), Field(ge=0)]
-
-
-MAX_PATH_CHARS = 4096  # Linux's PATH_MAX; a longer path cannot be opened anywhere
-MAX_NAME_BYTES = 255  # one folder or file name, on every common filesystem
-MAX_TRIGGER_CHARS = 200  # a rare word or two; CLIP reads 77 tokens of the whole prompt
-
-
-def plain_text(v: str, max_chars: int) -> str:
-    """Text that can be written to a TOML/JSON file and sent to the browser: UTF-8, no NUL, bounded."""
-    try:
-        v.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise PydanticCustomError(
-            "not_text", "holds a character that cannot be saved as text (a lone surrogate at position "
-            "{pos}); retype it", {"pos": e.start}) from None
-    if "\x00" in v:
-        raise PydanticCustomError("not_text", "holds a NUL character; retype it")
-    if len(v) > max_chars:
-        raise PydanticCustomError("too_long", "is {n} characters long; at most {limit}",
-                                  {"n": f"{len(v):,}", "limit": f"{max_chars:,}"})
-    return v
-
-
-def path_text(v: str) -> str:
-    """A path the filesystem can take: :func:`plain_text`, at most PATH_MAX long, no name over 255 bytes."""
-    plain_text(v, MAX_PATH_CHARS)
-    if any(len(part.encode("utf-8")) > MAX_NAME_BYTES for part in Path(v).parts):
-        raise PydanticCustomError("name_too_long", "a folder or file name in it is longer than {limit} bytes",
-                                  {"limit": MAX_NAME_BYTES})
-    return v
-
-
-PathText = Annotated[str, AfterValidator(path_text)]
-TriggerText = Annotated[str, AfterValidator(lambda v: plain_text(v, MAX_TRIGGER_CHARS))]
-
-
 class _Section(BaseModel):
     # allow_inf_nan=False: inf/nan (TOML inf, JSON Infinity, 1e999) in any float field is refused by name; no
     # setting means "infinitely", and a non-finite number cannot even be sent to the browser as JSON
@@ -96,7 +47,8 @@ class _Section(BaseModel):
 class ModelConfig(_Section):
     base: PathText = Field("tiny-sd15", min_length=1)
     """"tiny-sd15", "tiny-sdxl", "demo", a local diffusers folder, a local .safetensors/.ckpt, or a hub id."""
-    family: Literal["auto", "sd15", "sdxl"] = "auto"
+    family: FamilyName = AUTO
+    """"auto" (read from the base) or a registered family's name (trainer.models.family): "sd15", "sdxl"."""
     prediction_type: Literal["auto", "epsilon", "v_prediction"] = "auto"
     allow_distilled: bool = False
     """Train on a turbo/LCM/lightning base anyway (the seeds advise against it)."""
@@ -166,7 +118,7 @@ class LoraConfig(_Section):
 
 
 class OptimConfig(_Section):
-    optimizer: Literal["adamw", "adamw8bit", "prodigy"] = "adamw"
+    optimizer: OptimizerName = "adamw"
     lr: float = Field(1e-4, gt=0.0, le=10.0)
     te_lr: float = Field(0.0, ge=0.0, le=10.0)
     """Text-encoder lr; 0 means the same as ``lr``."""
@@ -313,6 +265,16 @@ class Config(_Section):
         return obj
 
 
+def allowed_values(path: str) -> tuple[str, ...]:
+    """The values a choice setting accepts (a ``Literal`` or a registry such as the optimizers); () for others."""
+    section, _, key = path.rpartition(".")
+    model: type[BaseModel] = Config.model_fields[section].annotation if section else Config  # type: ignore[assignment]
+    info = model.model_fields[key]
+    if get_origin(info.annotation) is Literal:
+        return tuple(get_args(info.annotation))
+    return next((m.names() for m in info.metadata if isinstance(m, OneOf)), ())
+
+
 # --------------------------------------------------------------------------------------------- loading
 
 
@@ -344,66 +306,6 @@ def _section_fields(section: str) -> list[str]:
                 return []
             model = field.annotation
     return list(model.model_fields)
-
-
-def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in over.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = deep_merge(out[k], v)
-        else:
-            out[k] = v
-    return out
-
-
-def read_toml(path: str | Path) -> dict[str, Any]:
-    p = Path(path)
-    if not p.is_file():
-        raise UserError(f"config file not found: {p} (give the path of a .toml file)")
-    try:
-        return tomllib.loads(p.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise UserError(f"{p} is not valid TOML: {e}") from None
-    except RecursionError:  # tomllib recurses once per nesting level
-        raise UserError(f"{p}: arrays or tables nested too deeply to read; a config is a few flat tables") from None
-
-
-def parse_override(item: str) -> tuple[str, Any]:
-    """``section.key=value`` → (path, value). The value is TOML-ish: numbers, true/false, lists, strings."""
-    if "=" not in item:
-        raise UserError(f"--set {item!r}: write it as section.key=value, e.g. --set optim.lr=5e-5")
-    key, raw = item.split("=", 1)
-    key = key.strip()
-    if not key or any(not part for part in key.split(".")):
-        raise UserError(f"--set {item!r}: the key is empty; write section.key=value")
-    raw = raw.strip()
-    try:
-        value = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
-        try:
-            value = ast.literal_eval(raw)
-        except (ValueError, SyntaxError):
-            value = raw  # a bare string such as a path
-        except (RecursionError, MemoryError):
-            raise UserError(f"--set {key}: the value is nested too deeply to read") from None
-    except RecursionError:
-        raise UserError(f"--set {key}: the value is nested too deeply to read") from None
-    return key, value
-
-
-def apply_overrides(data: dict[str, Any], overrides: list[str] | None) -> dict[str, Any]:
-    out = deep_merge({}, data)
-    for item in overrides or []:
-        key, value = parse_override(item)
-        node = out
-        parts = key.split(".")
-        for part in parts[:-1]:
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise UserError(f"--set {item!r}: '{part}' is a value, not a section")
-            node = child
-        node[parts[-1]] = value
-    return out
 
 
 def from_dict(data: dict[str, Any], origin: str = "") -> Config:
@@ -449,14 +351,3 @@ def diff_configs(a: Config, b: Config) -> dict[str, tuple[Any, Any]]:
     fa, fb = flatten(a.to_dict()), flatten(b.to_dict())
     keys = sorted(set(fa) | set(fb))
     return {k: (fa.get(k), fb.get(k)) for k in keys if fa.get(k) != fb.get(k) and k != "preset"}
-
-
-def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(flatten(v, key + "."))
-        else:
-            out[key] = v
-    return out

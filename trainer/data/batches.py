@@ -152,12 +152,10 @@ class LatentCache:
                 path.unlink(missing_ok=True)  # written by an older run or another tool: encode it again
         latents = self._encode_finite(s, flip)
         if path is not None:
-            from safetensors.torch import save
-
-            from trainer.io import atomic_write_bytes
+            from trainer.tensor_files import save_safetensors
 
             # a unique temp name per writer: several ranks fill the same cache at once
-            atomic_write_bytes(path, save({"latents": latents.contiguous()}))
+            save_safetensors({"latents": latents}, path)
         return latents
 
     def _encode_finite(self, s: Sample, flip: bool) -> torch.Tensor:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from PIL import Image, ImageOps
+from PIL import Image, ImageFile, ImageOps
 
 
 def load_image_rgb(path: str | Path, min_size: tuple[int, int] | None = None) -> Image.Image:
@@ -41,7 +41,7 @@ def upright(im: Image.Image) -> Image.Image:
         return im.copy()  # broken EXIF: train on the pixels as stored rather than lose the picture
 
 
-def bit_depth(im: Image.Image) -> int:
+def bit_depth(im: ImageFile.ImageFile) -> int:
     if im.mode == "F":
         return 32
     if im.mode.startswith("I"):
@@ -56,7 +56,7 @@ def has_transparency(im: Image.Image) -> bool:
     if "transparency" in im.info:
         return True
     if "A" in im.getbands():
-        return im.getchannel("A").getextrema()[0] < 255  # an all-opaque alpha is dropped silently
+        return im.getchannel("A").getextrema()[0] < 255  # type: ignore[operator]  # one band: (low, high) numbers; an all-opaque alpha is dropped silently
     return False
 
 

@@ -8,11 +8,10 @@ is a file, or a folder without a single image is a :class:`UserError`.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import warnings
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,23 +21,20 @@ from pydantic import ValidationError
 
 from trainer.config.schema import DatasetConfig
 from trainer.data.buckets import Bucket, assign_bucket, buckets_for, upscale_factor
+from trainer.data.folders import PRIOR_PREFIX, Folder, check_root, discover_folders
 from trainer.data.images import bit_depth, exif_orientation, has_transparency
 from trainer.data.problems import problem as _problem
 from trainer.data.problems import tag_weld
 from trainer.errors import UserError
 from trainer.message import msg
 
-IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif"})
-# Formats people drop in by mistake (phone photos, layered files): named, so they are not silently ignored.
-UNSUPPORTED_SUFFIXES = frozenset({".tif", ".tiff", ".heic", ".heif", ".avif", ".jxl", ".psd", ".svg", ".dng"})
 # Pillow's default hard limit (2 × MAX_IMAGE_PIXELS). Checked from the header ourselves too, so the refusal
 # holds even where someone set Image.MAX_IMAGE_PIXELS = None. ~13k × 13k: far beyond any training picture.
 BOMB_PIXELS = 178_956_970
 EXTREME_ASPECT = 4.0
 SOFT_UPSCALE = 2.0
 TAG_WELD_SHARE = 0.9
-KOHYA_FOLDER = re.compile(r"^(\d+)_(.*)$")
-PRIOR_PREFIX = "reg/"  # prior images' folders and files are named reg/<folder>/... in a report
+
 
 @dataclass
 class ImageItem:
@@ -108,11 +104,11 @@ def scan_dataset(cfg: DatasetConfig | None = None, /, *, progress: Callable[[int
     Raises :class:`UserError` for a missing path, a file instead of a folder, or a folder with no images.
     """
     cfg = _resolve_cfg(cfg, overrides)
-    root = _check_root(cfg.path)
-    folders, unsupported = _discover(root, cfg)
+    root = check_root(cfg.path)
+    folders, unsupported = discover_folders(root, cfg)
     n_images = sum(len(f.files) for f in folders)
     if cfg.reg_path:
-        reg_folders, reg_unsupported = _discover(_check_root(cfg.reg_path, "dataset.reg_path"), cfg, PRIOR_PREFIX)
+        reg_folders, reg_unsupported = discover_folders(check_root(cfg.reg_path, "dataset.reg_path"), cfg, PRIOR_PREFIX)
         folders += reg_folders
         unsupported += reg_unsupported
     if n_images == 0:
@@ -195,84 +191,6 @@ def _resolve_cfg(cfg: DatasetConfig | None, overrides: dict[str, Any]) -> Datase
         raise UserError(f"'dataset.{key}' = {err.get('input')!r}: {err['msg'].lower()}") from None
 
 
-def _check_root(path: str, key: str = "dataset.path") -> Path:
-    what = "prior-image folder" if key == "dataset.reg_path" else "dataset folder"
-    if not path:
-        raise UserError(f"no {what} set; set {key} to the folder with your pictures")
-    root = Path(path).expanduser()
-    if not root.exists():
-        raise UserError(f"{what} not found: {root} ({key}; check the path, or create it and add pictures)")
-    if not root.is_dir():
-        raise UserError(f"{key} is a file, not a folder: {root} (give the folder that holds the pictures)")
-    try:
-        next(root.iterdir(), None)
-    except OSError as e:
-        raise UserError(f"cannot read {what} {root}: {e.strerror or e}") from None
-    return root.resolve()
-
-
-def _hidden(name: str) -> bool:
-    # macOS litters copies with "._x.png" resource forks and __MACOSX; they are not pictures.
-    return name.startswith(".") or name == "__MACOSX"
-
-
-@dataclass
-class _Folder:
-    name: str
-    repeats: int
-    class_words: str
-    """kohya's words after ``N_`` ("zxc girl"): the caption of a picture that has none."""
-    files: list[Path]
-    problems: list[dict[str, Any]]
-    root: Path
-    """Where ``files`` are relative to: ``dataset.path``, or ``dataset.reg_path`` for prior folders."""
-    prefix: str = ""
-    """Put before names and relative paths: ``reg/`` for prior folders, empty for the dataset's."""
-
-    @property
-    def prior(self) -> bool:
-        return bool(self.prefix)
-
-
-def _discover(root: Path, cfg: DatasetConfig, prefix: str = "") -> tuple[list[_Folder], list[str]]:
-    """Folders to read (root first), each with repeats, image files and folder-level problems; names and paths
-    carry ``prefix`` (prior folders)."""
-    folders: list[_Folder] = []
-    unsupported: list[str] = []
-
-    def pick(paths: list[Path]) -> list[Path]:
-        out = []
-        for p in sorted(paths):
-            s = p.suffix.lower()
-            if s in IMAGE_SUFFIXES:
-                out.append(p)
-            elif s in UNSUPPORTED_SUFFIXES:
-                unsupported.append(prefix + p.relative_to(root).as_posix())
-        return out
-
-    entries = sorted(e for e in root.iterdir() if not _hidden(e.name))
-    root_files = pick([e for e in entries if e.is_file()])
-    if root_files:
-        folders.append(_Folder(prefix.rstrip("/") or ".", cfg.repeats, "", root_files, [], root, prefix))
-    for d in (e for e in entries if e.is_dir()):
-        m = KOHYA_FOLDER.match(d.name)
-        repeats, words, probs = cfg.repeats, "", []
-        if m:
-            repeats, words = int(m.group(1)), m.group(2).strip()
-            if repeats == 0:
-                probs.append(_problem("zero_repeats", prefix + d.name))
-            elif repeats > 100:
-                probs.append(_problem("high_repeats", prefix + d.name, repeats=repeats))
-        files: list[Path] = []
-        # Sub-subfolders count towards their top folder (kohya reads one level; people nest anyway).
-        for dirpath, dirnames, filenames in os.walk(d):
-            dirnames[:] = sorted(n for n in dirnames if not _hidden(n))
-            files.extend(Path(dirpath) / n for n in filenames if not _hidden(n))
-        files = pick(files) if repeats > 0 else []
-        folders.append(_Folder(prefix + d.name, repeats, words, files, probs, root, prefix))
-    return folders, unsupported
-
-
 def _short(e: BaseException) -> str:
     text = str(e).strip() or type(e).__name__
     return text if len(text) <= 120 else text[:117] + "..."
@@ -318,7 +236,7 @@ def _inspect_pixels(path: Path, rel: str, resolution: int) -> tuple[int, int, in
         min_side = min_side_for(resolution)
         if min(w, h) < min_side:
             raise _Excluded("too_small", rel, w=w, h=h, res=resolution, min_side=min_side)
-        frames = im.n_frames if getattr(im, "is_animated", False) else 1
+        frames = im.n_frames if getattr(im, "is_animated", False) else 1  # type: ignore[attr-defined]  # animated formats add it
         im.seek(0)
         bits = bit_depth(im)
         if im.format == "JPEG":
@@ -341,7 +259,7 @@ def _inspect_pixels(path: Path, rel: str, resolution: int) -> tuple[int, int, in
 
 
 def _scan_image(
-    path: Path, rel: str, folder: _Folder, cfg: DatasetConfig, buckets: list[Bucket], seen: dict[str, str]
+    path: Path, rel: str, folder: Folder, cfg: DatasetConfig, buckets: list[Bucket], seen: dict[str, str]
 ) -> tuple[ImageItem, list[dict[str, Any]], str | None]:
     """Check one file: the item, its notes, and its caption file's text. Raises _Excluded."""
     w, h, _, notes = _inspect_pixels(path, rel, cfg.resolution)
@@ -400,7 +318,7 @@ ASPECT_BINS = [(0.0, 0.25, "<1:4"), (0.25, 0.5, "1:4–1:2"), (0.5, 0.75, "1:2�
                (4.0, None, ">4:1")]  # fmt: skip
 
 
-def _histogram(values: list[float], bins: list[tuple[float, float | None, str]]) -> list[dict[str, Any]]:
+def _histogram(values: Sequence[float], bins: Sequence[tuple[float, float | None, str]]) -> list[dict[str, Any]]:
     return [
         {"label": label, "lo": lo, "hi": hi, "count": sum(lo <= v and (hi is None or v < hi) for v in values)}
         for lo, hi, label in bins

@@ -1,14 +1,13 @@
 """The built-in demo: a synthetic world of captioned scenes, the demo character "zxc" that the world never
-shows (the LoRA dataset), and measures computed from pictures (likeness, adherence, leakage, burn).
+shows (the LoRA dataset), and measures computed from its pictures (likeness, adherence, leakage).
 
-``world`` draws and captions; ``measures`` reads pictures back. See each module's docstring.
+``world`` draws and captions; ``datasets`` writes its datasets to disk; ``measures`` reads pictures back. See each module's docstring.
 """
 
+from trainer.demo.datasets import write_character_dataset, write_prior_dataset, write_world_dataset
 from trainer.demo.measures import (
     adherence,
     adherence_scores,
-    burn,
-    colour_stats,
     detect_background,
     detect_colour,
     detect_shape,
@@ -28,9 +27,6 @@ from trainer.demo.world import (
     render_scene,
     sample_scene,
     world_dataset,
-    write_character_dataset,
-    write_prior_dataset,
-    write_world_dataset,
 )
 
 __all__ = [
@@ -39,10 +35,8 @@ __all__ = [
     "Scene",
     "adherence",
     "adherence_scores",
-    "burn",
     "caption",
     "character_scene",
-    "colour_stats",
     "demo_prompt_specs",
     "demo_sample_prompts",
     "detect_background",

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from trainer.demo.base_training import IMAGE_SIZE
+from trainer.demo.base_model import IMAGE_SIZE
 from trainer.demo.measures import adherence_scores, detect_background, detect_colour, detect_shape, likeness
 from trainer.demo.world import TRIGGER, caption, sample_scene
 
@@ -43,7 +43,7 @@ def adherence_figures(pipe, n_seeds: int = 32, seed: int = 0, steps: int = EVAL_
     scenes = [sample_scene(rng) for _ in range(n_seeds)]
     seeds = [seed * 10_000 + i for i in range(n_seeds)]
     images = draw(pipe, [caption(sc) for sc in scenes], seeds, steps, guidance)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for sc, img in zip(scenes, images):
         scores = adherence_scores(img, {"position": sc.position, "size": sc.size, "shape": sc.shape})
         rows.append({"prompt": caption(sc), "colour": detect_colour(img), "shape": detect_shape(img),

@@ -1,4 +1,6 @@
-"""Measures computed from pictures of the demo world, for the Review step and the numerics guard.
+"""Measures computed from pictures of the demo world: how much a picture shows the demo character, how well it
+follows a demo prompt, and leakage judged by what a picture shows. Review, the verdict and the live detectors use
+them on the demo run only; burn and pixel drift, which hold for any run, are :mod:`trainer.picture_measures`.
 
 Pure numpy; every function takes a PIL image or an HxWx3 uint8 array. They are built to survive blurry,
 noisy 64 px samples from a tiny model: colours are judged in CIE Lab against the world's named palette,
@@ -26,53 +28,20 @@ from trainer.demo.world import (
     character_scene,
     render_scene,
 )
-
-ImageLike = Image.Image | np.ndarray
+from trainer.picture_measures import ImageLike, as_rgb, sized_like, to_hsv, to_lab
+from trainer.picture_measures import leakage_scores as pixel_leakage_scores
 
 _COLOUR_SIGMA = 25.0  # Lab distance at which a colour stops reading as the asked one
 _POSITION_SIGMA = 0.09  # fraction of the image side; positions sit 0.22 apart
 _SIZE_SLOPE = 0.08  # log-ratio scale of the small/large decision
-_DRIFT_FULL = 40.0  # mean Lab distance that counts as "totally different"
 _TEMPLATE_SIDE = 24
 _ASPECT_CHANGE = 1.35  # an object's box this much taller (or wider) than the base picture's shows another silhouette
-
-
-def _rgb(img: ImageLike) -> np.ndarray:
-    if isinstance(img, Image.Image):
-        img = np.asarray(img.convert("RGB"))
-    a = np.asarray(img)
-    if a.ndim != 3 or a.shape[2] < 3:
-        raise ValueError(f"expected an HxWx3 image, got shape {a.shape}")
-    return a[..., :3].astype(np.float32)
-
-
-def _lab(rgb: np.ndarray) -> np.ndarray:
-    """sRGB (0..255) to CIE Lab (D65)."""
-    c = np.asarray(rgb, dtype=np.float32) / 255.0
-    c = np.where(c > 0.04045, ((c + 0.055) / 1.055) ** 2.4, c / 12.92)
-    m = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]], np.float32)
-    xyz = c @ m.T / np.array([0.95047, 1.0, 1.08883], np.float32)
-    f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
-    return np.stack([116 * f[..., 1] - 16, 500 * (f[..., 0] - f[..., 1]), 200 * (f[..., 1] - f[..., 2])], -1)
-
-
-def _hsv(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Hue in degrees, saturation and value in 0..1."""
-    c = rgb / 255.0
-    mx, mn = c.max(-1), c.min(-1)
-    d = mx - mn
-    safe = np.where(d > 0, d, 1.0)
-    r, g, b = c[..., 0], c[..., 1], c[..., 2]
-    h = np.where(mx == r, (g - b) / safe % 6, np.where(mx == g, (b - r) / safe + 2, (r - g) / safe + 4))
-    h = np.where(d > 0, h * 60.0, 0.0)
-    s = np.where(mx > 0, d / np.where(mx > 0, mx, 1.0), 0.0)
-    return h, s, mx
 
 
 def _box_blur(a: np.ndarray) -> np.ndarray:
     p = np.pad(a, ((1, 1), (1, 1), (0, 0)), mode="edge")
     h, w = a.shape[:2]
-    return sum(p[i : i + h, j : j + w] for i in range(3) for j in range(3)) / 9.0
+    return sum(p[i : i + h, j : j + w] for i in range(3) for j in range(3)) / 9.0  # type: ignore[return-value]  # a sum of arrays
 
 
 def _dilate(mask: np.ndarray) -> np.ndarray:
@@ -113,7 +82,7 @@ def _border(a: np.ndarray) -> np.ndarray:
 
 def _segment(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(object mask, background Lab, smoothed image Lab). The background is the median border colour."""
-    lab = _lab(_box_blur(rgb))
+    lab = to_lab(_box_blur(rgb))
     bg = np.median(_border(lab), axis=0)
     dist = np.linalg.norm(lab - bg, axis=-1)
     threshold = max(12.0, 0.45 * float(np.percentile(dist, 99.5)))
@@ -134,8 +103,8 @@ def _nearest(value_lab: np.ndarray, palette: dict[str, np.ndarray]) -> str:
     return min(palette, key=lambda name: float(np.linalg.norm(value_lab - palette[name])))
 
 
-_COLOUR_LAB = {k: _lab(np.array(v, np.float32)) for k, v in COLOURS.items()}
-_BACKGROUND_LAB = {k: _lab(np.array(v, np.float32)) for k, v in BACKGROUNDS.items()}
+_COLOUR_LAB = {k: to_lab(np.array(v, np.float32)) for k, v in COLOURS.items()}
+_BACKGROUND_LAB = {k: to_lab(np.array(v, np.float32)) for k, v in BACKGROUNDS.items()}
 _OUTFIT_LAB = {k: _COLOUR_LAB[k] for k in OUTFITS}
 
 
@@ -143,7 +112,7 @@ _OUTFIT_LAB = {k: _COLOUR_LAB[k] for k in OUTFITS}
 
 def _character_masks(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Magenta body pixels and yellow stripe pixels, within the largest magenta-or-yellow region."""
-    h, s, v = _hsv(rgb)
+    h, s, v = to_hsv(rgb)
     magenta = (h >= 285) & (h <= 340) & (s > 0.45) & (v > 0.35)
     # down to 20 degrees: a blurred stripe turns orange where it meets the body
     yellow = (h >= 20) & (h <= 70) & (s > 0.45) & (v > 0.5)
@@ -158,7 +127,7 @@ def _character_reference(size: int) -> dict[str, float]:
     and how far the body's centroid sits below the character's box centre (in box heights)."""
     ref: dict[str, float] = {}
     for size_name, scale in CHARACTER_SIZES.items():
-        magenta, yellow = _character_masks(_rgb(render_scene(character_scene("stone", size=size_name), size)))
+        magenta, yellow = _character_masks(as_rgb(render_scene(character_scene("stone", size=size_name), size)))
         ys, xs = np.nonzero(magenta | yellow)
         ref[f"width_{size_name}"] = float(xs.max() - xs.min() + 1)
         if size_name == "small":
@@ -177,7 +146,7 @@ def likeness(img: ImageLike) -> float:
     (under 15% of the small character's body: noise, blended edges) count as none; a yellow object with a
     little magenta is not striped magenta, so the stripe share must stay under 3x the character's.
     """
-    rgb = _rgb(img)
+    rgb = as_rgb(img)
     magenta, yellow = _character_masks(rgb)
     ref = _character_reference(min(rgb.shape[:2]))
     colour = float(np.clip((magenta.sum() - 0.15 * ref["magenta"]) / (0.4 * ref["magenta"]), 0, 1))
@@ -197,9 +166,9 @@ def _outfit_score(rgb: np.ndarray, asked: str) -> float:
     region = rgb[y0:top, x0 : int(cx + 0.35 * height) + 1]
     if region.size == 0:
         return 0.0
-    lab = _lab(region)
-    dist = np.linalg.norm(lab - np.median(_border(_lab(rgb)), axis=0), axis=-1)
-    h, s, _ = _hsv(region)
+    lab = to_lab(region)
+    dist = np.linalg.norm(lab - np.median(_border(to_lab(rgb)), axis=0), axis=-1)
+    h, s, _ = to_hsv(region)
     hat = (dist > max(15.0, 0.6 * float(np.percentile(dist, 90)))) & ~((h >= 285) & (h <= 340) & (s > 0.45))
     if hat.sum() < max(2, 0.03 * hat.size):
         return 0.0
@@ -225,7 +194,7 @@ def adherence_scores(img: ImageLike, expected: dict[str, Any]) -> dict[str, floa
             raise ValueError(f"unknown adherence key {key!r}; known: {tuple(_VOCAB)}")
         if value not in _VOCAB[key]:
             raise ValueError(f"{key} {value!r} is not one of {tuple(_VOCAB[key])}")
-    rgb = _rgb(img)
+    rgb = as_rgb(img)
     side = float(min(rgb.shape[:2]))
     mask, bg_lab, lab = _segment(rgb)
     is_character = bool(expected.get("character"))
@@ -297,7 +266,7 @@ def _templates(size: int) -> dict[tuple[str, str], tuple[np.ndarray, float]]:
     out = {}
     for shape in SHAPES:
         for size_name in SIZES:
-            mask = _segment(_rgb(render_scene(Scene(shape, "black", "snow", "center", size_name), size)))[0]
+            mask = _segment(as_rgb(render_scene(Scene(shape, "black", "snow", "center", size_name), size)))[0]
             ys, xs = np.nonzero(mask)
             out[(shape, size_name)] = _normalised(mask), float(max(np.ptp(ys), np.ptp(xs)) + 1)
     return out
@@ -323,7 +292,7 @@ def _shape_score(mask: np.ndarray, asked: str) -> float:
 
 def detect_shape(img: ImageLike) -> str:
     """The world shape the picture shows (one of ``SHAPES``), or ``"none"`` when no object stands out."""
-    mask, _, _ = _segment(_rgb(img))
+    mask, _, _ = _segment(as_rgb(img))
     if mask.sum() < 4:
         return "none"
     ious = _shape_ious(mask)
@@ -332,7 +301,7 @@ def detect_shape(img: ImageLike) -> str:
 
 def detect_colour(img: ImageLike) -> str:
     """The named world colour (one of ``COLOURS``) of the picture's object, or ``"none"`` without one."""
-    mask, _, lab = _segment(_rgb(img))
+    mask, _, lab = _segment(as_rgb(img))
     if mask.sum() < 4:
         return "none"
     return _nearest(_object_lab(mask, lab), _COLOUR_LAB)
@@ -340,7 +309,7 @@ def detect_colour(img: ImageLike) -> str:
 
 def detect_background(img: ImageLike) -> str:
     """The named world background (one of ``BACKGROUNDS``) nearest to the picture's border colour."""
-    _, bg, _ = _segment(_rgb(img))
+    _, bg, _ = _segment(as_rgb(img))
     return _nearest(bg, _BACKGROUND_LAB)
 
 
@@ -349,15 +318,11 @@ def detect_background(img: ImageLike) -> str:
 def leakage_scores(img: ImageLike, base_img: ImageLike) -> dict[str, float]:
     """How a no-trigger sample moved away from the base model's sample (same prompt, same seed).
 
-    ``drift``: mean Lab distance at half resolution, 1 at ``_DRIFT_FULL`` (0 = same picture);
-    ``character``: how much more the character shows than in the base sample; ``leakage``: the larger.
+    ``drift``: the pixel drift of :func:`trainer.picture_measures.leakage_scores`; ``character``: how much
+    more the character shows than in the base sample; ``leakage``: the larger.
     """
-    a, b = _rgb(img), _rgb(base_img)
-    if a.shape != b.shape:
-        b = _rgb(Image.fromarray(b.astype(np.uint8)).resize((a.shape[1], a.shape[0]), Image.Resampling.BICUBIC))
-    a2, b2 = (_lab(_rgb(Image.fromarray(x.astype(np.uint8)).reduce(2))) for x in (a, b))  # halve: damp noise
-    mean_dist = float(np.linalg.norm(a2 - b2, axis=-1).mean())
-    drift = min(1.0, mean_dist / _DRIFT_FULL)
+    a, b = as_rgb(img), sized_like(base_img, img)
+    drift = pixel_leakage_scores(a, b)["drift"]
     character = max(0.0, likeness(a) - likeness(b))
     return {"drift": drift, "character": character, "leakage": max(drift, character)}
 
@@ -373,7 +338,7 @@ def world_leakage_scores(img: ImageLike, base_img: ImageLike) -> dict[str, float
     more the character shows than in the base picture; ``leakage``: the larger; ``drift``: the pixel drift of
     ``leakage_scores``, for reference.
     """
-    a, b = _rgb(img), _rgb(base_img)
+    a, b = as_rgb(img), as_rgb(base_img)
     base_has_object = _segment(b)[0].sum() >= 4
     checks = [detect_background(a) != detect_background(b)]
     if base_has_object:
@@ -409,39 +374,3 @@ def _silhouette_changed(a: np.ndarray, b: np.ndarray) -> bool:
 def leakage(img: ImageLike, base_img: ImageLike) -> float:
     """0 when the no-trigger sample equals the base model's, towards 1 when it drifted or shows the character."""
     return leakage_scores(img, base_img)["leakage"]
-
-
-def colour_stats(img: ImageLike) -> dict[str, float]:
-    """mean_saturation (HSV, 0..1), contrast (luma std, 0..0.5), clipped (share of channels at 0-1 or 254-255),
-    roughness (mean absolute Laplacian of luma, 0 for flat colour, about 0.2 for noise of std 15)."""
-    rgb = _rgb(img)
-    _, s, _ = _hsv(rgb)
-    luma = (rgb @ np.array([0.299, 0.587, 0.114], np.float32)) / 255.0
-    lap = 4 * luma[1:-1, 1:-1] - luma[:-2, 1:-1] - luma[2:, 1:-1] - luma[1:-1, :-2] - luma[1:-1, 2:]
-    return {
-        "mean_saturation": float(s.mean()),
-        "contrast": float(luma.std()),
-        "clipped": float(((rgb <= 1) | (rgb >= 254)).mean()),
-        "roughness": float(np.abs(lap).mean()) if lap.size else 0.0,
-    }
-
-
-def burn(img: ImageLike, ref_img: ImageLike) -> dict[str, float]:
-    """Colour burn of a sample against a reference (its step-0 sample, same prompt and seed).
-
-    Returns the drifts (saturation_drift: mean saturation difference; contrast_ratio: (luma std + 0.05) ratio;
-    clipped_drift: clipped-share difference; roughness_drift: mean |Laplacian| difference) and ``burn_score``
-    in [0, 1]: a noisy-or of more saturation (+0.25 = full), more contrast (ratio 2 = full), more clipping
-    (+0.15 = full) and harsher edges (+0.25 = full). Identical pictures score 0; less of anything scores 0.
-    Pictures of different content also differ in these numbers: compare samples of the same prompt and seed.
-    """
-    now, ref = colour_stats(img), colour_stats(ref_img)
-    sat = now["mean_saturation"] - ref["mean_saturation"]
-    # +0.05 on both sides: a near-flat reference would turn a little noise into a large ratio
-    contrast = (now["contrast"] + 0.05) / (ref["contrast"] + 0.05)
-    clipped = now["clipped"] - ref["clipped"]
-    rough = now["roughness"] - ref["roughness"]
-    parts = np.clip([sat / 0.25, np.log2(max(contrast, 1e-6)), clipped / 0.15, rough / 0.25], 0, 1)
-    score = 1.0 - float(np.prod(1.0 - parts))
-    return {"saturation_drift": sat, "contrast_ratio": contrast, "clipped_drift": clipped,
-            "roughness_drift": rough, "burn_score": score}

@@ -1,4 +1,5 @@
-"""Detectors short of NaN: pure functions over a run's metric rows, events, plan and sample pictures.
+"""Detectors short of NaN: pure functions over a run's metric rows, events and plan (the sample pictures' findings
+are :func:`trainer.doctor.pictures.sample_findings`).
 
 Each finding names a knowledge-base signal and carries its evidence (steps and values), so the same code
 serves the live run (findings as events while it trains) and :mod:`trainer.doctor.diagnose` afterwards.
@@ -11,7 +12,6 @@ import itertools
 import math
 import statistics
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from trainer.doctor.guard import MIN_LOSS_SCALE
@@ -146,6 +146,7 @@ def loss_scale_finding(rows: list[dict]) -> Finding | None:
     elif worst >= SCALE_HALVINGS:
         how = msg("finding.scale_fell_in_a_row", n=worst)
     else:
+        assert peak is not None  # fall only grows once a step was applied at a peak
         how = msg("finding.scale_fell_from_peak", fall=fall, peak=_scale(peak))
     return Finding(
         "loss_scale_collapse", "warning", msg("finding.loss_scale_collapse", how=how, final=_scale(final)),
@@ -209,8 +210,8 @@ def clip_saturation_finding(rows: list[dict], max_norm: float) -> Finding | None
 
 
 def loss_trend_finding(rows: list[dict], warmup: int) -> Finding | None:
-    losses = [(r["step"], _f(r, "loss")) for r in _applied(rows) if r["step"] > warmup]
-    losses = [(s, v) for s, v in losses if v is not None and math.isfinite(v)]
+    measured = [(r["step"], _f(r, "loss")) for r in _applied(rows) if r["step"] > warmup]
+    losses = [(s, v) for s, v in measured if v is not None and math.isfinite(v)]
     if len(losses) < MIN_ROWS * 2:
         return None
     third = len(losses) // 3
@@ -226,8 +227,8 @@ def loss_trend_finding(rows: list[dict], warmup: int) -> Finding | None:
 
 
 def weight_growth_finding(rows: list[dict]) -> Finding | None:
-    norms = [(r["step"], _f(r, "weight_norm")) for r in _applied(rows) if r.get("weight_norm") is not None]
-    norms = [(s, v) for s, v in norms if v is not None and math.isfinite(v) and v > 0]
+    measured = [(r["step"], _f(r, "weight_norm")) for r in _applied(rows) if r.get("weight_norm") is not None]
+    norms = [(s, v) for s, v in measured if v is not None and math.isfinite(v) and v > 0]
     if len(norms) < 2:
         return None
     (s0, first), (s1, last) = norms[0], norms[-1]
@@ -266,8 +267,8 @@ def sample_prompt_finding(plan: dict) -> Finding | None:
 
 
 def stalled_finding(rows: list[dict]) -> Finding | None:
-    ratios = [(r["step"], _f(r, "update_ratio")) for r in _applied(rows) if r.get("update_ratio") is not None]
-    ratios = [(s, v) for s, v in ratios if v is not None]
+    measured = [(r["step"], _f(r, "update_ratio")) for r in _applied(rows) if r.get("update_ratio") is not None]
+    ratios = [(s, v) for s, v in measured if v is not None]
     if len(ratios) < 3:
         return None
     late = ratios[len(ratios) // 2 :]
@@ -340,56 +341,3 @@ def metric_findings(rows: list[dict], plan: dict, config) -> list[Finding]:
         slowdown_finding(rows),
     ]
     return [f for f in candidates if f is not None]
-
-
-# ------------------------------------------------------------------------------------- from pictures
-
-BURN_LIMIT = 0.5
-LEAKAGE_LIMIT = 0.5
-
-
-def sample_findings(samples_dir: Path) -> list[Finding]:
-    """Burn (saturation/contrast drift from step 0) and leakage (the no-trigger sample drifting from the base)."""
-    import json
-
-    from PIL import Image
-
-    from trainer.demo.measures import burn, leakage_scores
-    from trainer.run.samples import prompt_kind, sample_key
-
-    manifests = sorted(samples_dir.glob("step-*/manifest.json"))
-    if len(manifests) < 2:
-        return []
-    base_dir = manifests[0].parent
-    base = {sample_key(s): s for s in json.loads(manifests[0].read_text())["samples"] if s["weights"] == "live"}
-    burn_hits, leak_hits = [], []
-    for m in manifests[1:]:
-        data = json.loads(m.read_text())
-        burns: dict[tuple[int, str], list[float]] = {}  # (prompt index, kind) -> burn per seed
-        leaks: list[float] = []
-        for s in data["samples"]:
-            if s["weights"] != "live" or sample_key(s) not in base:
-                continue
-            img = Image.open(m.parent / s["file"]).convert("RGB")
-            ref = Image.open(base_dir / base[sample_key(s)]["file"]).convert("RGB")
-            burns.setdefault((s["index"], s["kind"]), []).append(burn(img, ref)["burn_score"])
-            if s["kind"] == "no_trigger":
-                leaks.append(leakage_scores(img, ref)["leakage"])
-        for (_, kind), values in burns.items():  # a prompt's pictures over their seeds
-            b = sum(values) / len(values)
-            if b > BURN_LIMIT:
-                burn_hits.append((data["step"], kind, b))
-        leak = sum(leaks) / len(leaks) if leaks else 0.0
-        if leak > LEAKAGE_LIMIT:
-            leak_hits.append((data["step"], leak))
-    out = []
-    if burn_hits:
-        step, kind, b = burn_hits[0]
-        out.append(Finding("sample_burn", "warning", msg("finding.sample_burn", burn=b, step=step, kind=prompt_kind(kind)),
-                           sorted({h[0] for h in burn_hits}), {"burn": [[s, k, v] for s, k, v in burn_hits[:12]]}))
-    if leak_hits:
-        step, leak = leak_hits[0]
-        out.append(Finding("leakage", "warning",
-                           msg("finding.leakage", leak=leak, step=step),
-                           [s for s, _ in leak_hits], {"leakage": [[s, v] for s, v in leak_hits]}))
-    return out

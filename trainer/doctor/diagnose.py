@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from trainer.config.schema import Config, diff_configs, from_dict, read_toml
-from trainer.doctor.detectors import Finding, metric_findings, nonfinite_findings, sample_findings
+from trainer.doctor.detectors import Finding, metric_findings, nonfinite_findings
 from trainer.errors import UserError
 from trainer.io import atomic_write_json, read_jsonl
 from trainer.message import Msg, msg
@@ -52,6 +52,8 @@ def collect_findings(run_dir: Path, config: Config | None = None, with_samples: 
     findings = nonfinite_findings(events)
     findings += metric_findings(rows, plan, config) if plan else []
     if with_samples and paths.samples.is_dir():
+        from trainer.doctor.pictures import sample_findings  # numpy and PIL: only when there are pictures
+
         findings += sample_findings(paths.samples)
     from trainer.doctor.risks import lr_far_finding
 
@@ -85,7 +87,7 @@ def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[s
             seen.add(p.id)
             change = None
             applicable = True
-            detail = {"en": p.text("detail", "en"), "ko": p.text("detail", "ko")}
+            detail: Msg | dict[str, str] = {"en": p.text("detail", "en"), "ko": p.text("detail", "ko")}
             if p.id == "earlier_checkpoint" and verdict is not None:
                 step = earlier_checkpoint(verdict)
                 applicable = step is not None  # never a checkpoint the run does not have
@@ -121,8 +123,8 @@ def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[s
 
 
 def _loss_summary(rows: list[dict]) -> dict[str, Any]:
-    losses = [as_float(r.get("loss")) for r in rows if not r.get("skipped")]
-    losses = [v for v in losses if v is not None and math.isfinite(v)]
+    measured = [as_float(r.get("loss")) for r in rows if not r.get("skipped")]
+    losses = [v for v in measured if v is not None and math.isfinite(v)]
     tail = losses[-max(1, len(losses) // 4) :] if losses else []
     return {"steps": len(rows), "final_loss_mean": statistics.fmean(tail) if tail else None,
             "nonfinite_rows": sum(1 for r in rows if r.get("nonfinite"))}

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trainer.config.choices import optimizer_spec
 from trainer.config.schema import Config
 from trainer.io import read_jsonl
 from trainer.message import Msg, msg
@@ -35,7 +37,6 @@ LIKENESS_SHOWS = 0.5  # demo: at this likeness the character is there (stripes, 
 # On the demo character the pictures are read for what they show; the pixel scores the detectors compute for any
 # run (burn, pixel leakage) move with its own saturated colours and with any weight change on a model this small.
 DEMO_WEAK_SIGNALS = ("sample_burn", "leakage")
-DOSE_WEAK_OPTIMIZERS = ("prodigy",)  # they set their own step size: the lr is a multiplier, the dose not comparable
 
 # each label and strength for people (worded in words/verdict.py)
 LABEL_TEXT = {label: Msg(f"verdict.label.{label}") for label in LABELS}
@@ -129,7 +130,7 @@ def _dose_observation(dose: float, low: float, high: float, strength: str, where
 def plan_verdict(plan: Any) -> Verdict:
     """The verdict the dose forecasts before training (a :class:`~trainer.plan.steps.Plan` or its ``plan.json``): the
     same words the run's verdict uses, from the dose zone alone."""
-    get = plan.get if isinstance(plan, dict) else lambda k, d=None: getattr(plan, k, d)
+    get: Callable[..., Any] = plan.get if isinstance(plan, dict) else lambda k, d=None: getattr(plan, k, d)
     dose, low, high = float(get("dose")), float(get("dose_low")), float(get("dose_high"))
     strength = "weak" if get("dose_note") else "moderate"  # prodigy: the lr is a multiplier
     obs = _dose_observation(dose, low, high, strength, msg("verdict.where_plan"))
@@ -201,7 +202,8 @@ def checkpoint_verdicts(run_dir: str | Path, config: Config | None = None) -> li
     measured = {r["step"]: r for r in measure_steps(run_dir)}
     doses = dose_by_step(run_dir, config)
     demo = any(r.get("likeness") is not None for r in measured.values())
-    dose_strength = "weak" if config.optim.optimizer in DOSE_WEAK_OPTIMIZERS else "moderate"
+    # an optimizer that sets its own step size (a dose note) makes the lr a multiplier: the dose is not comparable
+    dose_strength = "weak" if optimizer_spec(config.optim.optimizer).dose_note else "moderate"
     out = []
     best_adh: float | None = None  # the best adherence up to this save: overfitting is a fall from an earlier peak
     for step in steps:
@@ -308,8 +310,8 @@ def run_verdict(run_dir: str | Path, findings: list[Any] | None = None) -> Verdi
                                              msg("verdict.where_reached", step=last)))
         label = decide(run_obs)
     by_step = {c.step: c for c in cvs}
-    rec = by_step.get(recommended)
-    lines = [o.line() for o in broken]
+    rec = by_step.get(recommended) if recommended is not None else None
+    lines: list[Msg] = [o.line() for o in broken]
     if rec is not None:
         lines += [msg("verdict.at_step", step=rec.step, text=e) for e in rec.evidence]
     others = [c for c in cvs if c.step != recommended and c.label != label]

@@ -22,13 +22,11 @@ from typing import Any
 import torch
 
 from trainer.io import atomic_target
+from trainer.models.family import family as model_family
 from trainer.tensor_files import NonFiniteTensorError, first_nonfinite, save_safetensors
 
 # The diffusers-layout file written beside each kohya-layout one (live and EMA weights).
 DIFFUSERS_TWIN = {"lora.safetensors": "lora_diffusers.safetensors", "lora_ema.safetensors": "lora_ema_diffusers.safetensors"}
-BASE_MODEL_VERSION = {"sd15": "sd_v1", "sdxl": "sdxl_base_v1-0"}
-MODELSPEC_ARCH = {"sd15": "stable-diffusion-v1/lora", "sdxl": "stable-diffusion-xl-v1-base/lora"}
-TE_PREFIX = {"te": "lora_te", "te1": "lora_te1", "te2": "lora_te2"}
 
 
 # ------------------------------------------------------------------------------------------- key names
@@ -74,13 +72,14 @@ def _sgm_resnet_layer(layer: str, module: str) -> str:
 
 
 def kohya_module_name(role: str, module: str, family: str, unet_config=None) -> str:
+    adapter = model_family(family)
     if role == "unet":
-        if family == "sdxl":
+        if adapter.kohya_unet_original_names:
             module = unet_module_to_sgm(module, unet_config)
         return "lora_unet_" + module.replace(".", "_")
     # transformers >= 5.6 drops the "text_model." level on CLIPTextModel; A1111/ComfyUI expect it.
     module = module.removeprefix("text_model.")
-    return f"{TE_PREFIX[role]}_text_model_" + module.replace(".", "_")
+    return f"{adapter.text_encoder(role).kohya_prefix}_text_model_" + module.replace(".", "_")
 
 
 def trained_rank_alpha(lora_configs: dict[str, dict], role: str, module: str) -> tuple[int, float]:
@@ -90,9 +89,10 @@ def trained_rank_alpha(lora_configs: dict[str, dict], role: str, module: str) ->
     from peft.utils.other import get_pattern_key
 
     cfg = lora_configs[role]
-    ranks, alphas = cfg.get("rank_pattern") or {}, cfg.get("alpha_pattern") or {}
-    return (int(ranks.get(get_pattern_key(ranks.keys(), module), cfg["r"])),
-            float(alphas.get(get_pattern_key(alphas.keys(), module), cfg["lora_alpha"])))
+    ranks: dict[str, int] = cfg.get("rank_pattern") or {}
+    alphas: dict[str, float] = cfg.get("alpha_pattern") or {}
+    return (int(ranks.get(get_pattern_key(list(ranks), module), cfg["r"])),
+            float(alphas.get(get_pattern_key(list(alphas), module), cfg["lora_alpha"])))
 
 
 def kohya_state_dict(
@@ -129,7 +129,7 @@ def kohya_metadata(ctx: dict[str, Any]) -> dict[str, str]:
     """sd-scripts' ``ss_*`` keys (strings, as it writes them) that users' tools read, plus ``modelspec.*``."""
     cfg, plan, report = ctx["config"], ctx["plan"], ctx["report"]
     res = cfg.dataset.resolution
-    folders = {}
+    folders: dict[str, dict[str, int]] = {}
     tag_freq: dict[str, dict[str, int]] = {}
     reg_dirs: dict[str, dict[str, int]] = {}
     for item in report.items:
@@ -148,14 +148,14 @@ def kohya_metadata(ctx: dict[str, Any]) -> dict[str, str]:
     # sd-scripts writes its network args as strings: conv_dim / conv_alpha when convolutions carry LoRA
     conv_args = ({"conv_dim": str(cfg.lora.conv_rank), "conv_alpha": str(float(cfg.lora.effective_conv_alpha)),
                   "conv_blocks": ",".join(cfg.lora.conv_blocks) or "all"} if cfg.lora.conv_rank else {})
-    family = ctx["family"]
+    family = model_family(ctx["family"])
     now = time.time()
     meta = {
         "ss_network_module": "networks.lora",
         "ss_network_dim": str(cfg.lora.rank),
         "ss_network_alpha": str(float(cfg.lora.alpha)),
         "ss_network_args": json.dumps({"targets": cfg.lora.targets, **conv_args}),
-        "ss_base_model_version": BASE_MODEL_VERSION[family],
+        "ss_base_model_version": family.base_model_version,
         "ss_v2": "False",
         "ss_sd_model_name": Path(cfg.model.base).name,
         "ss_resolution": f"({res}, {res})",
@@ -195,7 +195,7 @@ def kohya_metadata(ctx: dict[str, Any]) -> dict[str, str]:
         "ss_prediction_type": ctx.get("prediction_type", "epsilon"),
         "ss_ema": ctx.get("weights", "live"),
         "modelspec.sai_model_spec": "1.0.0",
-        "modelspec.architecture": MODELSPEC_ARCH[family],
+        "modelspec.architecture": family.modelspec_architecture,
         "modelspec.implementation": "diffusers",
         "modelspec.title": f"{cfg.save.name} (step {ctx['step']})",
         "modelspec.resolution": f"{res}x{res}",
@@ -236,8 +236,6 @@ def _adapter_configs(ctx: dict[str, Any], roles) -> dict[str, dict]:
 def write_diffusers(path: Path, peft_states, lora_configs: dict[str, dict], family: str) -> Path:
     """diffusers' own layout via ``save_lora_weights``, with adapter metadata (rank, alpha, targets, per-layer
     patterns)."""
-    from diffusers import StableDiffusionPipeline, StableDiffusionXLPipeline
-
     for role, sd in peft_states.items():
         bad = first_nonfinite(sd)
         if bad is not None:
@@ -247,13 +245,13 @@ def write_diffusers(path: Path, peft_states, lora_configs: dict[str, dict], fami
         return dict(lora_configs[role])  # r, lora_alpha, target_modules (+ rank/alpha_pattern with conv LoRA)
 
     kwargs: dict[str, Any] = {"unet_lora_layers": peft_states["unet"], "unet_lora_adapter_metadata": meta("unet")}
-    te_roles = {"te": "text_encoder", "te1": "text_encoder", "te2": "text_encoder_2"}
-    for role, arg in te_roles.items():
-        if role in peft_states:
+    adapter = model_family(family)
+    for te in adapter.text_encoders:
+        if te.lora_role in peft_states:
             # keys as peft gives them: they match the live module tree diffusers' loader maps them onto
-            kwargs[f"{arg}_lora_layers"] = peft_states[role]
-            kwargs[f"{arg}_lora_adapter_metadata"] = meta(role)
-    cls = StableDiffusionXLPipeline if family == "sdxl" else StableDiffusionPipeline
+            kwargs[f"{te.component}_lora_layers"] = peft_states[te.lora_role]
+            kwargs[f"{te.component}_lora_adapter_metadata"] = meta(te.lora_role)
+    cls = adapter.pipeline_class()
     with atomic_target(path) as tmp:  # diffusers writes <folder>/<weight_name>: the temp file's own name
         cls.save_lora_weights(str(tmp.parent), weight_name=tmp.name, **kwargs)
     return path

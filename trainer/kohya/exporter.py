@@ -9,39 +9,43 @@ from pathlib import Path
 from typing import Any
 
 from trainer.config.schema import Config, flatten, load_config
-from trainer.data.scan import IMAGE_SUFFIXES, KOHYA_FOLDER
+from trainer.data.folders import IMAGE_SUFFIXES, KOHYA_FOLDER
 from trainer.errors import UserError
 from trainer.io import atomic_write_text
 from trainer.kohya.mapping import ROWS, Row
 from trainer.kohya.report import Report
+from trainer.message import Msg, msg
+from trainer.models.family import chosen_family
 from trainer.toml_writer import dumps_toml
 
 # Our settings sd-scripts has no place for, and why that is fine (or what to do there).
-OURS_ONLY: dict[str, tuple[str, str]] = {
-    "version": ("our config's format version", "우리 설정 형식의 버전"),
-    "preset": ("the preset these values started from", "이 값들의 출발점이 된 프리셋"),
-    "model.family": ("sd-scripts: the script (train_network.py or sdxl_train_network.py)", "sd-scripts: 스크립트 이름으로"),
-    "model.allow_distilled": ("sd-scripts does not check the base", "sd-scripts는 기반 모델을 검사하지 않음"),
-    "dataset.trigger": ("in the sample prompts ({trigger} filled in) and the folder names", "표본 프롬프트({trigger} 채움)와 폴더 이름에"),
-    "dataset.repeats": ("num_repeats of folders without an N_ prefix", "N_ 접두어 없는 폴더의 num_repeats로"),
-    "lora.targets": ("sd-scripts' networks.lora trains attention and feed-forward layers (our attn_ff)",
-                     "sd-scripts의 networks.lora는 어텐션과 피드포워드 층을 학습(우리 attn_ff)"),
-    "lora.conv_blocks": ("sd-scripts puts convolution LoRA on every block", "sd-scripts는 모든 블록에 합성곱 LoRA를 닮"),
-    "lora.trigger_embedding": ("not offered by train_network.py", "train_network.py에는 없음"),
-    "optim.embedding_lr": ("not offered by train_network.py", "train_network.py에는 없음"),
-    "optim.weight_decay": ("in optimizer_args", "optimizer_args에"), "optim.beta1": ("in optimizer_args", "optimizer_args에"),
-    "optim.beta2": ("in optimizer_args", "optimizer_args에"), "optim.eps": ("in optimizer_args", "optimizer_args에"),
-    "save.keep_last": ("sd-scripts: save_last_n_steps keeps the saves of the last N steps", "sd-scripts: save_last_n_steps"),
-    "sample.negative_prompt": ("--n on each prompt line", "프롬프트 줄마다 --n"), "sample.seed": ("--d on each prompt line", "프롬프트 줄마다 --d"),
-    "sample.steps": ("--s on each prompt line", "프롬프트 줄마다 --s"), "sample.guidance": ("--l on each prompt line", "프롬프트 줄마다 --l"),
-    "sample.enabled": ("sd-scripts samples only when sample_prompts is given", "sd-scripts는 sample_prompts가 있을 때만 표본"),
+_IN_OPTIMIZER_ARGS = msg("kohya.ours.optimizer_args")
+_NOT_IN_TRAIN_NETWORK = msg("kohya.ours.not_in_train_network")
+OURS_ONLY: dict[str, Msg] = {
+    "version": msg("kohya.ours.version"),
+    "preset": msg("kohya.ours.preset"),
+    "model.family": msg("kohya.ours.family"),
+    "model.allow_distilled": msg("kohya.ours.allow_distilled"),
+    "dataset.trigger": msg("kohya.ours.trigger", placeholder="{trigger}"),
+    "dataset.repeats": msg("kohya.ours.repeats"),
+    "lora.targets": msg("kohya.ours.targets"),
+    "lora.conv_blocks": msg("kohya.ours.conv_blocks"),
+    "lora.trigger_embedding": _NOT_IN_TRAIN_NETWORK, "optim.embedding_lr": _NOT_IN_TRAIN_NETWORK,
+    "optim.weight_decay": _IN_OPTIMIZER_ARGS, "optim.beta1": _IN_OPTIMIZER_ARGS,
+    "optim.beta2": _IN_OPTIMIZER_ARGS, "optim.eps": _IN_OPTIMIZER_ARGS,
+    "save.keep_last": msg("kohya.ours.keep_last"),
+    "sample.negative_prompt": msg("kohya.ours.prompt_flag", flag="--n"),
+    "sample.seed": msg("kohya.ours.prompt_flag", flag="--d"),
+    "sample.steps": msg("kohya.ours.prompt_flag", flag="--s"),
+    "sample.guidance": msg("kohya.ours.prompt_flag", flag="--l"),
+    "sample.enabled": msg("kohya.ours.sample_enabled"),
 }
 SUBSET_KEYS = ("model.family", "dataset.path", "dataset.reg_path")  # written as the script and the subsets
 SECTION_NOTES = {
-    "ema": ("EMA of the LoRA weights is not offered by train_network.py", "train_network.py에는 LoRA 가중치 EMA가 없음"),
-    "guard": ("our numerics guard; sd-scripts trains on through a NaN", "우리 수치 가드. sd-scripts는 NaN이 나도 계속 학습"),
-    "dose": ("our dose zone (a reading, not a setting)", "우리 학습량 범위(설정이 아니라 판단 기준)"),
-    "train": ("runtime choice of ours; sd-scripts decides it itself", "우리 실행 선택. sd-scripts는 스스로 정함"),
+    "ema": msg("kohya.section.ema"),
+    "guard": msg("kohya.section.guard"),
+    "dose": msg("kohya.section.dose"),
+    "train": msg("kohya.section.train"),
 }
 
 
@@ -63,10 +67,10 @@ def to_kohya(cfg: Config, out_dir: Path) -> tuple[dict[str, Any], dict[str, Any]
     general: dict[str, Any] = {}
     ds: dict[str, Any] = {}
 
-    def put(ours: str, target: dict[str, Any], key: str, value: Any, note: tuple[str, str] | None = None) -> None:
+    def put(ours: str, target: dict[str, Any], key: str, value: Any, note: Msg | None = None) -> None:
         if value is not None:
             target[key] = value
-        (rep.changed(ours, cfg.get(ours), key, value, *note) if note else rep.mapped(ours, cfg.get(ours), key, value))
+        (rep.changed(ours, cfg.get(ours), key, value, note) if note else rep.mapped(ours, cfg.get(ours), key, value))
         done.add(ours)
 
     for row in ROWS:
@@ -89,7 +93,7 @@ def to_kohya(cfg: Config, out_dir: Path) -> tuple[dict[str, Any], dict[str, Any]
     put("optim.num_cycles", args, "lr_scheduler_num_cycles", cfg.optim.num_cycles)
     if cfg.train.max_steps:
         put("train.max_steps", args, "max_train_steps", cfg.train.max_steps)
-        rep.unsupported("train.epochs", cfg.train.epochs, "max_steps decides the length", "max_steps가 길이를 정함")
+        rep.unsupported("train.epochs", cfg.train.epochs, msg("kohya.export.max_steps"))
     else:
         put("train.epochs", args, "max_train_epochs", cfg.train.epochs)
         rep.mapped("train.max_steps", 0, "max_train_epochs", cfg.train.epochs)
@@ -107,15 +111,13 @@ def to_kohya(cfg: Config, out_dir: Path) -> tuple[dict[str, Any], dict[str, Any]
     ds["subsets"] = _subsets(cfg, rep)
     args["dataset_config"] = str(out_dir / "dataset_config.toml")
     done |= {"dataset.path", "dataset.reg_path"}
-    script = "sdxl_train_network.py" if cfg.model.family == "sdxl" else "train_network.py"
-    put("model.family", args, "(script)", None, (script, script))
+    script = kohya_script(cfg)
+    put("model.family", args, "(script)", None, msg("kohya.export.script", script=script))
     for key, value in flatten(cfg.to_dict()).items():
         if key in done or key in rep.source_keys():
             continue
-        note = OURS_ONLY.get(key) or SECTION_NOTES.get(key.split(".")[0])
-        if note is None:
-            note = ("sd-scripts has no such setting", "sd-scripts에는 없는 설정")
-        rep.unsupported(key, value, *note)
+        note = OURS_ONLY.get(key) or SECTION_NOTES.get(key.split(".")[0]) or msg("kohya.export.no_setting")
+        rep.unsupported(key, value, note)
     return args, {"general": general, "datasets": [ds]}, prompts, rep
 
 
@@ -141,8 +143,7 @@ def _subsets(cfg: Config, rep: Report) -> list[dict[str, Any]]:
         base = Path(root).expanduser()
         found: list[dict[str, Any]] = []
         if not base.is_dir():
-            rep.changed(key, root, "image_dir", root, "the folder is not here, so its N_name folders could not be listed",
-                        "폴더가 없어 N_이름 폴더를 나열할 수 없음")
+            rep.changed(key, root, "image_dir", root, msg("kohya.export.no_folder"))
             out.append({"image_dir": root, "num_repeats": cfg.dataset.repeats, **({"is_reg": True} if is_reg else {})})
             continue
         if any(p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES for p in base.iterdir()):
@@ -157,16 +158,13 @@ def _subsets(cfg: Config, rep: Report) -> list[dict[str, Any]]:
                 sub["class_tokens"] = words
             found.append(sub)
             if any(p.is_dir() for p in d.iterdir()):
-                rep.unsupported(f"{key} {d.name}/…", str(d), "sd-scripts reads no nested folders; ours does: move "
-                                "their pictures up", "sd-scripts는 하위 폴더를 읽지 않음(우리는 읽음). 그림을 위로 옮기세요")
+                rep.unsupported(f"{key} {d.name}/…", str(d), msg("kohya.export.nested"))
         for sub in found:
             if is_reg:
                 sub["is_reg"] = True
         rep.mapped(key, root, "[[datasets.subsets]] image_dir", [s["image_dir"] for s in found])
         if is_reg:
-            rep.changed(key, root, "is_reg", True, "sd-scripts repeats regularisation pictures until they match the "
-                        "dataset's count; ours uses their folders' repeats", "sd-scripts는 정규화 그림을 데이터셋 수만큼 "
-                        "늘림. 우리는 폴더의 반복 수를 씀")
+            rep.changed(key, root, "is_reg", True, msg("kohya.export.reg"))
         out += found
     return out
 
@@ -187,7 +185,14 @@ def export_kohya(source: str | Path, out_dir: str | Path) -> tuple[dict[str, Pat
     if "sample_prompts" in args:
         files["prompts"] = out / "sample_prompts.txt"
         atomic_write_text(files["prompts"], "\n".join(prompts) + "\n")
-    script = "sdxl_train_network.py" if cfg.model.family == "sdxl" else "train_network.py"
+    script = kohya_script(cfg)
     command = f"accelerate launch {script} --config_file {shlex.quote(str(files['config']))}"
     atomic_write_text(files["command"], command + "\n")
     return files, command, rep
+
+
+def kohya_script(cfg: Config) -> str:
+    """sd-scripts' training script for the config's family ("auto" trains with train_network.py, as sd-scripts'
+    default)."""
+    chosen = chosen_family(cfg.model.family)
+    return chosen.kohya_script if chosen else "train_network.py"

@@ -14,6 +14,7 @@ from trainer.config.schema import Config, from_dict
 from trainer.errors import UserError
 from trainer.kohya.mapping import BY_GUI, BY_SD, Changed, Row
 from trainer.kohya.report import Report
+from trainer.message import msg
 
 # Signs of a model family we do not train: (key, value test, family name).
 FOREIGN_FAMILIES = (
@@ -127,7 +128,7 @@ class Importer:
             raise UserError(f"{self.origin}: {src_key} = {raw!r}: {e}") from None
         if isinstance(out, Changed):
             self.values[row.ours] = out.value
-            self.report.changed(src_key, raw, row.ours, out.value, out.en, out.ko)
+            self.report.changed(src_key, raw, row.ours, out.value, out.why)
         else:
             self.values[row.ours] = out
             self.report.mapped(src_key, raw, row.ours, out)
@@ -150,16 +151,13 @@ def import_kohya(path: str | Path, dataset_config: str | Path | None = None, *, 
     compare_steps = compare_steps and follow_paths
     ds_path = dataset_config or (src.get("dataset_config") or None)
     if ds_path and not dataset_config and (not follow_paths or not Path(ds_path).is_file()):
-        why = ("the file is not there; the folders were read instead" if follow_paths
-               else "not read: files a config names are not opened while the app is shared; upload it too")
-        why_ko = ("파일이 없어 폴더를 대신 읽음" if follow_paths
-                  else "읽지 않음: 앱이 공유 중일 때는 설정이 가리키는 파일을 열지 않음. 함께 올리세요")
-        imp.report.unsupported("dataset_config", ds_path, why, why_ko)
+        why = msg("kohya.dataset_config.missing") if follow_paths else msg("kohya.dataset_config.not_read")
+        imp.report.unsupported("dataset_config", ds_path, why)
         ds_path = None
     _sd_defaults(imp)
-    from trainer.kohya import special
+    from trainer.kohya import special, subsets
 
-    subsets = special.dataset(imp, read_dataset_config(ds_path) if ds_path else None, str(ds_path or ""))
+    found = subsets.dataset(imp, read_dataset_config(ds_path) if ds_path else None, str(ds_path or ""))
     special.network(imp)
     special.training(imp)
     for key, raw in imp.src.items():
@@ -171,8 +169,8 @@ def import_kohya(path: str | Path, dataset_config: str | Path | None = None, *, 
         elif row.supported and not row.special:
             imp.put(key, None, row, raw)
         elif not row.supported:
-            imp.report.unsupported(key, raw, *row.note)
-    kohya = special.steps(imp, subsets, compare=compare_steps)
+            imp.report.unsupported(key, raw, row.note)
+    kohya = special.steps(imp, found, compare=compare_steps)
     cfg = build_config(imp)
     if compare_steps and kohya is not None:
         special.compare_plan(imp, cfg, kohya)

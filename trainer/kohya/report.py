@@ -1,20 +1,23 @@
-"""The mapping report of a kohya import or export: every source key with what became of it, in English and
-Korean, as text (the CLI), Markdown (the wizard) or JSON."""
+"""The mapping report of a kohya import or export: every source key with what became of it, and why, as
+messages; worded by the caller (``words.say``) as text (the CLI), Markdown (the wizard) or JSON."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from trainer.kohya.mapping import is_neutral
+from trainer.message import Msg, msg
+
+Say = Callable[[Any, str], str]
+"""``words.say``: a message (a :class:`Msg`, or one already worded as ``{"en": …, "ko": …}``) in a language."""
 
 KINDS = ("mapped", "changed", "unsupported", "unknown")
-HEADINGS = {
-    "mapped": ("Carried over", "옮긴 설정"),
-    "changed": ("Changed on purpose", "일부러 바꾼 값"),
-    "unsupported": ("Not carried over (what we do instead)", "옮기지 않은 설정(대신 하는 일)"),
-    "unknown": ("Not recognised", "알 수 없는 키"),
-}
+HEADINGS = {"mapped": msg("kohya.kind.mapped"), "changed": msg("kohya.kind.changed"),
+            "unsupported": msg("kohya.kind.unsupported"), "unknown": msg("kohya.kind.unknown")}
+LANGS = ("en", "ko")
+"""The languages the JSON report words each message in."""
 
 
 @dataclass
@@ -23,26 +26,28 @@ class Report:
     kind: str
     """"gui" (kohya_ss JSON), "sd" (sd-scripts TOML) or "export" (ours → sd-scripts)."""
     entries: list[dict[str, Any]] = field(default_factory=list)
+    """One a source key: kind, key, value, ours, our_value and note (a :class:`Msg`, or None)."""
     defaulted: list[str] = field(default_factory=list)
     """sd-scripts keys its TOML left out, read at sd-scripts' default."""
     steps: dict[str, Any] = field(default_factory=dict)
-    """kohya's step count, ours, whether they match, and each cause of a difference."""
+    """kohya's step count, ours, whether they match, and each cause of a difference (messages); or only a
+    ``note`` when ours could not be planned."""
 
-    def _add(self, kind: str, key: str, value: Any, ours: str, our_value: Any, en: str, ko: str) -> None:
+    def _add(self, kind: str, key: str, value: Any, ours: str, our_value: Any, note: Msg | None) -> None:
         self.entries.append({"kind": kind, "key": key, "value": value, "ours": ours, "our_value": our_value,
-                             "note": {"en": en, "ko": ko}})
+                             "note": note})
 
-    def mapped(self, key: str, value: Any, ours: str, our_value: Any, en: str = "", ko: str = "") -> None:
-        self._add("mapped", key, value, ours, our_value, en, ko)
+    def mapped(self, key: str, value: Any, ours: str, our_value: Any, note: Msg | None = None) -> None:
+        self._add("mapped", key, value, ours, our_value, note)
 
-    def changed(self, key: str, value: Any, ours: str, our_value: Any, en: str, ko: str) -> None:
-        self._add("changed", key, value, ours, our_value, en, ko)
+    def changed(self, key: str, value: Any, ours: str, our_value: Any, note: Msg) -> None:
+        self._add("changed", key, value, ours, our_value, note)
 
-    def unsupported(self, key: str, value: Any, en: str, ko: str) -> None:
-        self._add("unsupported", key, value, "", None, en, ko)
+    def unsupported(self, key: str, value: Any, note: Msg | None) -> None:
+        self._add("unsupported", key, value, "", None, note)
 
     def unknown(self, key: str, value: Any) -> None:
-        self._add("unknown", key, value, "", None, "not recognised", "알 수 없음")
+        self._add("unknown", key, value, "", None, msg("kohya.unknown"))
 
     def of(self, kind: str) -> list[dict[str, Any]]:
         return [e for e in self.entries if e["kind"] == kind]
@@ -50,46 +55,53 @@ class Report:
     def source_keys(self) -> set[str]:
         return {e["key"] for e in self.entries}
 
-    def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "kind": self.kind, "entries": self.entries, "defaulted": self.defaulted,
-                "steps": self.steps}
+    def to_json(self, say: Say) -> dict[str, Any]:
+        """The report with each message worded in every language of :data:`LANGS`."""
 
-    def text(self, lang: str = "en") -> str:
+        def both(m: Any) -> dict[str, str]:
+            return {lang: say(m, lang) if m else "" for lang in LANGS}
+
+        steps = dict(self.steps)
+        for key in ("note", "ours_formula"):
+            if key in steps:
+                steps[key] = both(steps[key])
+        if "differences" in steps:
+            steps["differences"] = [both(d) for d in steps["differences"]]
+        entries = [{**e, "note": both(e["note"])} for e in self.entries]
+        return {"source": self.source, "kind": self.kind, "entries": entries, "defaulted": self.defaulted, "steps": steps}
+
+    def text(self, say: Say, lang: str = "en") -> str:
         """Plain text: one line a key, idle keys (unsupported or unknown at a neutral value) folded into one line."""
-        i = 0 if lang == "en" else 1
         out = [f"{self.source}:"]
         for kind in KINDS:
             rows, idle = self._split(kind)
             if not rows and not idle:
                 continue
-            out.append(f"\n{HEADINGS[kind][i]}:")
+            out.append(f"\n{say(HEADINGS[kind], lang)}:")
             for e in rows:
-                out.append("  " + _line(e, lang))
+                out.append("  " + _line(e, say, lang))
             if idle:
-                word = "left at an idle value: " if lang == "en" else "꺼진 값 그대로: "
-                out.append("  " + word + ", ".join(e["key"] for e in idle))
+                out.append("  " + say(msg("kohya.report.idle", keys=", ".join(e["key"] for e in idle)), lang))
         if self.defaulted:
-            out.append(("\nsd-scripts defaults used for keys the file leaves out: " if lang == "en"
-                        else "\n파일에 없어 sd-scripts 기본값을 쓴 키: ") + ", ".join(self.defaulted))
-        out += self._steps_lines(lang)
+            out.append("\n" + say(msg("kohya.report.defaulted", keys=", ".join(self.defaulted)), lang))
+        out += self._steps_lines(say, lang)
         return "\n".join(out)
 
-    def markdown(self, lang: str = "en") -> str:
+    def markdown(self, say: Say, lang: str = "en") -> str:
         """A Markdown table (the wizard shows it), then the step count."""
-        i = 0 if lang == "en" else 1
-        head = ("| kohya | → | LoRA Doctor | note |" if lang == "en" else "| kohya | → | LoRA Doctor | 설명 |")
-        lines = [head, "|---|---|---|---|"]
+        lines = [f"| kohya | → | LoRA Doctor | {say(msg('kohya.table.note'), lang)} |", "|---|---|---|---|"]
         for kind in KINDS:
             rows, idle = self._split(kind)
+            heading = say(HEADINGS[kind], lang)
             for e in rows:
-                ours = f"`{e['ours']}` = `{_short(e['our_value'])}`" if e["ours"] else HEADINGS[kind][i]
-                note = e["note"][lang] or ""
+                ours = f"`{e['ours']}` = `{_short(e['our_value'])}`" if e["ours"] else heading
+                note = say(e["note"], lang) if e["note"] else ""
                 lines.append(f"| `{e['key']}` = `{_short(e['value'])}` | {'→' if e['ours'] else '✗'} | {ours} | "
                              f"{_cell(note)} |")
             if idle:
-                lines.append(f"| {', '.join(e['key'] for e in idle)} | ✗ | {HEADINGS[kind][i]} | "
-                             f"{'idle value' if lang == 'en' else '꺼진 값'} |")
-        steps = self._steps_lines(lang)
+                lines.append(f"| {', '.join(e['key'] for e in idle)} | ✗ | {heading} | "
+                             f"{say(msg('kohya.report.idle_value'), lang)} |")
+        steps = self._steps_lines(say, lang)
         return "\n".join(lines) + ("\n\n" + "\n\n".join(s.strip() for s in steps if s.strip()) if steps else "")
 
     def _split(self, kind: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -98,22 +110,21 @@ class Report:
             return rows, []
         return ([e for e in rows if not is_neutral(e["value"])], [e for e in rows if is_neutral(e["value"])])
 
-    def _steps_lines(self, lang: str) -> list[str]:
+    def _steps_lines(self, say: Say, lang: str) -> list[str]:
         s = self.steps
         if not s:
             return []
         if "note" in s:
-            return ["\n" + s["note"][lang]]
-        head = "Step count" if lang == "en" else "스텝 수"
-        same = ("the same" if lang == "en" else "같음") if s["match"] else ("different" if lang == "en" else "다름")
-        out = [f"\n{head}: kohya {s['kohya_total']}, LoRA Doctor {s['ours_total']} ({same})",
-               f"  kohya: {s['kohya_formula']}", f"  LoRA Doctor: {s['ours_formula'][lang]}"]
-        out += [f"  - {d[lang]}" for d in s.get("differences", [])]
+            return ["\n" + say(s["note"], lang)]
+        verdict = msg("kohya.report.same") if s["match"] else msg("kohya.report.different")
+        head = msg("kohya.report.steps", kohya=s["kohya_total"], ours=s["ours_total"], verdict=verdict)
+        out = ["\n" + say(head, lang), f"  kohya: {s['kohya_formula']}", f"  LoRA Doctor: {say(s['ours_formula'], lang)}"]
+        out += [f"  - {say(d, lang)}" for d in s.get("differences", [])]
         return out
 
 
-def _line(e: dict[str, Any], lang: str) -> str:
-    note = e["note"][lang]
+def _line(e: dict[str, Any], say: Say, lang: str) -> str:
+    note = say(e["note"], lang) if e["note"] else ""
     if e["ours"]:
         arrow = f"{e['key']} = {_short(e['value'])} → {e['ours']} = {_short(e['our_value'])}"
         return arrow + (f"  ({note})" if note else "")

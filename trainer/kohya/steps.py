@@ -21,6 +21,8 @@ from typing import Any
 
 from PIL import Image
 
+from trainer.message import Msg, msg
+
 SD_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp")  # sd-scripts globs these, lower or upper case
 GUI_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp")  # the GUI's own count, any case
 
@@ -193,7 +195,7 @@ def count(subsets: list[Subset], *, batch: int, accum: int, epochs: int, rules: 
     steps), or sd-scripts' ``epochs × ceil(batches ÷ accumulation)``."""
     batches, n_train, n_reg, files = epoch_batches(subsets, batch, rules)
     per_epoch = math.ceil(batches / accum) if batches else 0
-    common = {"train_repeats": n_train, "reg_repeats": n_reg, "batches_per_epoch": batches,
+    common: dict[str, Any] = {"train_repeats": n_train, "reg_repeats": n_reg, "batches_per_epoch": batches,
               "steps_per_epoch": per_epoch, "files": files}
     if max_train_steps > 0:
         return KohyaCount(max_train_steps, "steps", f"max_train_steps = {max_train_steps}", **common)
@@ -208,9 +210,9 @@ def count(subsets: list[Subset], *, batch: int, accum: int, epochs: int, rules: 
                                       f"{accum}) = {total}", **common)
 
 
-def compare(kohya: KohyaCount, report: Any, plan: Any) -> list[dict[str, str]]:
-    """Where and why our plan's step count differs from kohya's, one ``{"en", "ko"}`` per cause."""
-    out: list[dict[str, str]] = []
+def compare(kohya: KohyaCount, report: Any, plan: Any) -> list[Msg]:
+    """Where and why our plan's step count differs from kohya's, one message per cause."""
+    out: list[Msg] = []
     ours = {str(Path(it.path).resolve()): it for it in report.items if not it.prior}
     theirs = {str(Path(f).resolve()) for f in kohya.files}
     problems = {p["file"]: p for p in report.problems}
@@ -218,39 +220,28 @@ def compare(kohya: KohyaCount, report: Any, plan: Any) -> list[dict[str, str]]:
     for f in sorted(theirs - set(ours)):
         rel = _rel(f, root)
         p = problems.get(rel)
-        why = p["message"] if p else "not a picture our scan reads"
-        why_ko = p.get("message_ko", why) if p else "우리 검사가 읽지 않는 파일"
-        out.append({"en": f"{rel}: kohya trains it, ours skips it ({why})", "ko": f"{rel}: kohya는 학습, 우리는 건너뜀({why_ko})"})
+        out.append(msg("kohya.steps.kohya_only", rel=rel, why=_problem(p) if p else msg("kohya.steps.not_scanned")))
     for f in sorted(set(ours) - theirs):
         it = ours[f]
-        where = ("it lies in the dataset folder itself" if "/" not in it.rel else
-                 "its folder has no N_ repeats prefix" if it.folder.split("_")[0].isdigit() is False else
-                 "it is in a nested folder or a format sd-scripts does not glob")
-        where_ko = ("데이터셋 폴더 바로 아래에 있음" if "/" not in it.rel else
-                    "폴더 이름에 N_ 반복 접두어가 없음" if it.folder.split("_")[0].isdigit() is False else
-                    "하위 폴더 안이거나 sd-scripts가 찾지 않는 형식")
-        out.append({"en": f"{it.rel}: ours trains it ×{it.repeats}, kohya does not read it ({where})",
-                    "ko": f"{it.rel}: 우리는 ×{it.repeats} 학습, kohya는 읽지 않음({where_ko})"})
+        where = (msg("kohya.steps.in_root") if "/" not in it.rel else
+                 msg("kohya.steps.no_prefix") if it.folder.split("_")[0].isdigit() is False else
+                 msg("kohya.steps.not_globbed"))
+        out.append(msg("kohya.steps.ours_only", rel=it.rel, repeats=it.repeats, where=where))
     ours_reg = report.image_repeats - sum(it.repeats for it in ours.values())
     if ours_reg != kohya.reg_repeats:
-        out.append({"en": f"regularisation pictures: sd-scripts repeats them to match the {kohya.train_repeats} training "
-                          f"picture-repeats ({kohya.reg_repeats}); ours uses their folders' repeats ({ours_reg}). Name the "
-                          "reg folders' repeats so they add up to the dataset's to match",
-                    "ko": f"정규화 그림: sd-scripts는 학습 그림-반복 {kohya.train_repeats}에 맞춰 늘림({kohya.reg_repeats}). "
-                          f"우리는 폴더의 반복 수를 씀({ours_reg}). 맞추려면 reg 폴더 반복 수의 합을 데이터셋과 같게 지으세요"})
+        out.append(msg("kohya.steps.reg", train=kohya.train_repeats, kohya=kohya.reg_repeats, ours=ours_reg))
     if not out and kohya.batches_per_epoch and kohya.batches_per_epoch != plan.batches_per_epoch:
-        out.append({"en": f"buckets: sd-scripts makes {kohya.batches_per_epoch} batches an epoch, ours "
-                          f"{plan.batches_per_epoch}: the two choose a picture's bucket by slightly different rules",
-                    "ko": f"버킷: 에폭당 배치가 sd-scripts {kohya.batches_per_epoch}개, 우리 {plan.batches_per_epoch}개. "
-                          "그림의 버킷을 고르는 규칙이 조금 다름"})
+        out.append(msg("kohya.steps.buckets", kohya=kohya.batches_per_epoch, ours=plan.batches_per_epoch))
     if kohya.how == "gui" and kohya.total != plan.total_steps:
-        out.append({"en": "the kohya_ss GUI counts steps without buckets (every bucket's last batch may be partial) and "
-                          f"stops sd-scripts at {kohya.total}; ours trains whole epochs: {plan.steps_per_epoch} steps × "
-                          f"{plan.epochs} epochs. Set train.max_steps = {kohya.total} to stop where kohya does",
-                    "ko": f"kohya_ss GUI는 버킷 없이 스텝을 세고(버킷마다 마지막 배치가 덜 찰 수 있음) {kohya.total}에서 멈춤. "
-                          f"우리는 에폭 전체를 학습: {plan.steps_per_epoch} 스텝 × {plan.epochs} 에폭. kohya와 같은 곳에서 "
-                          f"멈추려면 train.max_steps = {kohya.total}"})
+        out.append(msg("kohya.steps.gui", total=kohya.total, per_epoch=plan.steps_per_epoch, epochs=plan.epochs))
     return out
+
+
+def _problem(p: dict[str, Any]) -> Any:
+    """What our scan said of a file: its message, or the message in both languages where the scan worded it."""
+    if isinstance(p["message"], Msg):
+        return p["message"]
+    return {"en": p["message"], "ko": p.get("message_ko", p["message"])}
 
 
 def _rel(path: str, root: Path) -> str:

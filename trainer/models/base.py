@@ -19,12 +19,20 @@ import torch
 
 from trainer.errors import UserError
 from trainer.message import Msg, msg
+from trainer.models.family import (
+    FAMILIES,
+    MODEL_CONFIG_DIR,  # noqa: F401 (where tests and bench/ read the shipped configs from)
+    chosen_family,
+    family_of_checkpoint_keys,
+    family_of_pipeline,
+)
+from trainer.models.family import family as model_family
 
-TINY_BASES = ("tiny-sd15", "tiny-sdxl")
+TINY_BASES = tuple(f"tiny-{name}" for name in FAMILIES)
 BUILTIN_BASES = (*TINY_BASES, "demo")  # names, never paths (the repository holds a demo/ folder)
 SINGLE_FILE_SUFFIXES = (".safetensors", ".ckpt", ".pt", ".bin")
-MODEL_CONFIG_DIR = Path(__file__).resolve().parent / "model_configs"
 DEMO_BASE_DIR = Path(__file__).resolve().parents[2] / "demo" / "base"
+DEMO_FAMILY = "sd15"  # the demo base (demo/base) is SD1.5-shaped
 DISTILLED_WORDS = ("turbo", "lcm", "lightning", "hyper", "schnell")
 
 
@@ -47,7 +55,7 @@ class BaseInfo:
 
 def classify_base(base: str) -> str:
     """tiny | demo | folder | single_file | hub — from the string alone (and the filesystem)."""
-    if base in TINY_BASES:
+    if base in TINY_BASES or (base.startswith("tiny-") and base.removeprefix("tiny-") in FAMILIES):
         return "tiny"
     if base == "demo":
         return "demo"
@@ -87,20 +95,16 @@ def _family_from_index(folder: Path) -> str | None:
     index = folder / "model_index.json"
     if not index.is_file():
         return None
-    name = json.loads(index.read_text(encoding="utf-8")).get("_class_name", "")
-    return "sdxl" if "XL" in name else "sd15"
+    return family_of_pipeline(json.loads(index.read_text(encoding="utf-8")).get("_class_name", "")).name
 
 
 def _family_from_single_file(path: Path) -> str:
     if path.suffix.lower() != ".safetensors":
-        return "sd15"
+        return family_of_checkpoint_keys(()).name
     from safetensors import safe_open
 
     with safe_open(str(path), framework="pt") as f:
-        keys = f.keys()
-        if any(k.startswith("conditioner.embedders.1") for k in keys):
-            return "sdxl"
-    return "sd15"
+        return family_of_checkpoint_keys(f.keys()).name
 
 
 def base_config_folder(model_cfg, kind: str) -> Path | None:
@@ -111,8 +115,8 @@ def base_config_folder(model_cfg, kind: str) -> Path | None:
         return Path(model_cfg.base).expanduser()
     if kind == "single_file":
         path = Path(model_cfg.base).expanduser()
-        family = model_cfg.family if model_cfg.family != "auto" else _family_from_single_file(path)
-        return single_file_config_dir(path, family)
+        chosen = chosen_family(model_cfg.family)
+        return single_file_config_dir(path, chosen.name if chosen else _family_from_single_file(path))
     return None
 
 
@@ -172,7 +176,8 @@ def load_pipeline(model_cfg, torch_dtype: torch.dtype = torch.float32):
     """
     base = model_cfg.base
     kind = classify_base(base)
-    family = None if model_cfg.family == "auto" else model_cfg.family
+    chosen = chosen_family(model_cfg.family)
+    family = chosen.name if chosen else None
     if kind == "tiny":
         from trainer.models.tiny import build_tiny_pipeline
 
@@ -182,8 +187,8 @@ def load_pipeline(model_cfg, torch_dtype: torch.dtype = torch.float32):
         folder = DEMO_BASE_DIR
         if not (folder / "model_index.json").is_file():
             raise UserError(f"model.base: the demo base model is missing from {folder}; restore it from git")
-        family = "sd15"
-        pipe = _from_folder(folder, "sd15", torch_dtype)
+        family = DEMO_FAMILY
+        pipe = _from_folder(folder, family, torch_dtype)
     elif kind == "folder":
         folder = Path(base).expanduser()
         detected = _family_from_index(folder)
@@ -210,19 +215,11 @@ def load_pipeline(model_cfg, torch_dtype: torch.dtype = torch.float32):
     return pipe, info
 
 
-def _pipeline_class(family: str):
-    from diffusers import StableDiffusionPipeline, StableDiffusionXLPipeline
-
-    return StableDiffusionXLPipeline if family == "sdxl" else StableDiffusionPipeline
-
-
 def _from_folder(folder: Path, family: str, torch_dtype):
-    cls = _pipeline_class(family)
-    kwargs: dict[str, Any] = {"dtype": torch_dtype}
-    if family == "sd15":
-        kwargs.update(safety_checker=None, requires_safety_checker=False)
+    adapter = model_family(family)
     try:
-        return cls.from_pretrained(str(folder), local_files_only=True, **kwargs)
+        return adapter.pipeline_class().from_pretrained(str(folder), local_files_only=True, dtype=torch_dtype,
+                                                        **adapter.load_kwargs())
     except (OSError, ValueError, KeyError) as e:
         raise UserError(f"model.base: could not load the diffusers folder {folder}: {e}") from None
 
@@ -232,23 +229,16 @@ def single_file_config_dir(path: Path, family: str) -> Path:
     for candidate in (path.parent / "config", path.with_suffix("").with_name(path.stem + ".config")):
         if (candidate / "model_index.json").is_file():
             return candidate
-    return MODEL_CONFIG_DIR / family
+    return model_family(family).config_dir
 
 
 def _from_single_file(path: Path, family: str, torch_dtype):
-    cls = _pipeline_class(family)
+    adapter = model_family(family)
     config_dir = single_file_config_dir(path, family)
-    kwargs: dict[str, Any] = {"dtype": torch_dtype, "config": str(config_dir), "local_files_only": True}
-    if family == "sd15":
-        kwargs.update(safety_checker=None, requires_safety_checker=False)
-    else:
-        # diffusers picks te2's weights by a te1 key whenever the two widths match (true of tiny models):
-        # load te2 from its own OpenCLIP tensors so it can never receive te1's.
-        from trainer.models.single_file import load_open_clip_text_encoder
-
-        kwargs["text_encoder_2"] = load_open_clip_text_encoder(path, config_dir, torch_dtype)
+    kwargs: dict[str, Any] = {"dtype": torch_dtype, "config": str(config_dir), "local_files_only": True,
+                              **adapter.load_kwargs(), **adapter.single_file_kwargs(path, config_dir, torch_dtype)}
     try:
-        return cls.from_single_file(str(path), **kwargs)
+        return adapter.pipeline_class().from_single_file(str(path), **kwargs)
     except (OSError, ValueError, KeyError, RuntimeError) as e:
         raise UserError(
             f"model.base: could not load the checkpoint {path} as {family} with the configs in {config_dir}: "
@@ -263,5 +253,4 @@ def _from_hub(base: str, family: str | None, torch_dtype):
         pipe = DiffusionPipeline.from_pretrained(base, dtype=torch_dtype)
     except Exception as e:  # huggingface_hub raises many kinds when offline; all mean the same to the user
         raise _hub_offline_error(base, e) from None
-    detected = "sdxl" if "XL" in type(pipe).__name__ else "sd15"
-    return pipe, family or detected
+    return pipe, family or family_of_pipeline(type(pipe).__name__).name

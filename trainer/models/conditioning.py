@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from trainer.models.family import family as model_family
+
 
 def text_pairs(pipe) -> list[tuple]:
     """The pipeline's (tokenizer, text encoder) pairs: one for SD1.5, CLIP-L then OpenCLIP-G for SDXL."""
@@ -17,7 +19,7 @@ class TextConditioner:
     """Turns captions into the UNet's ``encoder_hidden_states`` (and SDXL's ``added_cond_kwargs``)."""
 
     def __init__(self, pipe, family: str, device: torch.device, cache: bool):
-        self.family = family
+        self.family = model_family(family)
         self.device = device
         pairs = text_pairs(pipe)
         self.tokenizers = [tok for tok, _ in pairs]
@@ -32,16 +34,7 @@ class TextConditioner:
         ).input_ids.to(self.device)
 
     def _encode(self, captions: list[str]) -> tuple[torch.Tensor, torch.Tensor | None]:
-        if self.family == "sd15":
-            hidden = self.encoders[0](self._ids(self.tokenizers[0], captions))[0]
-            return hidden, None
-        states, pooled = [], None
-        for tok, enc in zip(self.tokenizers, self.encoders):
-            out = enc(self._ids(tok, captions), output_hidden_states=True)
-            states.append(out.hidden_states[-2])  # SDXL conditions on the penultimate layer of both encoders
-            if hasattr(out, "text_embeds"):
-                pooled = out.text_embeds
-        return torch.cat(states, dim=-1), pooled
+        return self.family.encode_text(self.encoders, [self._ids(tok, captions) for tok in self.tokenizers])
 
     def __call__(self, captions: list[str]) -> tuple[torch.Tensor, torch.Tensor | None]:
         if not self.cache_enabled:
@@ -53,7 +46,8 @@ class TextConditioner:
             for i, c in enumerate(missing):
                 self._cache[c] = (hidden[i].float(), None if pooled is None else pooled[i].float())
         hidden = torch.stack([self._cache[c][0] for c in captions])
-        pooled = None if self.family == "sd15" else torch.stack([self._cache[c][1] for c in captions])
+        # a family with pooled text caches a pooled embedding for every caption
+        pooled = None if not self.family.pooled_text else torch.stack([self._cache[c][1] for c in captions])  # type: ignore[misc]
         return hidden, pooled
 
     def clear_cache(self) -> None:
@@ -61,8 +55,5 @@ class TextConditioner:
         self._cache.clear()
 
     def added_cond_kwargs(self, pooled, buckets: list[tuple[int, int]]) -> dict | None:
-        if self.family != "sdxl":
-            return None
-        # (original h, w, crop top, left, target h, w): we train at the bucket size with a centre crop.
-        time_ids = torch.tensor([[h, w, 0, 0, h, w] for (w, h) in buckets], dtype=torch.float32, device=self.device)
-        return {"text_embeds": pooled, "time_ids": time_ids}
+        """The UNet's extra conditioning (SDXL's pooled text and size ids), or None (the family's adapter says)."""
+        return self.family.added_cond_kwargs(pooled, buckets, self.device)

@@ -16,18 +16,22 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from safetensors.torch import load_file
 
 from trainer.errors import UserError
 from trainer.models.conditioning import text_pairs
+from trainer.models.family import families
+from trainer.models.family import family as model_family
 from trainer.tensor_files import save_safetensors
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 EMBEDDING_FILE = "embedding.safetensors"
 EMBEDDING_EMA_FILE = "embedding_ema.safetensors"  # beside lora_ema.safetensors
-# textual-inversion keys per text encoder: SD1.5 has one; SDXL's are named after the CLIP models
-_KEYS = {"sd15": ("emb_params",), "sdxl": ("clip_l", "clip_g")}
 
 
 def trigger_token_ids(tokenizer, trigger: str) -> list[int]:
@@ -41,7 +45,7 @@ class TriggerEmbedding(torch.nn.Module):
     """Trainable deltas for the trigger's tokens in each text encoder, applied by forward hooks on the encoders'
     token-embedding layers. ``deltas[i]`` has one row per token of the trigger in encoder ``i``."""
 
-    def __init__(self, encoders: list[torch.nn.Module], tokenizers: list, trigger: str):
+    def __init__(self, encoders: list[PreTrainedModel], tokenizers: list, trigger: str):
         super().__init__()
         if not trigger.strip():
             raise UserError("lora.trigger_embedding needs dataset.trigger: the word whose embedding is trained")
@@ -49,7 +53,7 @@ class TriggerEmbedding(torch.nn.Module):
         self.encoders = encoders
         self.token_ids = [trigger_token_ids(tok, trigger) for tok in tokenizers]
         self.deltas = torch.nn.ParameterList(
-            torch.nn.Parameter(torch.zeros(len(ids), enc.get_input_embeddings().embedding_dim))
+            torch.nn.Parameter(torch.zeros(len(ids), enc.get_input_embeddings().embedding_dim))  # type: ignore[call-overload]  # CLIP's is an nn.Embedding
             for ids, enc in zip(self.token_ids, encoders)
         )
         # the token sequences as tensors, moved with the module: nothing is copied to the device per forward
@@ -78,7 +82,7 @@ class TriggerEmbedding(torch.nn.Module):
         """The trigger's input embeddings as trained (base rows + deltas), fp32 on the CPU, one per encoder."""
         out = []
         for ids, delta, enc in zip(self.token_ids, self.deltas, self.encoders):
-            base = enc.get_input_embeddings().weight[ids].detach().float().cpu()
+            base = enc.get_input_embeddings().weight[ids].detach().float().cpu()  # type: ignore[index]  # an nn.Embedding's weight
             out.append(base + delta.detach().float().cpu())
         return out
 
@@ -100,7 +104,7 @@ def _placed(input_ids: torch.Tensor, pattern: torch.Tensor, delta: torch.Tensor)
 
 def write_embedding(path: Path, emb: TriggerEmbedding, family: str, metadata: dict[str, str] | None = None) -> Path:
     vectors = emb.vectors()
-    tensors = {key: v.to(torch.float16).contiguous() for key, v in zip(_KEYS[family], vectors)}
+    tensors = {key: v.to(torch.float16).contiguous() for key, v in zip(model_family(family).embedding_keys, vectors)}
     save_safetensors(tensors, path, {"trigger": emb.trigger, **(metadata or {})})
     return path
 
@@ -115,16 +119,17 @@ def embedding_beside(lora_file: str | Path) -> Path | None:
 def load_embedding(pipe, path: str | Path, trigger: str) -> None:
     """Load a trained trigger embedding into a diffusers pipeline (undo with ``unload_embedding``)."""
     tensors = load_file(str(path))
-    if "emb_params" in tensors:
-        pipe.load_textual_inversion(tensors["emb_params"], token=trigger)
-        return
-    if "clip_l" in tensors and "clip_g" in tensors:
-        pipe.load_textual_inversion(tensors["clip_l"], token=trigger, text_encoder=pipe.text_encoder,
-                                    tokenizer=pipe.tokenizer)
-        pipe.load_textual_inversion(tensors["clip_g"], token=trigger, text_encoder=pipe.text_encoder_2,
-                                    tokenizer=pipe.tokenizer_2)
-        return
-    raise UserError(f"{path}: not a trigger embedding (expected emb_params, or clip_l and clip_g)")
+    # the file's keys say whose it is (textual-inversion keys per text encoder: one for SD1.5, SDXL's named
+    # after the CLIP models)
+    for f in families():
+        if all(key in tensors for key in f.embedding_keys):
+            for te in f.text_encoders:
+                pipe.load_textual_inversion(tensors[te.embedding_key], token=trigger,
+                                            text_encoder=getattr(pipe, te.component),
+                                            tokenizer=getattr(pipe, te.tokenizer))
+            return
+    expected = ", or ".join(" and ".join(f.embedding_keys) for f in families())
+    raise UserError(f"{path}: not a trigger embedding (expected {expected})")
 
 
 def _loaded_tokens(tokenizer, trigger: str) -> list[str]:

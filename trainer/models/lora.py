@@ -19,6 +19,7 @@ from peft.utils import get_peft_model_state_dict, set_peft_model_state_dict
 from trainer.errors import UserError
 from trainer.models.conditioning import text_pairs
 from trainer.models.embedding import TriggerEmbedding
+from trainer.models.family import family as model_family
 
 EMBEDDING_ROLE = "emb"
 
@@ -48,7 +49,7 @@ class LoraModules:
         return [p for p in self.models[role].parameters() if p.requires_grad]
 
     def named_trainable(self) -> list[tuple[str, torch.nn.Parameter]]:
-        out = []
+        out: list[tuple[str, torch.nn.Parameter]] = []
         for role, m in self.models.items():
             out.extend((f"{role}.{n}", p) for n, p in m.named_parameters() if p.requires_grad)
         return out
@@ -117,7 +118,7 @@ def adapter_config(lora_cfg, role: str, model: torch.nn.Module) -> dict:
         # layers and 1×1 convolutions (the resnets' conv_shortcut, SD1.5's proj_in / proj_out) the network's
         # rank / alpha. peft looks each module up in rank_pattern / alpha_pattern with ``(.*\.)?(key)$``, so
         # an escaped full name matches that module alone.
-        wide = [re.escape(n) for n in convs if max(model.get_submodule(n).kernel_size) > 1]
+        wide = [re.escape(n) for n in convs if max(model.get_submodule(n).kernel_size) > 1]  # type: ignore[arg-type]  # convs are nn.Conv2d
         out["rank_pattern"] = dict.fromkeys(wide, lora_cfg.conv_rank)
         out["alpha_pattern"] = dict.fromkeys(wide, float(lora_cfg.effective_conv_alpha))
     return out
@@ -137,10 +138,8 @@ def attach_lora(pipe, lora_cfg, family: str, seed: int, trigger: str = "") -> Lo
             m.requires_grad_(False)
     models: dict[str, torch.nn.Module] = {"unet": pipe.unet}
     if lora_cfg.train_text_encoder:
-        if family == "sdxl":
-            models["te1"], models["te2"] = pipe.text_encoder, pipe.text_encoder_2
-        else:
-            models["te"] = pipe.text_encoder
+        for te in model_family(family).text_encoders:
+            models[te.lora_role] = getattr(pipe, te.component)
     configs = {}
     torch.manual_seed(seed)  # the adapters' random init is part of the run's seed
     for role, m in models.items():
@@ -186,7 +185,7 @@ def use_lean_linear_forward(model: torch.nn.Module) -> None:
         if (isinstance(layer, LoraLinear) and type(layer.base_layer) is torch.nn.Linear
                 and list(layer.lora_A) == ["default"] and not getattr(layer, "lora_variant", None)
                 and not getattr(layer, "fan_in_fan_out", False)):
-            layer.forward = types.MethodType(_lean_linear_forward, layer)
+            layer.forward = types.MethodType(_lean_linear_forward, layer)  # type: ignore[method-assign]  # this layer's alone
 
 
 def set_lora_scale(mods: LoraModules, scale: float) -> None:

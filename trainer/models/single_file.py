@@ -21,6 +21,8 @@ from pathlib import Path
 
 import torch
 
+from trainer.io import atomic_target
+
 UNET_PREFIX = "model.diffusion_model."
 VAE_PREFIX = "first_stage_model."
 SD15_CLIP_PREFIX = "cond_stage_model.transformer.text_model."
@@ -307,7 +309,7 @@ def load_open_clip_text_encoder(path: str | Path, config_dir: str | Path, dtype:
     state = convert_open_clip_checkpoint(model, checkpoint, prefix=SDXL_OPEN_CLIP_PREFIX)
     model.load_state_dict(state, strict=True, assign=True)  # strict: a missing weight is an error
     if dtype is not None:
-        model.to(dtype)
+        model.to(dtype)  # type: ignore[arg-type]  # transformers' wrapper of to() hides nn.Module's dtype overload
     return model.eval()
 
 
@@ -340,7 +342,6 @@ def save_single_file(pipe, path: str | Path) -> Path:
     from safetensors.torch import save_file
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     state: dict[str, torch.Tensor] = {}
     seen: set[int] = set()
     for key, tensor in pipeline_to_ldm(pipe).items():
@@ -353,10 +354,8 @@ def save_single_file(pipe, path: str | Path) -> Path:
             ptr = tensor.untyped_storage().data_ptr()
         seen.add(ptr)
         state[key] = tensor
-    # Write to a temporary name first so an interrupted save never leaves a truncated checkpoint behind.
-    tmp = path.with_name(path.name + ".partial")
-    save_file(state, str(tmp), metadata={"format": "pt"})
-    tmp.replace(path)
+    with atomic_target(path) as tmp:  # an interrupted save never leaves a truncated checkpoint behind
+        save_file(state, str(tmp), metadata={"format": "pt"})
     return path
 
 
@@ -375,11 +374,11 @@ def write_config_folder(pipe, out_dir: str | Path) -> Path:
             continue
         sub = out / name
         if isinstance(component, torch.nn.Module) and hasattr(component, "save_config"):
-            component.save_config(sub)  # diffusers models: config.json only
+            component.save_config(sub)  # type: ignore[operator]  # diffusers models: config.json only
         elif isinstance(component, torch.nn.Module) and hasattr(
             getattr(component, "config", None), "save_pretrained"
         ):
-            component.config.save_pretrained(sub)  # transformers models: config.json only
+            component.config.save_pretrained(sub)  # type: ignore[union-attr,operator]  # transformers models: config.json only
         elif not isinstance(component, torch.nn.Module) and hasattr(component, "save_pretrained"):
             component.save_pretrained(sub)  # schedulers, tokenizers, image processors: no weights
         else:

@@ -9,11 +9,10 @@ from typing import Any
 
 import torch
 
-from trainer.errors import UserError
-from trainer.models.base import MODEL_CONFIG_DIR
+from trainer.models.family import family as model_family
 
 
-def _tiny_text_encoder(projection: bool, seed: int):
+def tiny_text_encoder(projection: bool, seed: int):
     from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
 
     config = CLIPTextConfig(
@@ -32,6 +31,15 @@ def _tiny_text_encoder(projection: bool, seed: int):
     torch.manual_seed(seed)
     cls = CLIPTextModelWithProjection if projection else CLIPTextModel
     return cls(config)
+
+
+def tiny_unet(seed: int, **family_args):
+    """A tiny UNet (two levels of 32 and 64 channels) with the family's blocks and conditioning."""
+    from diffusers import UNet2DConditionModel
+
+    torch.manual_seed(seed)
+    return UNet2DConditionModel(sample_size=32, in_channels=4, out_channels=4, block_out_channels=(32, 64),
+                                layers_per_block=2, norm_num_groups=32, **family_args)
 
 
 def _tiny_vae(seed: int):
@@ -65,72 +73,13 @@ def _train_scheduler_config(prediction_type: str = "epsilon") -> dict[str, Any]:
 
 
 def build_tiny_pipeline(family: str = "sd15", seed: int = 0, prediction_type: str = "epsilon"):
-    """A tiny SD1.5- or SDXL-shaped pipeline (64×64 images, ~2 M params) with a real CLIP tokenizer."""
-    from diffusers import (
-        DDIMScheduler,
-        StableDiffusionPipeline,
-        StableDiffusionXLPipeline,
-        UNet2DConditionModel,
-    )
+    """A tiny SD1.5- or SDXL-shaped pipeline (64×64 images, ~2 M params) with a real CLIP tokenizer; the
+    family's adapter (:meth:`trainer.models.family.ModelFamily.build_tiny`) holds its UNet."""
+    from diffusers import DDIMScheduler
 
-    from trainer.models.tokenizer import clip_tokenizer
-
+    adapter = model_family(family)
     scheduler = DDIMScheduler(**_train_scheduler_config(prediction_type))
-    vae = _tiny_vae(seed + 1)
-    if family == "sd15":
-        torch.manual_seed(seed)
-        unet = UNet2DConditionModel(
-            sample_size=32,
-            in_channels=4,
-            out_channels=4,
-            block_out_channels=(32, 64),
-            layers_per_block=2,
-            down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
-            up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
-            cross_attention_dim=32,
-            attention_head_dim=8,
-            norm_num_groups=32,
-        )
-        return StableDiffusionPipeline(
-            vae=vae,
-            text_encoder=_tiny_text_encoder(False, seed + 2),
-            tokenizer=clip_tokenizer(),
-            unet=unet,
-            scheduler=scheduler,
-            safety_checker=None,
-            feature_extractor=None,
-            requires_safety_checker=False,
-        )
-    if family == "sdxl":
-        torch.manual_seed(seed)
-        unet = UNet2DConditionModel(
-            sample_size=32,
-            in_channels=4,
-            out_channels=4,
-            block_out_channels=(32, 64),
-            layers_per_block=2,
-            down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
-            up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
-            attention_head_dim=(2, 4),
-            use_linear_projection=True,
-            addition_embed_type="text_time",
-            addition_time_embed_dim=8,
-            transformer_layers_per_block=(1, 2),
-            projection_class_embeddings_input_dim=80,  # 32 (pooled text) + 6 × 8 (time ids)
-            cross_attention_dim=64,  # te1 (32) and te2 (32) hidden states concatenated
-            norm_num_groups=32,
-        )
-        return StableDiffusionXLPipeline(
-            vae=vae,
-            text_encoder=_tiny_text_encoder(False, seed + 2),
-            text_encoder_2=_tiny_text_encoder(True, seed + 3),
-            tokenizer=clip_tokenizer(),
-            tokenizer_2=clip_tokenizer(pad_token="!"),
-            unet=unet,
-            scheduler=scheduler,
-            force_zeros_for_empty_prompt=True,
-        )
-    raise UserError(f"model.family: unknown family {family!r}; use sd15 or sdxl")
+    return adapter.build_tiny(_tiny_vae(seed + 1), scheduler, seed)
 
 
 def build_scaled_sd15(divisor: int = 8, seed: int = 0):
@@ -146,7 +95,7 @@ def build_scaled_sd15(divisor: int = 8, seed: int = 0):
 
     from trainer.models.tokenizer import clip_tokenizer
 
-    folder = MODEL_CONFIG_DIR / "sd15"
+    folder = model_family("sd15").config_dir
 
     def narrow(cfg: dict[str, Any]) -> dict[str, Any]:
         widths = [c // divisor for c in cfg["block_out_channels"]]
@@ -161,6 +110,7 @@ def build_scaled_sd15(divisor: int = 8, seed: int = 0):
     te_cfg = CLIPTextConfig.from_pretrained(str(folder / "text_encoder"))
     te_cfg.hidden_size //= divisor
     te_cfg.intermediate_size //= divisor
+    assert te_cfg.projection_dim is not None  # SD's text encoder configs set it
     te_cfg.projection_dim //= divisor
     te_cfg.num_attention_heads = max(1, te_cfg.num_attention_heads // divisor)  # SD1.5's head width kept
     scheduler = DDIMScheduler.from_config(DDIMScheduler.load_config(str(folder / "scheduler")))

@@ -75,7 +75,7 @@ def clip_tokenizer(model_max_length: int = 77, pad_token: str = "<|endoftext|>")
     vocab, merges = clip_vocab_and_merges()
     return CLIPTokenizer(
         vocab=dict(vocab),
-        merges=[tuple(m.split()) for m in merges],
+        merges=[tuple(m.split()) for m in merges],  # type: ignore[misc]  # the BPE backend takes pairs; the hint says strings
         model_max_length=model_max_length,
         pad_token=pad_token,
     )

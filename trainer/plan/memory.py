@@ -3,7 +3,7 @@
 The parts are counted, not guessed: frozen weights from the parameter counts of the base's own configs (the
 models built on the meta device, no weights read), LoRA weights, gradients, optimizer state and EMA from the
 adapters' real shapes, and the UNet's activations from coefficients measured at the allocator on the real
-SD1.5 / SDXL architectures (``bench/bench_memory.py``, table :data:`ACTIVATIONS`). The verdict compares the
+SD1.5 / SDXL architectures (``bench/bench_memory.py``, each family's ``ModelFamily.activations``). The verdict compares the
 total with the free memory the device reports (``torch.cuda.mem_get_info`` on CUDA, available system memory on
 a CPU): *fits* with a margin, *tight* within it, *spill* past it (on a GPU the driver may spill into shared
 system memory and each step slows several-fold; a CPU swaps).
@@ -22,9 +22,12 @@ from typing import Any
 
 import torch
 
+from trainer.config.choices import optimizer_spec
 from trainer.config.schema import Config
 from trainer.errors import UserError
-from trainer.models.base import MODEL_CONFIG_DIR, base_config_folder, classify_base
+from trainer.models.base import base_config_folder, classify_base
+from trainer.models.family import chosen_family, family_of_hub_id, family_of_pipeline
+from trainer.models.family import family as model_family
 from trainer.models.lora import CONV_PATTERN, TE_TARGETS, UNET_TARGETS
 from trainer.models.precision import decide_precision, resolve_device
 
@@ -37,24 +40,11 @@ RUNTIME_BYTES = {"cuda": int(0.75 * GIB), "mps": int(0.5 * GIB), "cpu": int(0.4 
 libraries on a CPU."""
 
 # Activation bytes of one sample's UNet forward + backward (what the step adds beyond its LoRA gradients),
-# ``c0 + c1 × latent pixels``, by family, compute precision and gradient checkpointing. Measured on the CPU at
-# the allocator (live tensor bytes), 128 and 192 px, batch 1, SDPA attention, rank-16 attention LoRA
-# (bench/bench_memory.py --fit; the table in the README holds the cells left out of the fit). The CPU's
-# bf16 autocast keeps norm outputs in bf16 where CUDA's makes them fp32: on a GPU the half rows may read low
-# (bench/gpu_check.sh part 5 compares with CUDA's max_memory_allocated).
-ACTIVATIONS: dict[tuple[str, str, bool], tuple[float, float]] = {
-    ("sd15", "fp32", False): (-4_894_972, 407_368.9),
-    ("sd15", "fp32", True): (-12_538_492, 118_184.0),
-    ("sd15", "half", False): (520_068, 226_462.9),
-    ("sd15", "half", True): (-3_655_382, 46_741.6),
-    # SDXL in bf16 only (its fp32 UNet alone is ~10 GB, past this machine's budget), fitted through 64 and 128 px.
-    # With checkpointing its small cells are all LoRA gradients (93 MB against 1-4 MB), so that row and fp32 are
-    # scaled by SD1.5's measured ratios (0.206× with checkpointing, 1.80× for fp32).
-    ("sdxl", "half", False): (23_688_192, 396_154.0),
-    ("sdxl", "half", True): (0.206 * 23_688_192, 0.206 * 396_154.0),
-    ("sdxl", "fp32", False): (1.80 * 23_688_192, 1.80 * 396_154.0),
-    ("sdxl", "fp32", True): (1.80 * 0.206 * 23_688_192, 1.80 * 0.206 * 396_154.0),
-}
+# ``c0 + c1 × latent pixels``, by compute precision and gradient checkpointing, are each family's own
+# (``ModelFamily.activations``, measured by bench/bench_memory.py on the real architectures), with the summed
+# UNet widths they were measured on (``ModelFamily.reference_widths``): another UNet's activations scale with its
+# widths. The CPU's bf16 autocast keeps norm outputs in bf16 where CUDA's makes them fp32: on a GPU the half rows
+# may read low (bench/gpu_check.sh part 5 compares with CUDA's max_memory_allocated).
 # A trained text encoder's forward + backward, bytes per caption (77 tokens), by encoder and precision.
 # CLIP-L measured (batch 2 less batch 1); OpenCLIP bigG (SDXL's second) not measured: CLIP-L's scaled by layers
 # × width (32 × 1280 against 12 × 768, 4.44×).
@@ -64,8 +54,6 @@ TEXT_ACTIVATIONS: dict[tuple[str, str], float] = {("clip_l", "fp32"): 46_424_848
 # The VAE encoding pictures without gradients (latents not cached): bytes per picture, c0 + c1 × pixels, fp32
 # (measured at 128 and 256 px: 50.5 and 201.6 MB).
 VAE_ENCODE: tuple[float, float] = (0.0, 3076.0)
-# Reference widths the coefficients were measured on; another UNet's activations scale with its widths.
-REFERENCE_WIDTHS = {"sd15": 320 + 640 + 1280 + 1280, "sdxl": 320 + 640 + 1280}
 
 @dataclass
 class MemoryPlan:
@@ -120,24 +108,24 @@ def _layers(model: torch.nn.Module) -> tuple:
 def model_shapes(source: str, family: str) -> ModelShapes:
     """Build the UNet, text encoder(s) and VAE of ``source`` (a config folder, or "tiny-<family>") on the meta
     device and count them. Cached: the plan asks on every change of a setting."""
+    import transformers
     from diffusers import AutoencoderKL, UNet2DConditionModel
-    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
+    from transformers import CLIPTextConfig
 
+    adapter = model_family(family)
     with torch.device("meta"):
         if source.startswith("tiny-"):
             from trainer.models.tiny import build_tiny_pipeline
 
             pipe = build_tiny_pipeline(family)
             unet, vae = pipe.unet, pipe.vae
-            encoders = [pipe.text_encoder] + ([pipe.text_encoder_2] if family == "sdxl" else [])
+            encoders = [getattr(pipe, te.component) for te in adapter.text_encoders]
         else:
             folder = Path(source)
             unet = UNet2DConditionModel.from_config(UNet2DConditionModel.load_config(str(folder / "unet")))
             vae = AutoencoderKL.from_config(AutoencoderKL.load_config(str(folder / "vae")))
-            encoders = [CLIPTextModel(CLIPTextConfig.from_pretrained(str(folder / "text_encoder")))]
-            if family == "sdxl":
-                encoders.append(CLIPTextModelWithProjection(
-                    CLIPTextConfig.from_pretrained(str(folder / "text_encoder_2"))))
+            encoders = [getattr(transformers, te.model_class)(CLIPTextConfig.from_pretrained(str(folder / te.component)))
+                        for te in adapter.text_encoders]
     count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
     kinds = tuple(("clip_g" if e.config.hidden_size >= 1280 else "clip_l", count(e)) for e in encoders)
     te_layers = tuple(tuple((n, s) for n, _, s in _layers(e)) for e in encoders)
@@ -153,23 +141,23 @@ def shapes_for(model_cfg) -> ModelShapes:
     """The shapes of ``cfg.model``'s base from its configs: the tiny models, the demo's folder, a diffusers
     folder, a single file's config folder, or (hub ids) the family's shipped configs."""
     kind = classify_base(model_cfg.base)
-    family = model_cfg.family
+    chosen = chosen_family(model_cfg.family)
     if kind == "tiny":
-        family = family if family != "auto" else model_cfg.base.split("-", 1)[1]
+        family = chosen.name if chosen else model_cfg.base.split("-", 1)[1]
         return model_shapes(model_cfg.base if family in model_cfg.base else f"tiny-{family}", family)
     folder = base_config_folder(model_cfg, kind)
     if folder is None:  # a hub id: the family's shipped configs
-        family = family if family != "auto" else ("sdxl" if re.search(r"xl", model_cfg.base, re.I) else "sd15")
-        folder = MODEL_CONFIG_DIR / family
-    if family == "auto":
+        chosen = chosen or family_of_hub_id(model_cfg.base)
+        folder = chosen.config_dir
+    if chosen is None:
         index = folder / "model_index.json"
         try:
-            family = "sdxl" if "XL" in json.loads(index.read_text(encoding="utf-8")).get("_class_name", "") else "sd15"
+            chosen = family_of_pipeline(json.loads(index.read_text(encoding="utf-8")).get("_class_name", ""))
         except (OSError, ValueError):
             raise UserError(f"model.base: {folder} has no readable model_index.json to estimate memory from") from None
     if not (folder / "unet" / "config.json").is_file():
-        folder = MODEL_CONFIG_DIR / family
-    return model_shapes(str(folder), family)
+        folder = chosen.config_dir
+    return model_shapes(str(folder), chosen.name)
 
 
 def _matches(name: str, keys: list[str]) -> bool:
@@ -199,13 +187,9 @@ def lora_tensors(cfg: Config, shapes: ModelShapes) -> list[int]:
 
 
 def optimizer_bytes(optimizer: str, tensors: list[int]) -> int:
-    """AdamW: two fp32 moments. 8-bit AdamW (bitsandbytes): two 1-byte moments, an fp32 absmax per block of 256
-    and two 256-entry fp32 quantization maps for tensors of 4,096 elements or more, fp32 moments below. Prodigy:
-    the moments plus its ``s`` and ``p0``."""
-    if optimizer == "adamw8bit":
-        return sum(2 * n + 2 * 4 * -(-n // 256) + 2 * 1024 if n >= 4096 else 8 * n for n in tensors)
-    per = 16 if optimizer == "prodigy" else 8
-    return per * sum(tensors)
+    """The optimizer's state over the trainable tensors, as its registration (trainer/train/optim.py) counts it."""
+    state_bytes = optimizer_spec(optimizer).state_bytes
+    return sum(state_bytes(n) for n in tensors)
 
 
 # ------------------------------------------------------------------------------------------- device
@@ -255,8 +239,9 @@ def estimate_memory(cfg: Config, buckets: list[dict] | None = None, device: torc
     latent_pixels = (width // shapes.vae_scale) * (height // shapes.vae_scale)
     batch = cfg.train.batch_size
 
-    c0, c1 = ACTIVATIONS[(shapes.family, "half" if half else "fp32", cfg.train.gradient_checkpointing)]
-    scale = shapes.widths / REFERENCE_WIDTHS[shapes.family]
+    adapter = model_family(shapes.family)
+    c0, c1 = adapter.activations[("half" if half else "fp32", cfg.train.gradient_checkpointing)]
+    scale = shapes.widths / adapter.reference_widths
     activations = batch * (c0 + c1 * latent_pixels) * scale * _rank_factor(cfg)
     text_acts = 0.0
     if cfg.lora.train_text_encoder:
@@ -279,15 +264,15 @@ def estimate_memory(cfg: Config, buckets: list[dict] | None = None, device: torc
         "vae_encode": vae_extra,
         "runtime": RUNTIME_BYTES.get(device.type, RUNTIME_BYTES["cpu"]),
     }
-    parts = {k: round(v) for k, v in parts.items()}
-    total = sum(parts.values())
+    rounded = {k: round(v) for k, v in parts.items()}
+    total = sum(rounded.values())
     name, asked_free, device_total = device_memory(device) if free == -1 else (device_name or str(device), free, None)
     notes = []
     if precision.fallback:
         notes.append(precision.fallback)
-    if shapes.widths != REFERENCE_WIDTHS[shapes.family]:
+    if shapes.widths != adapter.reference_widths:
         notes.append("activations scaled from the real model's by the UNet's widths (a rough figure)")
-    return MemoryPlan(parts, total, name, asked_free, verdict_for(total, asked_free), device_total,
+    return MemoryPlan(rounded, total, name, asked_free, verdict_for(total, asked_free), device_total,
                       (width, height), notes)
 
 

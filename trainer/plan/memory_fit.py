@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from trainer.config.choices import optimizer_spec
 from trainer.config.schema import Config, from_dict
 from trainer.errors import UserError
 from trainer.message import Msg, msg
@@ -50,8 +51,8 @@ def _candidates(cfg: Config, device: torch.device) -> list[list[tuple[str, Any]]
         out.append([("dataset.cache_latents", True)])
     if not cfg.train.gradient_checkpointing:
         out.append([("train.gradient_checkpointing", True)])
-    if cfg.optim.optimizer == "adamw":
-        out.append([("optim.optimizer", "adamw8bit")])
+    if smaller := optimizer_spec(cfg.optim.optimizer).smaller_state:
+        out.append([("optim.optimizer", smaller)])
     batch, accum = cfg.train.batch_size, cfg.train.grad_accum
     while batch > 1 and batch % 2 == 0:
         batch, accum = batch // 2, accum * 2

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from trainer.config.choices import optimizer_spec
 from trainer.config.schema import MAX_STEPS, Config
 from trainer.data.scan import DatasetReport, scan_dataset
 from trainer.errors import UserError
@@ -53,11 +54,11 @@ class Plan:
     per_bucket: list[dict[str, int]] = field(default_factory=list)
     world_size: int = 1
     """Processes sharing each step (``torchrun --nproc_per_node``); steps per epoch count them."""
-    formula: Msg | None = None
-    dose_formula: Msg | None = None
-    dose_advice: Msg | None = None
+    formula: Msg = field(kw_only=True)
+    dose_formula: Msg = field(kw_only=True)
+    dose_advice: Msg = field(kw_only=True)
     dose_explanation: Msg = field(default_factory=lambda: msg("plan.dose_explanation"))
-    dose_note: Msg | None = None
+    dose_note: Msg | None = None  # an optimizer that sets its own step size
     sample_warnings: list[dict[str, Any]] = field(default_factory=list)
     """Sample prompts that copy a training caption: ``{index, prompt, kind, files, matches, message}``."""
 
@@ -157,7 +158,7 @@ def make_plan(cfg: Config, report: DatasetReport, world_size: int = 1) -> Plan:
         ),
         dose_formula=dose_formula,
         dose_advice=advice,
-        dose_note=msg("plan.prodigy_note") if cfg.optim.optimizer == "prodigy" else None,
+        dose_note=Msg(spec.dose_note) if (spec := optimizer_spec(cfg.optim.optimizer)).dose_note else None,
         sample_warnings=sample_prompt_warnings(cfg, report),
     )
 
@@ -244,7 +245,7 @@ class Schedule(Sequence[int]):
 
     def __contains__(self, step: object) -> bool:
         try:
-            step = operator.index(step)
+            step = operator.index(step)  # type: ignore[arg-type]  # any object; a TypeError says it is no step
         except TypeError:
             return False
         return self.enabled and (step == self.total or (self.at_start and step == 0)
@@ -270,7 +271,7 @@ class Schedule(Sequence[int]):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
         return NotImplemented
 
-    __hash__ = None  # equal to lists, which have no hash
+    __hash__ = None  # type: ignore[assignment]  # equal to lists, which have no hash
 
     def __str__(self) -> str:
         head = ", ".join(map(str, self[:12]))

@@ -63,6 +63,7 @@ class SweepPipelines:
                     self._held = self._key = None
                     pipe, info = load_pipeline(config.model, weight_dtype)
                     self._held, self._key = (pipe.to(device), info), key
+                assert self._held is not None  # held with its key
                 yield self._held
             except BaseException:  # a sweep that failed may have left its LoRA on: load afresh next time
                 self._drop = True
@@ -146,7 +147,7 @@ def _draw_sweep(pipe, info, config: Config, lora: Path, wanted: list[float], pro
                 pipe.set_adapters(["review"], adapter_weights=[strength])
                 images = render_batch(
                     sampler, [p["prompt"] for p in prompts], config.sample, size, device, plan, config.sample.seed,
-                    on_step=lambda k, done=done, strength=strength: report(
+                    on_step=lambda k, done=done, strength=strength: report(  # type: ignore[misc]  # mypy cannot type a lambda's default arguments
                         done + len(prompts) * k / steps, total, strength))
                 for p, image in zip(prompts, images):
                     name = f"s{strength:g}_{p['index']:02d}.png"

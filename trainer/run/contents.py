@@ -35,7 +35,7 @@ def checkpoint_files(run_dir: str | Path) -> list[dict[str, Any]]:
     """The LoRA files a user can pick: every ``checkpoints/step-N/lora*.safetensors`` (live and EMA), then
     ``final/``. ``label`` is the path inside the run folder."""
     paths = RunPaths(Path(run_dir))
-    out = []
+    out: list[dict[str, Any]] = []
     if paths.checkpoints.is_dir():
         for d in sorted(d for d in paths.checkpoints.glob("step-*") if checkpoint_matches_marker(d) is not False):
             step = int(d.name.split("-")[1])

@@ -2,7 +2,9 @@
 
 Read top to bottom: :func:`run_training` prepares a :class:`Trainer` and calls its named steps. One
 optimizer step is forward/backward per micro-batch, then unscale → clip → one host sync → the guard's
-decision → optimizer step → EMA. Nothing here imports a UI.
+decision → optimizer step → EMA. Nothing here imports a UI. The forward pass and its loss are in
+:mod:`trainer.train.loss`, picture loading in :mod:`trainer.train.feeding`, the step's extra measures in
+:mod:`trainer.train.measures`.
 """
 
 from __future__ import annotations
@@ -11,13 +13,12 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
-import torch.nn.functional as F
 
 from trainer.config.schema import Config
-from trainer.data.batches import LatentCache, epoch_batches, image_tensor, process_caption
+from trainer.data.batches import epoch_batches
 from trainer.doctor.guard import Decision
 from trainer.doctor.numerics import StepHealth, grad_norms, read_health, weight_norm_flag
 from trainer.errors import UserError
@@ -27,13 +28,18 @@ from trainer.train import checkpoint as ckpt
 from trainer.train.commands import Commands
 from trainer.train.distributed import Dist
 from trainer.train.ema import LoraEMA
+from trainer.train.feeding import FeedingMixin
+from trainer.train.loss import LossMixin
+from trainer.train.measures import MeasuresMixin
 from trainer.train.outputs import OutputsMixin
 from trainer.train.preparation import PreparationMixin
 from trainer.train.recovery import RecoveryMixin
 from trainer.train.state import DataPosition, TrainState
 
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
 EXIT_CODES = {"finished": 0, "stopped": 130, "paused": 130, "guard_stopped": 3, "failed": 1}
-UPDATE_RATIO_EVERY = 10  # steps between measurements of ‖Δw‖/‖w‖ (one extra copy of the LoRA weights)
 
 
 @dataclass
@@ -97,7 +103,7 @@ def run_training(
     return result
 
 
-class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
+class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, RecoveryMixin, OutputsMixin):
     def __init__(self, config: Config, sink: Sink | None, commands: Commands, dist: Dist, hooks: Hooks):
         self.config = config
         self.commands = commands
@@ -113,7 +119,7 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
         self.failure: dict[str, Any] | None = None
         self._update_ref: tuple[int, list[torch.Tensor]] | None = None  # (step, LoRA weights at that step)
         self._rows: list[dict[str, Any]] = []
-        self._loader = None  # a thread pool that loads the next step's images when latents are not cached
+        self._loader: ThreadPoolExecutor | None = None  # a thread pool that loads the next step's images when latents are not cached
         self._pixels: dict[tuple[int, int], Any] = {}
         self._findings_emitted: set[str] = set()
 
@@ -124,6 +130,7 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
 
     @global_step.setter
     def global_step(self, value: int) -> None:
+        assert self.state is not None
         self.state.global_step = value
 
     @property
@@ -132,10 +139,12 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
 
     @property
     def optimizer(self):
+        assert self.state is not None
         return self.state.optimizer
 
     @property
     def lr_scheduler(self):
+        assert self.state is not None
         return self.state.lr_scheduler
 
     @property
@@ -144,6 +153,7 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
 
     @scaler.setter
     def scaler(self, value) -> None:
+        assert self.state is not None
         self.state.scaler = value
 
     @property
@@ -152,10 +162,12 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
 
     @property
     def lr_factor(self) -> float:
+        assert self.state is not None
         return self.state.lr_factor
 
     @lr_factor.setter
     def lr_factor(self, value: float) -> None:
+        assert self.state is not None
         self.state.lr_factor = value
 
     def position_of_step(self, step: int) -> DataPosition:
@@ -190,6 +202,7 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
         accum = cfg.train.grad_accum
         if self.global_step == 0 and cfg.sample.enabled and 0 in self.plan.sample_steps:
             self.sample(0)
+        assert self.state is not None  # built by prepare_optimization
         pos = self.state.position
         while self.global_step < self.total_steps:
             epoch = pos.epoch
@@ -209,39 +222,6 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
             if pos.batch >= len(batches) and pos.epoch == epoch:
                 pos.next_epoch()
         return "finished"
-
-    def prefetch(self, epoch: int, start: int, group) -> None:
-        """Without a latent cache, load the next step's images on a worker thread while this step computes
-        (PIL decoding and resizing release the GIL), so data loading is off the critical path."""
-        if self.latents is not None or not group:
-            return
-        if self._loader is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._loader = ThreadPoolExecutor(max_workers=max(1, self.config.train.num_workers),
-                                              thread_name_prefix="lora-data")
-        for i, batch in enumerate(group):
-            pos = start + i
-            key = (epoch, pos)
-            if key not in self._pixels:
-                flips = self._flips(epoch, pos, len(batch))
-                self._pixels[key] = self._loader.submit(
-                    lambda b=batch, f=flips: torch.stack([image_tensor(s.path, s.bucket, x) for s, x in zip(b, f)]))
-
-    def _flips(self, epoch: int, pos: int, n: int) -> list[bool]:
-        if not self.config.dataset.flip:
-            return [False] * n
-        import random
-
-        rank = f":{self.dist.rank}" if self.dist.rank else ""  # rank 0 draws what a single process draws
-        rng = random.Random(f"{self.config.train.seed}:{epoch}:{pos}{rank}:flip")
-        return [rng.random() < 0.5 for _ in range(n)]
-
-    def _batch_pixels(self, batch, epoch: int, pos: int, flips: list[bool]) -> torch.Tensor:
-        future = self._pixels.pop((epoch, pos), None)
-        if future is not None:
-            return future.result()
-        return torch.stack([image_tensor(s.path, s.bucket, f) for s, f in zip(batch, flips)])
 
     def optimizer_step(self, group, epoch: int, start: int = 0) -> str:
         cfg = self.config
@@ -296,74 +276,6 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
                     self.ema.update()
         self.optimizer.zero_grad(set_to_none=True)
         return self.after_step(health, decision, epoch, time.perf_counter() - t0, where, lr)
-
-    def compute_loss(self, batch, epoch: int, micro: int, pos: int = 0) -> torch.Tensor:
-        cfg = self.config
-        # Every random draw of this micro-batch comes from (seed, step, micro) or from its place in the
-        # epoch: identical after a resume, and computable ahead of time by the prefetcher.
-        # Each rank draws its own noise, timesteps and caption choices; rank 0 the same as a single process.
-        key = (cfg.train.seed, self.global_step, micro, *((self.dist.rank,) if self.dist.rank else ()))
-        gen = torch.Generator().manual_seed(hash(key) & 0x7FFF_FFFF)
-        crng = _caption_rng(cfg.train.seed, epoch, self.global_step, micro, self.dist.rank)
-        flips = self._flips(epoch, pos, len(batch))
-        captions = [process_caption(s.caption, cfg.dataset, crng) for s in batch]
-        if self.latents is not None:
-            latents = self.latents.batch(batch, flips)
-        else:
-            pixels = self._batch_pixels(batch, epoch, pos, flips)
-            with torch.no_grad():
-                latents = LatentCache.encode(self._encoder(), pixels)
-        latents = self.hooks.batch_latents(self, latents)
-        noise = torch.randn(latents.shape, generator=gen).to(self.device)
-        if cfg.train.noise_offset:
-            noise = noise + cfg.train.noise_offset * torch.randn((*latents.shape[:2], 1, 1), generator=gen).to(self.device)
-        noise = self.hooks.noise(self, noise)
-        timesteps = torch.randint(0, self.noise_scheduler.config.num_train_timesteps, (latents.shape[0],),
-                                  generator=gen).to(self.device)
-        noisy = self.noise_scheduler.add_noise(latents, noise, timesteps)
-        if self.base_info.prediction_type == "v_prediction":
-            target = self.noise_scheduler.get_velocity(latents, noise, timesteps)
-        else:
-            target = noise
-        with self.precision.autocast():
-            hidden, pooled = self.text(captions)
-            added = self.text.added_cond_kwargs(pooled, [s.bucket for s in batch])
-            pred = self.unet(noisy.to(self.precision.weight_dtype), timesteps, hidden,
-                             added_cond_kwargs=added).sample
-        loss = F.mse_loss(pred.float(), target.float(), reduction="none").mean(dim=(1, 2, 3))
-        if cfg.train.min_snr_gamma > 0:
-            loss = loss * _min_snr_weights(self.noise_scheduler, timesteps, cfg.train.min_snr_gamma,
-                                           self.base_info.prediction_type)
-        if cfg.dataset.prior_loss_weight != 1.0 and any(s.prior for s in batch):
-            loss = loss * torch.tensor([cfg.dataset.prior_loss_weight if s.prior else 1.0 for s in batch],
-                                       device=loss.device)
-        return loss.mean()
-
-    def _encoder(self) -> LatentCache:
-        if not hasattr(self, "_pixel_encoder"):
-            self._pixel_encoder = LatentCache(self.pipe.vae, self.device, self.precision.vae_dtype, None)
-        return self._pixel_encoder
-
-    def _update_norm(self) -> torch.Tensor | None:
-        """‖w_t − w_{t−k}‖ every k applied steps, for the 'learning stalled' detector; None on other steps.
-        A step retried after a skip has the same weights: it is measured once, not against itself."""
-        step = self.global_step
-        if step % UPDATE_RATIO_EVERY != 0 or (self._update_ref is not None and self._update_ref[0] == step):
-            return None
-        with torch.no_grad():
-            current = [p.detach().float().clone() for p in self.trainable]
-            ref, self._update_ref = self._update_ref, (step, current)
-            if ref is None:
-                return None
-            return torch.stack(torch._foreach_norm(torch._foreach_sub(current, ref[1]))).norm()
-
-    def _device_memory(self) -> dict[str, int | None]:
-        """On CUDA: the bytes this process's allocator holds and the device's free bytes (every process), for
-        the slowdown detector. No host sync: the allocator's counter and one driver query."""
-        if self.device.type != "cuda":
-            return {"device_mem_reserved": None, "device_mem_free": None}
-        free, _ = torch.cuda.mem_get_info(self.device)
-        return {"device_mem_reserved": torch.cuda.memory_reserved(self.device), "device_mem_free": free}
 
     def after_step(self, h: StepHealth, decision: Decision, epoch: int, seconds: float, where: str | None,
                    lr: float) -> str:
@@ -438,6 +350,7 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
         else:
             self.emit("finished", final=str(final) if final else None, steps=self.global_step)
         if self.dist.is_main:
+            assert self.paths is not None
             write_status(self.paths, status, step=self.global_step)
             if status == "guard_stopped":
                 self._write_diagnosis()
@@ -462,6 +375,7 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
         try:
             from trainer.doctor.diagnose import diagnose
 
+            assert self.paths is not None
             diagnose(self.paths.root)
         except ImportError:
             pass
@@ -480,18 +394,3 @@ class Trainer(PreparationMixin, RecoveryMixin, OutputsMixin):
 
 # what train() returns for an optimizer step's outcome that ends the run
 ENDINGS = {"stop": "stopped", "guard_stop": "guard_stopped", "pause": "paused"}
-
-
-def _caption_rng(seed: int, epoch: int, step: int, micro: int, rank: int = 0):
-    import random
-
-    return random.Random(f"{seed}:{epoch}:{step}:{micro}:{f'{rank}:' if rank else ''}captions")
-
-
-def _min_snr_weights(scheduler, timesteps, gamma: float, prediction_type: str) -> torch.Tensor:
-    """Min-SNR-γ loss weights (Hang et al. 2023, arXiv:2303.09556): min(SNR, γ) / SNR, or / (SNR + 1) for v."""
-    alphas_cumprod = scheduler.alphas_cumprod.to(timesteps.device)
-    ac = alphas_cumprod[timesteps]
-    snr = ac / (1 - ac)
-    clipped = torch.minimum(snr, torch.full_like(snr, gamma))
-    return clipped / (snr + 1) if prediction_type == "v_prediction" else clipped / snr

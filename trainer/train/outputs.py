@@ -17,10 +17,11 @@ from trainer.models.embedding import EMBEDDING_EMA_FILE, EMBEDDING_FILE, write_e
 from trainer.run.rundir import rotate_checkpoints, write_checkpoint_marker
 from trainer.tensor_files import NonFiniteTensorError
 from trainer.train import checkpoint as ckpt
+from trainer.train.parts import TrainerParts
 from trainer.train.sampling import sampling_pipeline, write_samples
 
 
-class OutputsMixin:
+class OutputsMixin(TrainerParts):
     def _export_ctx(self, step: int, weights: str) -> dict[str, Any]:
         return {
             "config": self.config, "plan": self.plan, "report": self.report, "family": self.family,
@@ -58,6 +59,7 @@ class OutputsMixin:
         target); rank 0 writes the folder whole or not at all (:meth:`_write_checkpoint`).
         """
         state = ckpt.snapshot(self)
+        assert self.paths is not None
         if not self._state_is_finite(state, self.paths.step_dir(step) / "state.pt"):
             return None
         self.last_good = state
@@ -86,6 +88,7 @@ class OutputsMixin:
         into a temp folder, each checked finite as it is written, then the marker, then one rename. A folder of
         the same step (Save now, then Stop) is replaced the same way; a kill at any point leaves the previous
         complete checkpoint where ``latest_checkpoint`` finds it."""
+        assert self.paths is not None
         folder = self.paths.step_dir(step)
         with atomic_folder(folder) as tmp:
             files = [f.name for f in self.write_lora_files(tmp, step)]
@@ -101,6 +104,7 @@ class OutputsMixin:
         if not hasattr(self, "_sampler"):
             self._sampler = sampling_pipeline(self.pipe, self.base_info.prediction_type)
         size = (self.config.dataset.resolution, self.config.dataset.resolution)
+        assert self.paths is not None
         folder = self.paths.sample_dir(step)
         t0 = time.perf_counter()
         modules = list(self.lora.models.values())
@@ -115,6 +119,7 @@ class OutputsMixin:
         ``state``: the snapshot every rank took together (several processes gather their generators)."""
         state = state if state is not None else ckpt.snapshot(self)
         step = self.global_step
+        assert self.paths is not None
         if not self._state_is_finite(state, self.paths.step_dir(step) / "state.pt"):
             return None
         try:

@@ -31,11 +31,12 @@ from trainer.run.worded import write_worded_json
 from trainer.train import checkpoint as ckpt
 from trainer.train.ema import LoraEMA
 from trainer.train.optim import build_optimizer
+from trainer.train.parts import TrainerParts
 from trainer.train.state import TrainState
 from trainer.train.tensorboard_log import TensorBoardSink
 
 
-class PreparationMixin:
+class PreparationMixin(TrainerParts):
     def prepare_run_folder(self, resume, parent) -> None:
         cfg = self.config
         if resume:
@@ -71,6 +72,7 @@ class PreparationMixin:
         return report, make_plan(cfg, report, self.dist.world_size)
 
     def _write_journal(self, parent) -> None:
+        assert self.paths is not None
         entry: dict[str, Any] = {"run": str(self.paths.root), "parent": None, "changes": {}}
         if parent:
             parent_cfg_path = RunPaths(Path(parent)).config
@@ -108,7 +110,7 @@ class PreparationMixin:
             self.unet.enable_gradient_checkpointing()
             for role, m in self.lora.models.items():
                 if role != "unet" and hasattr(m, "gradient_checkpointing_enable"):
-                    m.gradient_checkpointing_enable()
+                    m.gradient_checkpointing_enable()  # type: ignore[operator]  # found by hasattr; torch types it Tensor | Module
         self.unet.train()
         for role, m in self.lora.models.items():
             if role != "unet":
@@ -174,6 +176,7 @@ class PreparationMixin:
         return make_grad_scaler(self.precision, cfg.fp16_init_scale, cfg.fp16_growth_interval)
 
     def resume_from_checkpoint(self) -> None:
+        assert self.paths is not None
         last = latest_checkpoint(self.paths)
         if last is None:
             raise UserError(f"--resume {self.paths.root}: it has no checkpoint to resume from")

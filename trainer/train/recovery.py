@@ -12,16 +12,19 @@ from trainer.doctor.guard import Decision
 from trainer.doctor.numerics import StepHealth, first_bad_module, first_bad_tensor
 from trainer.models.precision import decide_precision
 from trainer.train import checkpoint as ckpt
+from trainer.train.parts import TrainerParts
 
 
-class RecoveryMixin:
+class RecoveryMixin(TrainerParts):
     def run_detectors(self, final: bool = False) -> None:
         """Findings short of NaN, each emitted once as a ``finding`` event with its evidence."""
         if not self.dist.is_main:
             return
-        from trainer.doctor.detectors import metric_findings, sample_findings
+        from trainer.doctor.detectors import metric_findings
+        from trainer.doctor.pictures import sample_findings
 
         found = metric_findings(list(self._rows), self.plan.to_json(), self.config)
+        assert self.paths is not None
         if final and self.paths.samples.is_dir():
             found += sample_findings(self.paths.samples)
         for f in found:
@@ -63,6 +66,7 @@ class RecoveryMixin:
     def rollback(self, decision: Decision) -> None:
         from trainer.doctor.remedies import rollback_change
 
+        assert self.last_good is not None  # prepare_optimization took the first snapshot
         ckpt.restore(self, self.last_good)  # restores from a copy: the snapshot stays the past
         change = rollback_change(self.config, self.precision, self.failure or {})
         self.apply_change(change)
@@ -85,6 +89,7 @@ class RecoveryMixin:
                     g["initial_lr"] *= factor
             self.lr_scheduler.base_lrs = [lr * factor for lr in self.lr_scheduler.base_lrs]
         if self.dist.is_main:
+            assert self.paths is not None
             save_config(self.config, self.paths.config)
         self.emit("change_applied", **change)
 
@@ -105,6 +110,7 @@ class RecoveryMixin:
             if cache is not None:
                 cache.vae_dtype = self.precision.vae_dtype
         self.text.clear_cache()
+        assert self.state is not None
         self.state.precision = self.precision.precision
         self.scaler = self.new_scaler()
         self.guard.precision = self.precision.precision

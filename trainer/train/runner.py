@@ -175,7 +175,7 @@ class Runner:
             s = self.state
             rows = s.metrics[rows_from:]
             recent = [r["sec_per_step"] for r in s.metrics[-20:] if not r.get("skipped")]
-            out = {
+            out: dict[str, Any] = {
                 "version": self.version,
                 "active": self.active,
                 "status": s.status,
@@ -207,7 +207,7 @@ def _load_earlier(s: RunState, run_dir: str, step: int) -> None:
     from trainer.run.events import as_float
     from trainer.run.rundir import events, metrics
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for r in metrics(run_dir):
         if r.get("step", 0) <= step:
             rows.append({"type": "step", **{k: as_float(v) if v in _NONFINITE else v for k, v in r.items()}})
@@ -221,16 +221,10 @@ def _load_earlier(s: RunState, run_dir: str, step: int) -> None:
 
 def memory_in_use() -> dict[str, float | None]:
     """Process RSS and, on a GPU, allocated / peak VRAM, in MiB."""
+    import psutil
     import torch
 
-    rss = None
-    try:  # Linux; elsewhere (Windows has no ``resource`` module) the figure is simply not shown
-        import resource
-
-        with open("/proc/self/statm") as f:
-            rss = int(f.read().split()[1]) * resource.getpagesize() / 2**20
-    except (OSError, ImportError):
-        rss = None
+    rss = psutil.Process().memory_info().rss / 2**20  # resident set size; on Windows, the working set
     vram = peak = None
     if torch.cuda.is_available():
         vram = torch.cuda.memory_allocated() / 2**20

@@ -90,7 +90,8 @@ def render_batch(sampler, prompts: list[str], sample_cfg, size: tuple[int, int],
     negative = [sample_cfg.negative_prompt] * len(prompts) if sample_cfg.negative_prompt else None
 
     def step_done(pipe, i, timestep, tensors):
-        on_step(i + 1)
+        if on_step is not None:
+            on_step(i + 1)
         return {}
 
     with precision_plan.autocast():

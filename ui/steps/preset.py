@@ -207,6 +207,7 @@ def import_kohya_files(ui: UI, files: list[str], lang: str) -> tuple[Config, str
     from pathlib import Path
 
     from trainer.kohya.importer import import_kohya
+    from words import say
 
     paths = [Path(f) for f in files or []]
     if not paths:
@@ -227,7 +228,7 @@ def import_kohya_files(ui: UI, files: list[str], lang: str) -> tuple[Config, str
                                follow_paths=not ui.ctx.policy.restricted)
     path = ui.ctx.configs_dir / f"{safe_name(mains[0].stem, 'kohya')}-kohya.toml"
     save_config(cfg, path)
-    return cfg, report.markdown(lang), path
+    return cfg, report.markdown(say, lang), path
 
 
 def wire_kohya_import(ui: UI) -> None:

@@ -30,7 +30,7 @@ from ..binding import UI, ok_box
 from ..i18n import kind_label, t
 from ..verdict_view import checkpoint_labels, verdict_markdown
 from ..widgets import run_picker
-from . import gates
+from . import compare, gates
 
 GRID_THUMB = 256
 
@@ -50,6 +50,7 @@ def build(ui: UI) -> None:
     ui.add("sweep_gallery", gr.Gallery(label=t("sweep_title", lang), columns=4, height="auto", elem_id="ld-sweep",
                                        elem_classes="ld-captions"), "sweep_title")
     ui.add("download_file", gr.File(label=t("download_file", lang), interactive=False), "download_file")
+    compare.build(ui)
     ui.add("review_next", gr.Button(t("next_troubleshoot", lang)), "next_troubleshoot", "value")
 
 
@@ -73,6 +74,7 @@ class DownloadFolder:
 def wire(ui: UI) -> None:
     ctx = ui.ctx
     downloads = DownloadFolder()
+    compare.wire(ui)
 
     def show(*, lang: str, review_run: str | None, progress=gr.Progress()) -> dict[str, Any]:  # noqa: B008
         progress(0, desc=t("review_loading", lang))

@@ -28,8 +28,9 @@ from . import gates
 LEVEL_ICON = {"error": "🔴", "warning": "🟠", "info": "🔵"}
 
 
-def symptom_choices(lang: str) -> list[tuple[str, str]]:
-    kb = load_kb()
+def symptom_choices(lang: str, kb: Any = None) -> list[tuple[str, str]]:
+    """Every symptom of the knowledge base (the shipped one unless ``kb`` is given), grouped, in file order."""
+    kb = kb or load_kb()
     ordered = sorted(kb.symptoms.values(), key=lambda s: GROUPS.index(s.group))
     return [(f"{t('group_' + s.group, lang)} · {s.text('title', lang)}", s.id) for s in ordered]
 

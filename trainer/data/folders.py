@@ -1,0 +1,102 @@
+"""Which folders and files a scan reads: the dataset folder (and the prior-image folder), kohya's ``N_name``
+folders with their repeats, and the picture files in them; formats it cannot read are named, hidden files skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainer.config.schema import DatasetConfig
+from trainer.data.problems import problem
+from trainer.errors import UserError
+
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif"})
+# Formats people drop in by mistake (phone photos, layered files): named, so they are not silently ignored.
+UNSUPPORTED_SUFFIXES = frozenset({".tif", ".tiff", ".heic", ".heif", ".avif", ".jxl", ".psd", ".svg", ".dng"})
+KOHYA_FOLDER = re.compile(r"^(\d+)_(.*)$")
+PRIOR_PREFIX = "reg/"  # prior images' folders and files are named reg/<folder>/... in a report
+
+
+def check_root(path: str, key: str = "dataset.path") -> Path:
+    """The folder ``path`` (of config key ``key``) resolved, or a :class:`UserError` saying what is wrong with it."""
+    what = "prior-image folder" if key == "dataset.reg_path" else "dataset folder"
+    if not path:
+        raise UserError(f"no {what} set; set {key} to the folder with your pictures")
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise UserError(f"{what} not found: {root} ({key}; check the path, or create it and add pictures)")
+    if not root.is_dir():
+        raise UserError(f"{key} is a file, not a folder: {root} (give the folder that holds the pictures)")
+    try:
+        next(root.iterdir(), None)
+    except OSError as e:
+        raise UserError(f"cannot read {what} {root}: {e.strerror or e}") from None
+    return root.resolve()
+
+
+def _hidden(name: str) -> bool:
+    # macOS litters copies with "._x.png" resource forks and __MACOSX; they are not pictures.
+    return name.startswith(".") or name == "__MACOSX"
+
+
+@dataclass
+class Folder:
+    """One folder a scan reads: its pictures and what kohya's ``N_name`` says about them."""
+
+    name: str
+    repeats: int
+    class_words: str
+    """kohya's words after ``N_`` ("zxc girl"): the caption of a picture that has none."""
+    files: list[Path]
+    problems: list[dict[str, Any]]
+    root: Path
+    """Where ``files`` are relative to: ``dataset.path``, or ``dataset.reg_path`` for prior folders."""
+    prefix: str = ""
+    """Put before names and relative paths: ``reg/`` for prior folders, empty for the dataset's."""
+
+    @property
+    def prior(self) -> bool:
+        return bool(self.prefix)
+
+
+def discover_folders(root: Path, cfg: DatasetConfig, prefix: str = "") -> tuple[list[Folder], list[str]]:
+    """Folders to read (root first), each with repeats, image files and folder-level problems; names and paths
+    carry ``prefix`` (prior folders)."""
+    folders: list[Folder] = []
+    unsupported: list[str] = []
+
+    def pick(paths: list[Path]) -> list[Path]:
+        out = []
+        for p in sorted(paths):
+            s = p.suffix.lower()
+            if s in IMAGE_SUFFIXES:
+                out.append(p)
+            elif s in UNSUPPORTED_SUFFIXES:
+                unsupported.append(prefix + p.relative_to(root).as_posix())
+        return out
+
+    entries = sorted(e for e in root.iterdir() if not _hidden(e.name))
+    root_files = pick([e for e in entries if e.is_file()])
+    if root_files:
+        folders.append(Folder(prefix.rstrip("/") or ".", cfg.repeats, "", root_files, [], root, prefix))
+    for d in (e for e in entries if e.is_dir()):
+        m = KOHYA_FOLDER.match(d.name)
+        repeats, words, probs = cfg.repeats, "", []
+        if m:
+            repeats, words = int(m.group(1)), m.group(2).strip()
+            if repeats == 0:
+                probs.append(problem("zero_repeats", prefix + d.name))
+            elif repeats > 100:
+                probs.append(problem("high_repeats", prefix + d.name, repeats=repeats))
+        files: list[Path] = []
+        # Sub-subfolders count towards their top folder (kohya reads one level; people nest anyway).
+        for dirpath, dirnames, filenames in os.walk(d):
+            dirnames[:] = sorted(n for n in dirnames if not _hidden(n))
+            files.extend(Path(dirpath) / n for n in filenames if not _hidden(n))
+        files = pick(files) if repeats > 0 else []
+        folders.append(Folder(prefix + d.name, repeats, words, files, probs, root, prefix))
+    return folders, unsupported

@@ -1,0 +1,36 @@
+"""Pictures held back from the dataset for the validation loss: chosen once, the same on every run of a config."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+from trainer.data.scan import DatasetReport, ImageItem
+from trainer.errors import UserError
+
+
+def split_holdout(report: DatasetReport, count: int, seed: int) -> tuple[DatasetReport, list[ImageItem]]:
+    """``count`` of the dataset's own pictures (never prior images) moved out of ``report``: the training report
+    (its counts and buckets recomputed, so the plan counts what trains) and the held-out items.
+
+    The choice depends on the pictures' paths and ``seed`` only, not on the scan's order."""
+    if count <= 0:
+        return report, []
+    own = sorted((it for it in report.items if not it.prior), key=lambda it: it.rel)
+    if count >= len(own):
+        raise UserError(f"validation.holdout = {count}, but the dataset has {len(own)} pictures of its own; hold "
+                        "back fewer (one in ten is usual), or give validation.path a folder of other pictures")
+    held = random.Random(f"{seed}:holdout").sample(own, count)
+    held_rels = {it.rel for it in held}
+    kept = [it for it in report.items if it.rel not in held_rels]
+    by_bucket: dict[tuple[int, int], list[int]] = {}
+    for it in kept:
+        row = by_bucket.setdefault(it.bucket, [0, 0])
+        row[0] += 1
+        row[1] += it.repeats
+    buckets = [{"width": w, "height": h, "images": n, "image_repeats": r} for (w, h), (n, r) in by_bucket.items()]
+    order = {(b["width"], b["height"]): i for i, b in enumerate(report.buckets)}
+    buckets.sort(key=lambda b: order.get((b["width"], b["height"]), len(order)))
+    train = replace(report, items=kept, images=len(kept), image_repeats=sum(it.repeats for it in kept),
+                    buckets=buckets, usable=bool(kept))
+    return train, sorted(held, key=lambda it: it.rel)

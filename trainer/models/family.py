@@ -1,0 +1,205 @@
+"""What differs between model families, in one object per family, chosen once by name.
+
+A :class:`ModelFamily` holds everything the rest of the trainer would otherwise ask ``family == ...`` about:
+the diffusers pipeline class and how to load it, the text encoders and the roles they play (LoRA role, kohya
+key prefix, textual-inversion key), the UNet's extra conditioning (SDXL's pooled text and size ids), the kohya
+and modelspec names, the shipped config folder, and the measured memory coefficients. Each family is one
+adapter module in this package (:mod:`trainer.models.sd15`, :mod:`trainer.models.sdxl`) that subclasses it
+and calls :func:`register`; the rest of the trainer only calls :func:`family`.
+
+Nothing here imports torch or diffusers at import time: the config validates family names through it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from trainer.errors import UserError
+
+AUTO = "auto"  # model.family's "detect it from the base" value
+MODEL_CONFIG_DIR = Path(__file__).resolve().parent / "model_configs"
+Activations = dict[tuple[str, bool], tuple[float, float]]
+
+
+@dataclass(frozen=True)
+class TextEncoder:
+    """One text encoder of a family and the names it goes by."""
+
+    component: str  # the pipeline attribute: text_encoder, text_encoder_2
+    tokenizer: str  # its tokenizer's pipeline attribute
+    model_class: str  # the transformers class its config builds
+    lora_role: str  # the role of its LoRA in LoraModules and the run's files: te | te1 | te2
+    kohya_prefix: str  # sd-scripts' key prefix of that LoRA: lora_te | lora_te1 | lora_te2
+    embedding_key: str  # the textual-inversion key of its trigger vectors: emb_params | clip_l | clip_g
+
+
+class ModelFamily:
+    """The base of every family adapter. Subclasses set the class attributes and override what differs."""
+
+    name: ClassVar[str]  # model.family's value, and the shipped config folder's name
+    label: ClassVar[str]  # for people: "SD 1.5"
+    pipeline_class_name: ClassVar[str]  # diffusers' pipeline class
+    pipeline_marker: ClassVar[str | None] = None  # a pipeline class or hub id containing it is of this family
+    checkpoint_marker: ClassVar[str | None] = None  # a single-file key prefix only this family's checkpoints hold
+    text_encoders: ClassVar[tuple[TextEncoder, ...]]
+    pooled_text: ClassVar[bool] = False  # the UNet also takes the pooled text embedding
+    kohya_unet_original_names: ClassVar[bool] = False  # sd-scripts names UNet blocks input_blocks.N (SDXL)
+    kohya_script: ClassVar[str]  # sd-scripts' training script
+    kohya_sdxl: ClassVar[bool] = False  # sd-scripts' ``sdxl`` switch
+    base_model_version: ClassVar[str]  # sd-scripts' ss_base_model_version
+    modelspec_architecture: ClassVar[str]  # modelspec.architecture of a LoRA of it
+    activations: ClassVar[Activations]
+    """UNet activation bytes of one sample, ``c0 + c1 × latent pixels``, by (fp32 | half, gradient checkpointing)."""
+    reference_widths: ClassVar[int]  # the summed UNet block widths ``activations`` were measured on
+
+    # -------------------------------------------------------------------------------------- names
+
+    @property
+    def config_dir(self) -> Path:
+        """The family's shipped diffusers configs (no weights): for single files and hub ids."""
+        return MODEL_CONFIG_DIR / self.name
+
+    @property
+    def embedding_keys(self) -> tuple[str, ...]:
+        return tuple(te.embedding_key for te in self.text_encoders)
+
+    @property
+    def text_encoder_roles(self) -> tuple[str, ...]:
+        return tuple(te.lora_role for te in self.text_encoders)
+
+    def text_encoder(self, role: str) -> TextEncoder:
+        """The text encoder whose LoRA has ``role``."""
+        for te in self.text_encoders:
+            if te.lora_role == role:
+                return te
+        raise KeyError(f"{self.name} has no text encoder with the LoRA role {role!r}")
+
+    # ------------------------------------------------------------------------------------ loading
+
+    def pipeline_class(self):
+        import diffusers
+
+        return getattr(diffusers, self.pipeline_class_name)
+
+    def load_kwargs(self) -> dict[str, Any]:
+        """Extra arguments for ``from_pretrained`` / ``from_single_file``."""
+        return {}
+
+    def single_file_kwargs(self, path: Path, config_dir: Path, torch_dtype) -> dict[str, Any]:
+        """Extra arguments for ``from_single_file`` beyond :meth:`load_kwargs`."""
+        return {}
+
+    def build_tiny(self, vae, scheduler, seed: int):
+        """The tiny offline pipeline of this family (``tiny-<name>``) around a tiny VAE and a scheduler."""
+        raise NotImplementedError
+
+    # -------------------------------------------------------------------------------- conditioning
+
+    def encode_text(self, encoders: list, input_ids: list) -> tuple[Any, Any | None]:
+        """``encoder_hidden_states`` and the pooled embedding (None if the UNet takes none), from each text
+        encoder's token ids."""
+        raise NotImplementedError
+
+    def added_cond_kwargs(self, pooled, buckets: list[tuple[int, int]], device) -> dict | None:
+        """The UNet's ``added_cond_kwargs`` for pictures trained at ``buckets`` ((w, h) each), or None."""
+        return None
+
+    def loss_target(self, scheduler, latents, noise, timesteps, prediction_type: str):
+        """What the UNet learns to predict: the noise (epsilon), or the velocity for v-prediction."""
+        if prediction_type == "v_prediction":
+            return scheduler.get_velocity(latents, noise, timesteps)
+        return noise
+
+
+# ----------------------------------------------------------------------------------------- registry
+
+_REGISTRY: dict[str, ModelFamily] = {}
+# The adapter modules of this package, imported (so registered) the first time the registry is read.
+BUILT_IN = ("sd15", "sdxl")
+DEFAULT = "sd15"  # what a base that shows no family's marker is
+
+
+def register(adapter: type[ModelFamily]) -> type[ModelFamily]:
+    """Add a family (use as a class decorator in its adapter module)."""
+    _REGISTRY[adapter.name] = adapter()
+    return adapter
+
+
+def unregister(name: str) -> None:
+    _REGISTRY.pop(name, None)
+
+
+def _registry() -> dict[str, ModelFamily]:
+    for module in BUILT_IN:
+        importlib.import_module(f"trainer.models.{module}")
+    order = [n for n in BUILT_IN if n in _REGISTRY] + [n for n in _REGISTRY if n not in BUILT_IN]
+    return {n: _REGISTRY[n] for n in order}
+
+
+class _Names:
+    """The registered families' names, read live (a family registered later is in it), built-in ones first."""
+
+    def __iter__(self):
+        return iter(_registry())
+
+    def __contains__(self, name: object) -> bool:
+        return name in _registry()
+
+    def __len__(self) -> int:
+        return len(_registry())
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+
+FAMILIES = _Names()
+
+
+def families() -> tuple[ModelFamily, ...]:
+    return tuple(_registry().values())
+
+
+def family(name: str) -> ModelFamily:
+    """The adapter of the family called ``name`` (model.family's value, not "auto")."""
+    registry = _registry()
+    if name not in registry:
+        raise UserError(f"model.family: unknown family {name!r}; use {' or '.join(registry)}")
+    return registry[name]
+
+
+def chosen_family(name: str) -> ModelFamily | None:
+    """model.family's adapter, or None when it says "auto" (detect it from the base)."""
+    return None if name == AUTO else family(name)
+
+
+def family_of_pipeline(class_name: str) -> ModelFamily:
+    """The family of a diffusers pipeline class name (``StableDiffusionXLPipeline`` → SDXL)."""
+    for f in families():
+        if f.pipeline_marker and f.pipeline_marker in class_name:
+            return f
+    return family(DEFAULT)
+
+
+def family_of_hub_id(repo_id: str) -> ModelFamily:
+    """A guess from a hub id's name alone (for estimates made before anything is downloaded)."""
+    for f in families():
+        if f.pipeline_marker and f.pipeline_marker.lower() in repo_id.lower():
+            return f
+    return family(DEFAULT)
+
+
+def family_of_checkpoint_keys(keys) -> ModelFamily:
+    """The family of a single-file checkpoint from its tensor names."""
+    keys = list(keys)
+    for f in families():
+        if f.checkpoint_marker and any(k.startswith(f.checkpoint_marker) for k in keys):
+            return f
+    return family(DEFAULT)
+
+
+FAMILY_ATTRIBUTES = ("name", "label", "pipeline_class_name", "text_encoders", "kohya_script", "base_model_version",
+                     "modelspec_architecture", "activations", "reference_widths")
+"""What every adapter must set (the tests check each registered family has them all)."""

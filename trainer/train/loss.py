@@ -1,0 +1,70 @@
+"""One micro-batch's loss: captions, latents, noise and timesteps drawn from the run's seed, the UNet's
+prediction against the family's target, min-SNR and prior-image weights."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from trainer.data.batches import LatentCache, process_caption
+from trainer.models.family import family as model_family
+from trainer.train.parts import TrainerParts
+
+
+class LossMixin(TrainerParts):
+    """The Trainer's forward pass (models and data are set up by PreparationMixin)."""
+
+    def compute_loss(self, batch, epoch: int, micro: int, pos: int = 0) -> torch.Tensor:
+        cfg = self.config
+        # Every random draw of this micro-batch comes from (seed, step, micro) or from its place in the
+        # epoch: identical after a resume, and computable ahead of time by the prefetcher.
+        # Each rank draws its own noise, timesteps and caption choices; rank 0 the same as a single process.
+        key = (cfg.train.seed, self.global_step, micro, *((self.dist.rank,) if self.dist.rank else ()))
+        gen = torch.Generator().manual_seed(hash(key) & 0x7FFF_FFFF)
+        crng = caption_rng(cfg.train.seed, epoch, self.global_step, micro, self.dist.rank)
+        flips = self._flips(epoch, pos, len(batch))
+        captions = [process_caption(s.caption, cfg.dataset, crng) for s in batch]
+        if self.latents is not None:
+            latents = self.latents.batch(batch, flips)
+        else:
+            pixels = self._batch_pixels(batch, epoch, pos, flips)
+            with torch.no_grad():
+                latents = LatentCache.encode(self._encoder(), pixels)
+        latents = self.hooks.batch_latents(self, latents)
+        noise = torch.randn(latents.shape, generator=gen).to(self.device)
+        if cfg.train.noise_offset:
+            noise = noise + cfg.train.noise_offset * torch.randn((*latents.shape[:2], 1, 1), generator=gen).to(self.device)
+        noise = self.hooks.noise(self, noise)
+        timesteps = torch.randint(0, self.noise_scheduler.config.num_train_timesteps, (latents.shape[0],),
+                                  generator=gen).to(self.device)
+        noisy = self.noise_scheduler.add_noise(latents, noise, timesteps)
+        target = model_family(self.family).loss_target(self.noise_scheduler, latents, noise, timesteps,
+                                                       self.base_info.prediction_type)
+        with self.precision.autocast():
+            hidden, pooled = self.text(captions)
+            added = self.text.added_cond_kwargs(pooled, [s.bucket for s in batch])
+            pred = self.unet(noisy.to(self.precision.weight_dtype), timesteps, hidden,
+                             added_cond_kwargs=added).sample
+        loss = F.mse_loss(pred.float(), target.float(), reduction="none").mean(dim=(1, 2, 3))
+        if cfg.train.min_snr_gamma > 0:
+            loss = loss * min_snr_weights(self.noise_scheduler, timesteps, cfg.train.min_snr_gamma,
+                                          self.base_info.prediction_type)
+        if cfg.dataset.prior_loss_weight != 1.0 and any(s.prior for s in batch):
+            loss = loss * torch.tensor([cfg.dataset.prior_loss_weight if s.prior else 1.0 for s in batch],
+                                       device=loss.device)
+        return loss.mean()
+
+
+def caption_rng(seed: int, epoch: int, step: int, micro: int, rank: int = 0):
+    import random
+
+    return random.Random(f"{seed}:{epoch}:{step}:{micro}:{f'{rank}:' if rank else ''}captions")
+
+
+def min_snr_weights(scheduler, timesteps, gamma: float, prediction_type: str) -> torch.Tensor:
+    """Min-SNR-γ loss weights (Hang et al. 2023, arXiv:2303.09556): min(SNR, γ) / SNR, or / (SNR + 1) for v."""
+    from diffusers.training_utils import compute_snr
+
+    snr = compute_snr(scheduler, timesteps)
+    clipped = torch.minimum(snr, torch.full_like(snr, gamma))
+    return clipped / (snr + 1) if prediction_type == "v_prediction" else clipped / snr

@@ -1,0 +1,90 @@
+"""Validation loss: the denoising loss on pictures the LoRA never trains on, at fixed timesteps and fixed noise.
+
+Training loss jumps with each batch's random timesteps and noise, so two steps' losses cannot be compared. Here
+every evaluation sees the same pictures, the same timesteps and the same noise: the same weights give the same
+number, and a change in the number is a change in the weights. A LoRA that starts to memorise its pictures
+drives its training loss down while this one turns up.
+
+The held-out pictures are a folder of their own (``validation.path``) or ``validation.holdout`` pictures held back
+from the dataset (:func:`trainer.data.holdout.split_holdout`), which the plan then does not count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from trainer.data.batches import LatentCache, Sample, image_tensor
+from trainer.train.sampling import preserved_training_state
+
+
+def fixed_timesteps(count: int, num_train_timesteps: int) -> list[int]:
+    """``count`` timesteps spread evenly over the schedule, centred in their slices (5 of 1000: 100, 300, … 900)."""
+    return [int((i + 0.5) * num_train_timesteps / count) for i in range(count)]
+
+
+@dataclass
+class ValidationSet:
+    """The held-out pictures encoded once, each with its caption and bucket, and the fixed noise per timestep."""
+
+    latents: list[torch.Tensor]  # one (1, C, h, w) per picture, on the training device
+    captions: list[str]
+    buckets: list[tuple[int, int]]
+    timesteps: list[int]
+    noise: list[torch.Tensor]  # one (len(timesteps), C, h, w) per picture
+
+    @property
+    def size(self) -> int:
+        return len(self.latents)
+
+
+def build_validation_set(samples: list[Sample], encoder: LatentCache, timesteps: list[int], seed: int,
+                         device: torch.device) -> ValidationSet:
+    """Encode ``samples`` (no flips, captions as written) and draw each picture's noise from ``seed`` on the CPU,
+    so a resumed run, another device or another process gets the same numbers."""
+    latents, noise = [], []
+    for i, s in enumerate(samples):
+        with torch.no_grad():
+            lat = LatentCache.encode(encoder, image_tensor(s.path, s.bucket).unsqueeze(0))
+        latents.append(lat.to(device))
+        gen = torch.Generator().manual_seed((seed * 1_000_003 + i) & 0x7FFF_FFFF)
+        noise.append(torch.randn((len(timesteps), *lat.shape[1:]), generator=gen).to(device))
+    return ValidationSet(latents, [s.caption for s in samples], [s.bucket for s in samples],
+                         list(timesteps), noise)
+
+
+@torch.no_grad()
+def validation_loss(vset: ValidationSet, unet, text, noise_scheduler, prediction_type: str, precision: Any,
+                    modules: list[torch.nn.Module], chunk: int = 8) -> float:
+    """The mean denoising MSE over every held-out picture and fixed timestep (no min-SNR or prior weighting: one
+    plain number). The modules are in eval mode (no LoRA dropout) and every random state is left as it was."""
+    total, count = 0.0, 0
+    with preserved_training_state(modules):
+        for lat, caption, bucket, noise in zip(vset.latents, vset.captions, vset.buckets, vset.noise):
+            for start in range(0, len(vset.timesteps), chunk):
+                ts = torch.tensor(vset.timesteps[start:start + chunk], device=lat.device)
+                n = noise[start:start + chunk]
+                x0 = lat.expand(len(ts), *lat.shape[1:])
+                noisy = noise_scheduler.add_noise(x0, n, ts)
+                target = noise_scheduler.get_velocity(x0, n, ts) if prediction_type == "v_prediction" else n
+                with precision.autocast():
+                    hidden, pooled = text([caption] * len(ts))
+                    added = text.added_cond_kwargs(pooled, [bucket] * len(ts))
+                    pred = unet(noisy.to(precision.weight_dtype), ts, hidden, added_cond_kwargs=added).sample
+                per = F.mse_loss(pred.float(), target.float(), reduction="none").mean(dim=(1, 2, 3))
+                total += float(per.sum())
+                count += len(ts)
+    return total / max(count, 1)
+
+
+def best_so_far(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The step with the lowest validation loss among ``rows`` (metric rows), advisory: nothing is deleted."""
+    vals = [(float(r["val_loss"]), int(r["step"])) for r in rows
+            if isinstance(r.get("val_loss"), int | float) and r["val_loss"] == r["val_loss"]]
+    if not vals:
+        return None
+    value, step = min(vals)
+    return {"step": step, "val_loss": value}
