@@ -13,11 +13,31 @@ TEXTS = {
     "plan.formula_shares": (", and the processes take equal shares", ". 프로세스들은 같은 몫을 나눠 받습니다"),
     "plan.formula_max_steps": (". max_steps = {max_steps} overrides this (≈ {epochs:.1f} epochs)",
                                ". max_steps = {max_steps}가 이 값을 대신합니다(약 {epochs:.1f} 에폭)"),
-    "plan.dose_explanation": ('How far training pulls the model toward your pictures ≈ learning rate × steps × (alpha / rank). It is a rule of thumb, not an exact law: the three push in the same direction, so raising one lets you lower another and keep the balance. The lr that counts is the one the steps really get: a cosine schedule averages about half its peak, so it pulls half as far as the same lr held constant. Too little and the LoRA does not look like your subject (underfit); too much and it memorises the training pictures, ignores the prompt and the colours burn (overfit).',
-                              '학습이 모델을 내 그림 쪽으로 끌고 가는 정도 ≈ 학습률 × 스텝 수 × (alpha / rank). 정확한 법칙이 아니라 어림셈입니다. 셋은 같은 방향으로 작용하므로 하나를 올리면 다른 하나를 내려 균형을 맞출 수 있습니다. 여기서 학습률은 스텝들이 실제로 받는 값입니다. cosine 스케줄은 평균이 최고값의 절반쯤이라, 같은 학습률을 그대로 유지할 때의 절반만 끌고 갑니다. 너무 적으면 캐릭터가 닮지 않고(미적합), 너무 많으면 학습 그림을 외워 프롬프트를 무시하고 색이 타 버립니다(과적합).'),
-    "plan.advice.under": ('below the zone this preset aims for: expect a weak likeness. Raise steps or learning rate', '이 프리셋이 노리는 범위보다 낮습니다. 덜 닮을 수 있으니 스텝이나 학습률을 올리세요'),
-    "plan.advice.fit": ('inside the zone this preset aims for', '이 프리셋이 노리는 범위 안입니다'),
-    "plan.advice.over": ('above the zone this preset aims for: expect memorised, burnt pictures. Lower the learning rate, steps or alpha', '이 프리셋이 노리는 범위보다 높습니다. 그림을 외우고 색이 탈 수 있으니 학습률, 스텝이나 alpha를 낮추세요'),
+    "plan.dose_explanation": (
+        (
+            "How far training pulls the model toward your pictures ≈ learning rate × steps × (alpha / rank). It "
+            "is a rule of thumb, not an exact law: the three push in the same direction, so raising one lets you "
+            "lower another and keep the balance. The lr that counts is the one the steps really get: a cosine "
+            "schedule averages about half its peak, so it pulls half as far as the same lr held constant. Too "
+            "little and the LoRA does not look like your subject (underfit); too much and it memorises the "
+            "training pictures, ignores the prompt and the colours burn (overfit)."
+        ),
+        (
+            "학습이 모델을 내 그림 쪽으로 끌고 가는 정도 ≈ 학습률 × 스텝 수 × (alpha / rank). 정확한 법칙이 아니라 어림셈입니다. 셋은 같은 방향으로 작용하므로 하나를 "
+            "올리면 다른 하나를 내려 균형을 맞출 수 있습니다. 여기서 학습률은 스텝들이 실제로 받는 값입니다. cosine 스케줄은 평균이 최고값의 절반쯤이라, 같은 학습률을 그대로 유지할 "
+            "때의 절반만 끌고 갑니다. 너무 적으면 캐릭터가 닮지 않고(미적합), 너무 많으면 학습 그림을 외워 프롬프트를 무시하고 색이 타 버립니다(과적합)."
+        ),
+    ),
+    "plan.advice.under": ("below the zone this preset aims for: expect a weak likeness. Raise steps or learning rate",
+                          "이 프리셋이 노리는 범위보다 낮습니다. 덜 닮을 수 있으니 스텝이나 학습률을 올리세요"),
+    "plan.advice.fit": ("inside the zone this preset aims for", "이 프리셋이 노리는 범위 안입니다"),
+    "plan.advice.over": (
+        (
+            "above the zone this preset aims for: expect memorised, burnt pictures. Lower the learning rate, "
+            "steps or alpha"
+        ),
+        "이 프리셋이 노리는 범위보다 높습니다. 그림을 외우고 색이 탈 수 있으니 학습률, 스텝이나 alpha를 낮추세요",
+    ),
     "plan.zone.under": ("under", "부족"),
     "plan.zone.fit": ("fit", "적정"),
     "plan.zone.over": ("over", "과다"),
