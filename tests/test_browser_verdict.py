@@ -91,6 +91,7 @@ def verdict_on(page, selector: str) -> str:
 
 
 def test_plan_review_and_troubleshoot_agree_on_the_default_demo_run(app, default_run, browser):
+    import words
     from trainer.doctor.verdict import LABEL_TEXT, run_verdict
 
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
@@ -122,7 +123,7 @@ def test_plan_review_and_troubleshoot_agree_on_the_default_demo_run(app, default
         context.close()
 
     verdict = run_verdict(default_run[1])
-    assert plan == review == troubleshoot == LABEL_TEXT[verdict.label]["en"], (plan, review, troubleshoot)
+    assert plan == review == troubleshoot == words.say(LABEL_TEXT[verdict.label], "en"), (plan, review, troubleshoot)
     assert verdict.recommended_step is not None and f"step-{verdict.recommended_step:06d}" in recommended
     # what the issue saw on this run: "fit" beside "lower the dose" and "Learning rate too high (1.70)"
     assert "Lower the dose" not in recommended and not re.search(r"\(\d+\.\d\d\)", findings)

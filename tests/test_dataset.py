@@ -11,6 +11,7 @@ import zlib
 import pytest
 from PIL import Image
 
+import words
 from trainer.config.schema import DatasetConfig
 from trainer.data.buckets import assign_bucket, buckets_for, crop_box, fit_to_bucket, make_buckets
 from trainer.data.images import load_image_rgb
@@ -118,7 +119,8 @@ def test_each_bad_file_gets_exactly_one_problem_and_good_files_none(tmp_path, ma
     assert r.usable and r.images == 5  # 3 good pngs, the jpg, the uncaptioned one
     for p in r.problems:
         assert p["severity"] in {"error", "warning", "info"}
-        assert p["message"] and p["message_ko"] and "{" not in p["message"] + p["message_ko"]
+        en, ko = words.say(p["message"], "en"), words.say(p["message"], "ko")
+        assert en and ko and "{" not in en + ko
     errors = {p["file"] for p in r.problems if p["severity"] == "error"}
     assert errors == {"truncated.jpg", "zero.png", "text.png", "tiny.png"}
     assert errors.isdisjoint(it.rel for it in r.items)
@@ -172,7 +174,7 @@ def test_animated_cmyk_alpha_and_16bit_are_converted_and_noted(tmp_path, make_im
     }
     assert all(p["severity"] == "info" and not p["excluded"] for p in r.problems)
     assert r.images == 5
-    assert "3 frames" in next(p["message"] for p in r.problems if p["kind"] == "animated")
+    assert "3 frames" in next(words.say(p["message"]) for p in r.problems if p["kind"] == "animated")
 
     cut = load_image_rgb(tmp_path / "cutout.png")
     assert (
@@ -204,7 +206,7 @@ def test_duplicate_later_file_is_the_problem(tmp_path, make_image):
     r = scan_dataset(cfg(tmp_path))
     (p,) = r.problems
     assert (p["file"], p["kind"], p["excluded"]) == ("2_b/copy.png", "duplicate", True)
-    assert "1_a/x.png" in p["message"]
+    assert "1_a/x.png" in words.say(p["message"])
     assert r.images == 1 and r.image_repeats == 1
 
 
@@ -243,7 +245,7 @@ def test_tag_counts_trigger_share_and_welded_tag_warning(tmp_path, make_image):
     assert r.tags["red coat"] == 1
     assert r.trigger_share == pytest.approx(0.8)
     assert [w["tag"] for w in r.tag_warnings] == ["blue eyes"]  # never the trigger itself
-    assert "welded" in r.tag_warnings[0]["message"] and r.tag_warnings[0]["message_ko"]
+    assert "welded" in words.say(r.tag_warnings[0]["message"]) and words.say(r.tag_warnings[0]["message"], "ko")
 
 
 def test_histograms_and_buckets_cover_every_usable_image(tmp_path, make_image):
@@ -272,7 +274,8 @@ def test_histograms_and_buckets_cover_every_usable_image(tmp_path, make_image):
 
 
 def test_every_problem_kind_has_both_languages():
-    for kind, (severity, excluded, en, ko) in PROBLEM_KINDS.items():
+    for kind, (severity, excluded) in PROBLEM_KINDS.items():
+        en, ko = words.TEXTS[f"problem.{kind}"]
         assert severity in {"error", "warning", "info"}, kind
         assert en and ko and isinstance(excluded, bool)
         assert severity != "error" or excluded, kind  # an error file is never trained on

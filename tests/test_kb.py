@@ -10,6 +10,7 @@ import tomllib
 
 import pytest
 
+import words
 from trainer.config.schema import Config, diff_configs, from_dict
 from trainer.doctor.kb import GROUPS, KBError, apply_change, describe_change, load_kb, parse_kb, text
 from trainer.doctor.knowledge import KB_PATH
@@ -250,11 +251,11 @@ def test_apply_change_keeps_the_preset_name_and_rejects_out_of_range(kb):
 
 def test_describe_change_in_both_languages(kb):
     rx = kb.prescription("lower_lr")
-    assert describe_change(rx) == "multiply optim.lr by 0.5"
-    assert describe_change(rx, "ko", Config()) == "optim.lr 값을 0.5배로 바꿉니다 (0.0001 → 5e-05)"
-    bf16 = describe_change(kb.prescription("switch_to_bf16"), "en", {"train": {"precision": "fp16"}})
+    assert words.say(describe_change(rx)) == "multiply optim.lr by 0.5"
+    assert words.say(describe_change(rx, Config()), "ko") == "optim.lr 값을 0.5배로 바꿉니다 (0.0001 → 5e-05)"
+    bf16 = words.say(describe_change(kb.prescription("switch_to_bf16"), {"train": {"precision": "fp16"}}))
     assert bf16 == "set train.precision to bf16 (fp16 → bf16)"
-    steps = describe_change(kb.prescription("fewer_steps"), "en", {"train": {"max_steps": 1000}})
+    steps = words.say(describe_change(kb.prescription("fewer_steps"), {"train": {"max_steps": 1000}}))
     assert steps == "multiply train.max_steps by 0.5 (1000 → 500)"
 
 

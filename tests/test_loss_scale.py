@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+import words
 from trainer.doctor.detectors import (
     SCALE_DRIFT_HALVINGS,
     SCALE_HALVINGS,
@@ -62,7 +63,7 @@ def test_halvings_in_a_row_after_the_warmup_are_a_collapse():
     assert f is not None and f.signal == "loss_scale_collapse" and f.level == "warning"
     assert f.values["consecutive_halvings"] == SCALE_HALVINGS
     assert f.steps == [31]  # the step that kept overflowing
-    assert "in a row" in f.message["en"] and "연속" in f.message["ko"]
+    assert "in a row" in words.say(f.message, "en") and "연속" in words.say(f.message, "ko")
     # one fewer is an overflowing batch or two, which GradScaler handles
     calmer = rows_of([*WARMUP, *halvings(1024.0, SCALE_HALVINGS - 1), *[(128.0, False)] * 3])
     assert loss_scale_finding(calmer) is None
@@ -76,12 +77,12 @@ def test_a_scale_that_keeps_falling_later_is_a_collapse():
     f = loss_scale_finding(rows_of(scales))
     assert f is not None and f.values["consecutive_halvings"] == 1
     assert f.values["fall_from_peak"] == 2**SCALE_DRIFT_HALVINGS
-    assert "1/64" in f.message["en"] and "1/64" in f.message["ko"]
+    assert "1/64" in words.say(f.message, "en") and "1/64" in words.say(f.message, "ko")
 
 
 def test_a_scale_below_one_is_a_collapse_even_before_it_settled():
     f = loss_scale_finding(rows_of(halvings(8.0, 6)))
-    assert f is not None and "below 1" in f.message["en"]
+    assert f is not None and "below 1" in words.say(f.message, "en")
     assert f.steps == [1]
 
 
@@ -92,7 +93,7 @@ def test_a_scale_grown_to_2_24_is_reported_as_growth_not_collapse():
     assert f is not None and f.signal == "loss_scale_growing" and f.level == "info"
     assert f.values["peak_scale"] == SCALE_HIGH and f.values["doublings"] == 14
     assert f.values["overflow_above"] == pytest.approx(65504 / 2**24)
-    assert "16,777,216" in f.message["en"] and "2^24" in f.message["ko"]
+    assert "16,777,216" in words.say(f.message, "en") and "2^24" in words.say(f.message, "ko")
     assert loss_scale_finding(rows) is None
     # one doubling short of it is the scaler doing its job
     assert loss_scale_growth_finding(rows_of([*WARMUP, *growth[:-1]])) is None

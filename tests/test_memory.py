@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import words
 from tests.helpers import tiny_config, write_toy_dataset
 from trainer.config.schema import from_dict
 from trainer.plan.memory import (
@@ -125,7 +126,7 @@ def test_fit_takes_the_careful_order_and_keeps_the_effective_batch():
 def test_fit_says_when_nothing_is_enough_and_when_nothing_is_needed():
     cfg = _real("sdxl", precision="fp32")
     hopeless = fit_to_memory(cfg, 2 * GIB, device=CPU)
-    assert not hopeless.fits and "does not fit" in hopeless.message["en"] and hopeless.changes
+    assert not hopeless.fits and "does not fit" in words.say(hopeless.message) and hopeless.changes
     easy = fit_to_memory(cfg, 200 * GIB, device=CPU)
     assert easy.fits and easy.changes == [] and easy.config.to_dict() == cfg.to_dict()
 
@@ -141,7 +142,7 @@ def test_fit_reports_a_changed_step_count_with_the_plan(tmp_path, make_image):
     result = fit_to_memory(cfg, estimate_memory(cfg, plan.per_bucket, free=None).total - 1, plan.per_bucket, report,
                            device=CPU)
     assert any(c["key"] == "train.batch_size" for c in result.changes)
-    assert result.steps_note is not None and "train.max_steps" in result.steps_note["en"]
+    assert result.steps_note is not None and "train.max_steps" in words.say(result.steps_note)
 
 
 def test_parse_bytes():

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+import words
 from trainer.config.schema import Config
 from trainer.data.scan import scan_dataset
 from trainer.errors import UserError
@@ -35,8 +36,8 @@ def test_140_image_repeats_3_epochs_batch_2_is_210_steps(kohya_set):
     assert report.image_repeats == 140 and plan.image_repeats == 140
     assert plan.batches_per_epoch == 70 and plan.steps_per_epoch == 70
     assert plan.total_steps == 210 and plan.naive_total_steps == 210 and plan.naive_total_steps_ceil == 210
-    assert plan.formula["en"] == "140 image-repeats × 3 epochs ÷ (batch 2 × accumulation 1) = 210 steps"
-    assert "210" in plan.formula["ko"] and "배치 2" in plan.formula["ko"]
+    assert words.say(plan.formula, "en") == "140 image-repeats × 3 epochs ÷ (batch 2 × accumulation 1) = 210 steps"
+    assert "210" in words.say(plan.formula, "ko") and "배치 2" in words.say(plan.formula, "ko")
     json.dumps(plan.to_json(), allow_nan=False)
 
 
@@ -52,7 +53,7 @@ def test_partial_batches_per_bucket_make_more_steps_than_the_naive_formula(tmp_p
     # 3 + 3 + 1 pictures in batches of 2: 2 + 2 + 1 batches, not ceil(7 / 2) = 4.
     assert plan.batches_per_epoch == 5 and plan.total_steps == 10
     assert plan.naive_total_steps == 7.0 and plan.total_steps > plan.naive_total_steps_ceil
-    assert "partial" in plan.formula["en"] and "10 steps" in plan.formula["en"]
+    assert "partial" in words.say(plan.formula, "en") and "10 steps" in words.say(plan.formula, "en")
 
 
 def test_accumulation_flushes_at_epoch_end_and_max_steps_overrides(kohya_set):
@@ -62,7 +63,7 @@ def test_accumulation_flushes_at_epoch_end_and_max_steps_overrides(kohya_set):
     assert plan.naive_total_steps == pytest.approx(140 * 2 / 12)
     plan = make_plan(config(kohya_set, train={"batch_size": 2, "max_steps": 100, "epochs": 3}), report)
     assert plan.total_steps == 100 and plan.epochs == 3 and plan.epochs_effective == 2
-    assert "max_steps = 100" in plan.formula["en"]
+    assert "max_steps = 100" in words.say(plan.formula, "en")
 
 
 def test_several_processes_share_each_epoch_and_the_dose_counts_their_fewer_steps(kohya_set):
@@ -74,8 +75,8 @@ def test_several_processes_share_each_epoch_and_the_dose_counts_their_fewer_step
     assert two.steps_per_epoch == 6 and two.total_steps == 12 and one.total_steps == 24
     assert two.dose == pytest.approx(one.dose / 2)
     assert two.naive_total_steps == pytest.approx(140 * 2 / 24)
-    assert "× 2 processes" in two.formula["en"] and "프로세스 2개" in two.formula["ko"]
-    assert "processes" not in one.formula["en"]
+    assert "× 2 processes" in words.say(two.formula, "en") and "프로세스 2개" in words.say(two.formula, "ko")
+    assert "processes" not in words.say(one.formula, "en")
 
 
 def test_cli_plan_counts_the_processes(kohya_set, tmp_path, capsys):
@@ -123,8 +124,8 @@ def test_dose_zone(kohya_set, lr, alpha, zone):
     plan = make_plan(cfg, report)
     assert plan.dose == pytest.approx(lr * 210 * alpha / 16)
     assert plan.dose_zone == zone and (plan.dose_low, plan.dose_high) == (0.05, 0.3)
-    assert plan.dose_explanation["en"] and plan.dose_explanation["ko"]
-    assert f"{plan.dose:.3g}" in plan.dose_formula["en"]
+    assert words.say(plan.dose_explanation, "en") and words.say(plan.dose_explanation, "ko")
+    assert f"{plan.dose:.3g}" in words.say(plan.dose_formula, "en")
 
 
 def test_dose_counts_the_lr_the_schedule_gives(kohya_set):
@@ -134,8 +135,8 @@ def test_dose_counts_the_lr_the_schedule_gives(kohya_set):
     assert flat.schedule_mean == 1.0 and flat.dose == pytest.approx(1e-3 * flat.total_steps)
     assert cos.schedule_mean == pytest.approx(0.5, abs=0.03)
     assert cos.dose == pytest.approx(flat.dose * cos.schedule_mean)
-    assert "cosine" in cos.dose_formula["en"] and "cosine" in cos.dose_formula["ko"]
-    assert "mean" not in flat.dose_formula["en"]
+    assert "cosine" in words.say(cos.dose_formula, "en") and "cosine" in words.say(cos.dose_formula, "ko")
+    assert "mean" not in words.say(flat.dose_formula, "en")
 
 
 def test_unusable_dataset_cannot_be_planned(tmp_path):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import words
 from trainer.config.schema import from_dict
 from trainer.demo import character_scene, demo_sample_prompts, render_scene, write_character_dataset
 from trainer.demo.world import Scene
@@ -176,7 +177,7 @@ def test_recommendation_on_the_demo_character_skips_the_burnt_last_save(tmp_path
     rec = review.recommend_checkpoint(run)
     assert rec["step"] in (20, 30)
     assert rec["label"] == f"checkpoints/step-{rec['step']:06d}/lora.safetensors"
-    assert "likeness" in rec["reason"]["en"] and "닮" in rec["reason"]["ko"]
+    assert "likeness" in words.say(rec["reason"], "en") and "닮" in words.say(rec["reason"], "ko")
 
 
 def test_likeness_is_ignored_when_the_base_already_looks_like_noise_full_of_magenta(tmp_path):
@@ -194,7 +195,7 @@ def test_recommendation_without_measures_follows_the_dose_zone(tmp_path, lr, exp
     rec = review.recommend_checkpoint(run)
     assert rec["step"] == expected_step
     if lr == 1e-5:
-        assert "under" in rec["reason"]["en"]
+        assert "under" in words.say(rec["reason"], "en")
 
 
 def test_dose_recommendation_stops_before_leakage_starts(tmp_path):
@@ -206,7 +207,7 @@ def test_dose_recommendation_stops_before_leakage_starts(tmp_path):
     run = fake_run(tmp_path, [20, 40, 60, 80], picture, lr=1e-3, fit=(0.02, 0.08))
     rec = review.recommend_checkpoint(run)
     assert rec["step"] == 20
-    assert "step 40" in rec["reason"]["en"]
+    assert "step 40" in words.say(rec["reason"], "en")
 
 
 def test_the_pictures_are_measured_once_until_a_file_changes(tmp_path, monkeypatch):

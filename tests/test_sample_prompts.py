@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import words
 from tests.helpers import tiny_config, write_toy_dataset
 from trainer.config.schema import DEFAULT_SAMPLE_PROMPTS
 from trainer.doctor.detectors import sample_prompt_finding
@@ -37,9 +38,9 @@ def test_a_sample_prompt_that_is_a_caption_in_another_order_and_case_is_a_plan_w
     grass = sorted(p.stem for p in (dataset / "10_zxc toy").glob("*.txt") if p.read_text() == "zxc, on grass")
     assert warning["matches"] == len(grass) > 0
     assert sorted(Path(f).stem for f in warning["files"]) == grass[:5]
-    assert "sample prompt 2" in warning["message"]["en"] and warning["files"][0] in warning["message"]["en"]
-    assert HANGUL.search(warning["message"]["ko"]) and warning["files"][0] in warning["message"]["ko"]
-    assert plan.to_json()["sample_warnings"] == plan.sample_warnings
+    assert "sample prompt 2" in words.say(warning["message"], "en") and warning["files"][0] in words.say(warning["message"], "en")
+    assert HANGUL.search(words.say(warning["message"], "ko")) and warning["files"][0] in words.say(warning["message"], "ko")
+    assert words.worded(plan.to_json()["sample_warnings"]) == words.worded(plan.sample_warnings)
 
 
 def test_the_trigger_filled_in_counts_but_the_trigger_only_prompt_does_not(dataset, tmp_path):
@@ -62,7 +63,7 @@ def test_the_warning_is_a_finding_the_knowledge_base_explains(dataset, tmp_path)
     plan = plan_with(dataset, tmp_path, ["{trigger}", "zxc, on sky"]).to_json()
     f = sample_prompt_finding(plan)
     assert f is not None and f.signal == "sample_prompt_seen" and f.level == "warning"
-    assert f.values["prompts"][0]["prompt"] == "zxc, on sky" and HANGUL.search(f.message["ko"])
+    assert f.values["prompts"][0]["prompt"] == "zxc, on sky" and HANGUL.search(words.say(f.message, "ko"))
     kb = load_kb()
     [cause] = kb.rank_causes({f.signal: 0.6})
     assert cause.cause.id == "sample_prompts_from_data"

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+import words
 from tests.helpers import tiny_config, write_toy_dataset
 from trainer.doctor.detectors import metric_findings, slowdown_finding
 from trainer.doctor.kb import load_kb
@@ -27,7 +28,7 @@ def test_fires_on_a_recorded_spill_with_the_device_memory_beside_it():
     f = slowdown_finding(rows)
     assert f is not None and f.signal == "step_slowdown" and f.level == "warning"
     assert f.values["from_step"] == 43 and 6 < f.values["factor"] < 10
-    assert "11.50 GiB" in f.message["en"] and "0.10 GiB left free" in f.message["en"] and "GiB" in f.message["ko"]
+    assert "11.50 GiB" in words.say(f.message, "en") and "0.10 GiB left free" in words.say(f.message, "en") and "GiB" in words.say(f.message, "ko")
     assert "step_slowdown" in [x.signal for x in metric_findings(rows, {}, tiny_config(".", "."))]
 
 

@@ -55,7 +55,7 @@ def api(app):
 
 PUBLIC = {"/scan", "/import_dataset", "/save_caption", "/plan", "/preset", "/save_preset", "/write_config", "/start",
           "/stop", "/sample_now", "/save_now", "/poll", "/status", "/review", "/sweep", "/download", "/troubleshoot",
-          "/symptom", "/start_change", "/memory", "/fit_memory", "/pause", "/continue"}
+          "/symptom", "/start_change", "/memory", "/fit_memory", "/pause", "/continue", "/compare"}
 
 
 def test_only_the_named_handlers_are_in_the_api(api):

@@ -19,6 +19,7 @@ from ui.context import AppContext, status_label
 from ui.i18n import TEXTS, t
 from ui.paths import PathPolicy
 from ui.steps import dataset, preset, train, troubleshoot
+from words import TEXTS as ALL_WORDS
 
 
 def _ctx(tmp_path: Path) -> AppContext:
@@ -150,7 +151,8 @@ def test_run_lists_and_findings_name_the_status_in_the_page_language(tmp_path):
 
 
 def test_signal_and_prompt_kind_ids_are_shown_in_words():
-    from trainer.run.samples import PROMPT_KINDS, kind_words
+    import words
+    from trainer.run.samples import PROMPT_KINDS, prompt_kind
     from ui import live
     from ui.i18n import kind_label, signal_label
 
@@ -163,7 +165,7 @@ def test_signal_and_prompt_kind_ids_are_shown_in_words():
     assert "되돌리기" in live.alert_html(snap, "ko", None) and "rollback" not in live.alert_html(snap, "ko", None)
     assert signal_label("leakage", "ko") != "leakage" and signal_label("no_such_signal", "ko") == "no_such_signal"
     for kind in PROMPT_KINDS:
-        assert kind_label(kind, "ko") == kind_words(kind, "ko") == t(f"kind_{kind}", "ko") != kind
+        assert kind_label(kind, "ko") == words.say(prompt_kind(kind), "ko") == t(f"kind_{kind}", "ko") != kind
     assert kind_label("trigger#2", "en") == "trigger only #2"
     diag = {"status": "finished", "observed": [],
             "parent": {"changes": {"optim.lr": [1e-3, 5e-4]}, "resolved": ["leakage"], "new": [], "still": ["dose_over"]}}
@@ -174,7 +176,7 @@ def test_signal_and_prompt_kind_ids_are_shown_in_words():
 def test_one_korean_spelling_per_term():
     """Variants of one term (seen in the walk) may not both appear in the UI's words or the doctor's advice."""
     variants = [("그래디언트", "그라디언트"), ("저장본", "체크포인트"), ("표본", "샘플"), ("에포크", "에폭")]
-    words = " ".join(ko for _, ko in TEXTS.values()) + " " + " ".join(ko for _, ko in plots.TEXT.values())
+    words = " ".join(ko for _, ko in TEXTS.values()) + " " + " ".join(ko for _, ko in ALL_WORDS.values())
     from ui.fields import FIELDS
 
     words += " " + " ".join(f"{f.ko} {f.help('ko') or ''}" for f in FIELDS)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+import words
 from tests.test_review import _burnt, _world, fake_run
 from trainer.config.presets import preset_config
 from trainer.config.schema import from_dict
@@ -78,11 +79,11 @@ def test_a_healthy_demo_run_is_fit_although_its_saturated_character_raises_burn(
     v = run_verdict(run)
     assert v.label == "fit" and v.recommended_step in (20, 30)
     assert [c.label for c in v.checkpoints] == ["under", "fit", "fit"]
-    assert any("weak" in e["en"] and "burn" in e["en"] for e in v.evidence)  # shown, weighed as weak
+    assert any("weak" in words.say(e) and "burn" in words.say(e) for e in v.evidence)  # shown, weighed as weak
     rec = review.recommend_checkpoint(run)
     assert rec["step"] == v.recommended_step
     # the old Review called every one of these saves damaged and asked for a lower dose
-    assert "Lower the dose" not in rec["reason"]["en"] and "burns or ignores" not in rec["reason"]["en"]
+    assert "Lower the dose" not in words.say(rec["reason"], "en") and "burns or ignores" not in words.say(rec["reason"], "en")
 
 
 def test_the_same_burn_on_a_run_without_demo_measures_says_over(tmp_path):
@@ -92,7 +93,7 @@ def test_the_same_burn_on_a_run_without_demo_measures_says_over(tmp_path):
     assert labels == {10: "fit", 20: "over"}
     v = run_verdict(run)
     assert v.label == "fit" and v.recommended_step == 10
-    assert "20" in v.summary["en"] and "overfit" in v.summary["en"]
+    assert "20" in words.say(v.summary, "en") and "overfit" in words.say(v.summary, "en")
 
 
 def test_leakage_on_the_demo_makes_a_checkpoint_over_and_the_run_over_when_all_leak(tmp_path):
@@ -105,14 +106,14 @@ def test_leakage_on_the_demo_makes_a_checkpoint_over_and_the_run_over_when_all_l
     v = run_verdict(run)
     assert [c.label for c in v.checkpoints] == ["over", "over"]
     assert v.label == "over" and v.recommended_step == 10  # the least pushed save
-    assert "leakage" in v.evidence[0]["en"] and "누출" in v.evidence[0]["ko"]
+    assert "leakage" in words.say(v.evidence[0], "en") and "누출" in words.say(v.evidence[0], "ko")
 
 
 def test_all_under_says_under_and_recommends_the_furthest_along(tmp_path):
     run = demo_run(tmp_path, lambda step, kind: _world(), steps=(10, 20))
     v = run_verdict(run)
     assert v.label == "under" and v.recommended_step == 20
-    assert "Train longer" in v.summary["en"]
+    assert "Train longer" in words.say(v.summary, "en")
 
 
 def test_a_guard_alert_makes_the_run_broken(tmp_path):
@@ -120,16 +121,16 @@ def test_a_guard_alert_makes_the_run_broken(tmp_path):
     _alert(run)
     v = run_verdict(run)
     assert v.label == "broken"
-    assert "non-finite" in v.evidence[0]["en"]
+    assert "non-finite" in words.say(v.evidence[0], "en")
 
 
 def test_the_plan_speaks_the_run_verdicts_words():
     plan = {"dose": 2.09, "dose_low": 0.4, "dose_high": 3.0}
     v = plan_verdict(plan)
-    assert v.forecast and v.label == "fit" and v.title("en") == LABEL_TEXT["fit"]["en"]
+    assert v.forecast and v.label == "fit" and words.say(v.title(), "en") == words.say(LABEL_TEXT["fit"], "en")
     assert plan_verdict({**plan, "dose": 9.0}).label == "over"
     assert plan_verdict({**plan, "dose": 0.1}).label == "under"
-    assert "2.09" in v.evidence[0]["en"] and "moderate" in v.evidence[0]["en"]
+    assert "2.09" in words.say(v.evidence[0], "en") and "moderate" in words.say(v.evidence[0], "en")
 
 
 # -------------------------------------------------------------------------------------- the diagnosis
@@ -167,7 +168,7 @@ def test_earlier_checkpoint_is_offered_only_when_the_run_has_one(tmp_path):
 def test_a_change_that_moves_a_setting_against_its_meaning_is_not_offered(tmp_path):
     cfg = preset_config("demo-character")  # conv_rank 16
     conv = load_kb().prescription("conv_lora_on")  # "put LoRA on the convolutions": set conv_rank to 8
-    assert "16 → 8" in describe_change(conv, "en", cfg)
+    assert "16 → 8" in words.say(describe_change(conv, cfg))
     assert not moves_as_meant(cfg, conv)
     cfg.lora.conv_rank = 0
     assert moves_as_meant(cfg, conv)
@@ -191,7 +192,7 @@ def test_an_lr_thousands_of_times_the_presets_is_sent_back_to_the_presets(tmp_pa
     assert first["id"] == "preset_lr", [p["id"] for p in d["prescriptions"]]
     assert "3 → 0.003" in first["change"]["describe"]["en"]
     rx = alert_prescription(run, "nonfinite_grad", "en")  # the alert box before the diagnosis is written
-    assert rx["title"] == "Go back to the preset's learning rate" and "0.003" in rx["change"]
+    assert rx["title"] == "Go back to the preset's learning rate" and "0.003" in words.say(rx["change"])
 
 
 def test_a_symptom_that_points_against_the_verdict_is_read_in_its_light(tmp_path):
@@ -202,8 +203,8 @@ def test_a_symptom_that_points_against_the_verdict_is_read_in_its_light(tmp_path
     v = run_verdict(run)
     assert v.label == "over"
     note = symptom_reading("not_alike", v)
-    assert note and "over-trained" in note["en"] and "more likely means" in note["en"]
-    assert "과적합" in note["ko"]
+    assert note and "over-trained" in words.say(note, "en") and "more likely means" in words.say(note, "en")
+    assert "과적합" in words.say(note, "ko")
     order = [(c.id, lesser) for c, lesser in symptom_causes("not_alike", v)]
     assert order[-1] == ("underfit", True) and not any(lesser for _, lesser in order[:-1])
     assert symptom_reading("burnt_colours", v) is None  # it agrees with the verdict: nothing to explain
@@ -236,15 +237,15 @@ def test_a_far_lr_or_dose_asks_first_naming_the_number_and_the_presets(demo_conf
     _, plan = plan_from_config(cfg)
     risks = start_risks(cfg, plan)
     assert len(risks) == 2
-    assert "0.04" in risks[1]["en"] and "0.003" in risks[1]["en"] and "13.3× the preset's" in risks[1]["en"]
-    assert f"{plan.dose:.3g}" in risks[0]["en"] and "0.4–3" in risks[0]["en"]
-    assert all(r["ko"] and r["ko"] != r["en"] for r in risks)
+    assert "0.04" in words.say(risks[1], "en") and "0.003" in words.say(risks[1], "en") and "13.3× the preset's" in words.say(risks[1], "en")
+    assert f"{plan.dose:.3g}" in words.say(risks[0], "en") and "0.4–3" in words.say(risks[0], "en")
+    assert all(words.say(r, "ko") and words.say(r, "ko") != words.say(r) for r in risks)
     cfg.optim.lr = 0.0003  # exactly a tenth: starts at once
     _, plan = plan_from_config(cfg)
     assert start_risks(cfg, plan) == []
     cfg.optim.lr = 0.0002  # less: asks, saying it may learn nothing
     _, plan = plan_from_config(cfg)
-    assert any("1/15 of the preset's" in r["en"] and "learn nothing" in r["en"] for r in start_risks(cfg, plan))
+    assert any("1/15 of the preset's" in words.say(r) and "learn nothing" in words.say(r) for r in start_risks(cfg, plan))
 
 
 # -------------------------------------------------------------------------- what Troubleshoot shows of it

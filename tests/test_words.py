@@ -61,23 +61,7 @@ def test_a_message_is_worded_in_the_readers_language_and_nests():
 
 
 # trainer modules that still word their own messages; the list only shrinks
-STILL_WORDED_IN_TRAINER: set[str] = {
-    "trainer/cli.py",
-    "trainer/data/problems.py",
-    "trainer/data/scan.py",
-    "trainer/doctor/detectors.py",
-    "trainer/doctor/diagnose.py",
-    "trainer/doctor/changes.py",
-    "trainer/doctor/pictures.py",
-    "trainer/doctor/risks.py",
-    "trainer/doctor/verdict.py",
-    "trainer/models/base.py",
-    "trainer/plan/memory.py",
-    "trainer/plan/memory_fit.py",
-    "trainer/plan/steps.py",
-    "trainer/review/grid.py",
-    "trainer/run/samples.py",
-}
+STILL_WORDED_IN_TRAINER: set[str] = set()
 
 
 def test_the_trainer_library_holds_no_korean():
@@ -88,12 +72,48 @@ def test_the_trainer_library_holds_no_korean():
     assert not gone, f"these no longer hold words; take them off STILL_WORDED_IN_TRAINER: {sorted(gone)}"
 
 
-def test_only_the_cli_front_end_in_trainer_imports_the_word_layer():
-    importers = set()
-    for p in (REPO / "trainer").rglob("*.py"):
-        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
-            if any(n == "words" or n.startswith("words.") for n in names):
-                importers.add(p.relative_to(REPO).as_posix())
-    assert importers <= {"trainer/cli.py"}, f"trainer returns Msg; only its CLI words them: {sorted(importers)}"
+# trainer modules that word messages: the edges that write a file people read (run folder, CLI output); the rest
+# of the library returns codes and values
+MAY_IMPORT_WORDS = {"trainer/cli.py", "trainer/train/console.py", "trainer/run/worded.py"}
+
+
+def _imports_words(tree: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name == "words" or a.name.startswith("words.") for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "words":
+            return True
+    return False
+
+
+def test_only_the_writing_edges_of_the_trainer_import_words():
+    importing = {p.relative_to(REPO).as_posix() for p in (REPO / "trainer").rglob("*.py")
+                 if _imports_words(ast.parse(p.read_text(encoding="utf-8")))}
+    assert importing <= MAY_IMPORT_WORDS, f"word these in the app or CLI instead: {sorted(importing - MAY_IMPORT_WORDS)}"
+
+
+def test_a_message_written_to_a_file_is_worded_in_both_languages():
+    from trainer.data.problems import problem
+
+    row = problem("too_small", "a.png", w=8, h=8, res=512, min_side=64)
+    written = words.worded({"problems": [row], "n": 1, "message_json": row["message"].to_json()})
+    assert written["problems"][0]["message"]["ko"] == words.say(row["message"], "ko")
+    assert written["problems"][0]["message"]["en"].startswith("8×8 is far too small")
+    assert written["message_json"] == written["problems"][0]["message"] and written["n"] == 1
+
+
+def test_the_run_folder_keeps_findings_worded_as_before(tmp_path):
+    """events.jsonl and plan.json are read by older versions of the app: a message in them is {"en", "ko"}."""
+    import json
+
+    from trainer.doctor.detectors import dose_finding
+    from trainer.run.events import RunFolderSink, event
+    from trainer.run.worded import write_worded_json
+
+    f = dose_finding({"dose_zone": "over", "dose": 9.0, "dose_low": 0.4, "dose_high": 3.0})
+    RunFolderSink(tmp_path)(event("finding", **f.to_json()))
+    [row] = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert row["message"] == words.both(f.message) and "9" in row["message"]["en"] and "학습량" in row["message"]["ko"]
+    write_worded_json(tmp_path / "plan.json", {"formula": msg("plan.zone.fit"), "n": 2})
+    assert json.loads((tmp_path / "plan.json").read_text(encoding="utf-8")) == {"formula": {"en": "fit", "ko": "적정"},
+                                                                               "n": 2}

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import words
 from trainer.errors import UserError
 from trainer.models.family import FAMILIES
 
@@ -30,7 +31,8 @@ def _positive_int(text: str) -> int:
 
 
 def _print_json(obj) -> None:
-    print(json.dumps(obj, indent=2, ensure_ascii=False))
+    """Messages in it come out worded in both languages: ``{"en": …, "ko": …}``."""
+    print(json.dumps(words.worded(obj), indent=2, ensure_ascii=False))
 
 
 def cmd_plan(args) -> int:
@@ -44,23 +46,34 @@ def cmd_plan(args) -> int:
         _print_json({**plan.to_json(), "memory": memory.to_json(), **({"memory_fit": fit.to_json()} if fit else {})})
         return EXIT_OK
     lang = args.lang
-    print(plan.formula[lang])
+    print(words.say(plan.formula, lang))
     print(f"steps per epoch: {plan.steps_per_epoch}   total steps: {plan.total_steps}")
     mean = f", lr × {plan.schedule_mean:.2f} on average under the schedule" if plan.scheduled else ""
     print(f"dose (lr × steps × alpha/rank{mean}) = {plan.dose:.4g}  zone: {plan.dose_zone} "
           f"(fit {plan.dose_low:g}–{plan.dose_high:g})")
     print(f"checkpoints at: {plan.checkpoint_steps}")
     for p in report.problems:
-        print(f"  [{p['severity']}] {p['file']}: {p['message']}")
-    print("peak memory (estimate):" if lang == "en" else "최대 메모리(추정):")
-    print(memory.text(lang))
+        print(f"  [{p['severity']}] {p['file']}: {words.say(p['message'])}")
+    print(words.say("memory.heading", lang))
+    print(_memory_text(memory, lang))
     if fit is not None:
-        print(f"fit to {fit.budget:,} bytes: {fit.message[lang]}")
+        print(f"fit to {fit.budget:,} bytes: {words.say(fit.message, lang)}")
         for c in fit.changes:
-            print(f"  --set {c['key']}={c['new']}   ({c['old']} → {c['new']}: {c['why'][lang]})")
+            print(f"  --set {c['key']}={c['new']}   ({c['old']} → {c['new']}: {words.say(c['why'], lang)})")
         if fit.steps_note:
-            print(f"  {fit.steps_note[lang]}")
+            print(f"  {words.say(fit.steps_note, lang)}")
     return EXIT_OK
+
+
+def _memory_text(memory, lang: str) -> str:
+    """The memory estimate as plain lines: each part, the total, the device's free memory and the verdict."""
+    from trainer.plan.memory import gib
+
+    lines = [f"  {words.say(f'memory.part.{k}', lang):<38} {gib(v):>9}" for k, v in memory.parts.items() if v]
+    lines.append(f"  {words.say('memory.total', lang):<38} {gib(memory.total):>9}")
+    free = gib(memory.free) if memory.free is not None else "?"
+    lines.append(f"  {memory.device}: {free} free → {words.say(f'memory.verdict.{memory.verdict}', lang)}")
+    return "\n".join(lines)
 
 
 def _memory(cfg, report, plan, fit_memory: str | None):
@@ -89,12 +102,15 @@ def cmd_check_dataset(args) -> int:
         raise UserError(f"check-dataset {option}: {err['msg'].removeprefix('Value error, ')}") from None
     report = scan_dataset(ds)
     if args.json:
-        _print_json(report.to_json())
+        out = report.to_json()
+        for row in out["problems"] + out["tag_warnings"]:  # worded flat, as this output has always had them
+            row["message"], row["message_ko"] = (words.say(row["message"], lang) for lang in words.LANGS)
+        _print_json(out)
         return EXIT_OK
     print(f"{report.root}: {report.images} usable images, {report.captions} with captions, "
           f"{report.image_repeats} image-repeats, usable={report.usable}")
     for p in report.problems:
-        print(f"  [{p['severity']}] {p['file']}: {p['kind']}: {p['message']}")
+        print(f"  [{p['severity']}] {p['file']}: {p['kind']}: {words.say(p['message'])}")
     return EXIT_OK
 
 
@@ -133,14 +149,45 @@ def check_output_dir(output_dir: str) -> None:
 
 
 def cmd_diagnose(args) -> int:
-    from trainer.doctor.diagnose import diagnose, format_diagnosis
+    from trainer.doctor.diagnose import diagnose
 
     result = diagnose(args.run_dir)
     if args.json:
         _print_json(result)
     else:
-        print(format_diagnosis(result, args.lang))
+        print(_format_diagnosis(result, args.lang))
     return EXIT_OK
+
+
+def _format_diagnosis(result: dict, lang: str = "en") -> str:
+    """``diagnosis.json`` as text: the verdict, what was observed, the likely causes and the prescriptions."""
+    from trainer.doctor.verdict import STRENGTH_TEXT
+
+    def say(message) -> str:
+        return words.say(message, lang)
+
+    lines = [f"run: {result['run_dir']}  status: {result.get('status')}"]
+    if result.get("verdict"):
+        lines.append(say("diagnosis.verdict") + say(result["verdict"]["summary"]))
+    lines.append(say("diagnosis.observed"))
+    for f in result["observed"] or []:
+        lines.append(f"  [{f['level']}] {say(f['message'])}")
+    if not result["observed"]:
+        lines.append("  " + say("diagnosis.nothing_unusual"))
+    if result["causes"]:
+        lines.append(say("diagnosis.causes"))
+        for c in result["causes"][:5]:
+            lesser = f" — {say(c['why_lesser'])}" if c.get("lesser") else ""
+            lines.append(f"  {say(c['title'])} ({say(STRENGTH_TEXT[c.get('strength', 'weak')])}){lesser}")
+        lines.append(say("diagnosis.prescriptions"))
+        for p in [p for p in result["prescriptions"] if p["applicable"] and not p.get("lesser")][:6]:
+            extra = f"  [{say(p['change']['describe'])}]" if p["change"] and p["change"]["describe"][lang] else ""
+            lines.append(f"  - {say(p['title'])}{extra}")
+    if result.get("parent"):
+        par = result["parent"]
+        lines.append(f"compared with parent {par['parent']}: changes {par['changes']}, resolved {par['resolved']}, "
+                     f"new {par['new']}")
+    return "\n".join(lines)
 
 
 def cmd_import_kohya(args) -> int:

@@ -11,6 +11,7 @@ from typing import Any
 
 from PIL import Image
 
+import words
 from trainer.data.images import for_display
 from trainer.plan.steps import Schedule
 from trainer.run.events import Alert, RunStatus, Started
@@ -102,7 +103,8 @@ def top_prescription(run_dir: str | Path | None, alert: Alert, lang: str) -> dic
                 pass
     from trainer.doctor.diagnose import alert_prescription
 
-    return alert_prescription(run_dir, alert.kind, lang)  # weighed as the diagnosis weighs it
+    rx = alert_prescription(run_dir, alert.kind, lang)  # weighed as the diagnosis weighs it
+    return {**rx, "change": words.say(rx["change"], lang) if rx["change"] else ""} if rx else None
 
 
 def alert_html(snap: RunSnapshot, lang: str, prescription: dict[str, str] | None) -> str:
@@ -142,7 +144,9 @@ def warnings_markdown(snap: RunSnapshot, lang: str) -> str:
     for a in snap.alerts:
         if str(a.kind or "").startswith("nonfinite_"):
             continue
-        lines.append(f"- ⚠️ **{signal_label(str(a.kind), lang)}**: {a.message or ''}")
+        message = a.message or ""  # a precision fallback says it in English alone
+        lines.append(f"- ⚠️ **{signal_label(str(a.kind), lang)}**: "
+                     f"{message if isinstance(message, str) else words.say(message, lang)}")
     return "\n".join(lines)
 
 

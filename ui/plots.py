@@ -16,6 +16,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+import words
+
 MAX_POINTS = 1000
 MAX_VLINES = 20  # vertical lines for non-finite steps; beyond that the markers alone say it
 SMOOTHING = 0.9
@@ -26,31 +28,10 @@ Fig = dict[str, Any]  # a figure as plotly JSON: {"data": [...], "layout": {...}
 _AXIS = {"gridcolor": "#ebf0f8", "linecolor": "#ebf0f8", "zerolinecolor": "#ebf0f8", "showgrid": True,
          "automargin": True}
 
-TEXT = {
-    "step": ("step", "스텝"),
-    "loss": ("Loss", "손실"),
-    "loss_raw": ("loss", "손실"),
-    "loss_smooth": ("smoothed (EMA)", "평활 (EMA)"),
-    "grad": ("Gradient norm", "그라디언트 노름"),
-    "grad_before": ("before clipping", "클리핑 전"),
-    "grad_after": ("after clipping", "클리핑 후"),
-    "max_norm": ("max norm", "최대 노름"),
-    "lr": ("Learning rate", "학습률"),
-    "scale": ("fp16 loss scale", "fp16 손실 스케일"),
-    "skipped": ("skipped step", "건너뛴 스텝"),
-    "nonfinite": ("non-finite", "비유한값"),
-    "no_scale": ("no loss scaling (only with fp16)", "손실 스케일링 없음 (fp16에서만)"),
-    "no_data": ("no steps yet", "아직 스텝 없음"),
-    "dose": ("Dose = lr × steps × alpha/rank", "학습량 = 학습률 × 스텝 × alpha/rank"),
-    "count": ("pictures", "그림 수"),
-    "val_loss": ("Validation loss", "검증 손실"),
-    "no_series": ("neither run has this", "두 실행 모두 이 값이 없습니다"),
-}
-
 
 def tr(key: str, lang: str) -> str:
-    en, ko = TEXT[key]
-    return ko if lang == "ko" else en
+    """A chart's word (``plot.<key>`` in words/plots.py) in ``lang``."""
+    return words.say(f"plot.{key}", lang)
 
 
 def value(v: Any) -> float:

@@ -28,8 +28,10 @@ def register(area: str, texts: Mapping[str, tuple[str, str]]) -> None:
 def say(message: Msg | str | Mapping[str, str], lang: str = "en", **values: Any) -> str:
     """A message in ``lang`` ("en" or "ko"; anything else reads as English).
 
-    ``message`` is a :class:`Msg`, a bare code (with ``values``), or an already worded ``{"en": …, "ko": …}``
-    (what run folders written before codes hold); a value may be either of the two as well."""
+    ``message`` is a :class:`Msg`, its JSON (``{"code", "values"}``), a bare code (with ``values``), or an already
+    worded ``{"en": …, "ko": …}`` (what run folders hold); a value may be any of these as well."""
+    if is_msg_json(message):
+        message = Msg.from_json(dict(message))  # type: ignore[arg-type]
     if isinstance(message, Mapping):
         return str(message.get(lang) or message.get("en", ""))
     if isinstance(message, Msg):
@@ -47,6 +49,23 @@ def say(message: Msg | str | Mapping[str, str], lang: str = "en", **values: Any)
 def both(message: Msg | str | Mapping[str, str], **values: Any) -> dict[str, str]:
     """``{"en": …, "ko": …}``: a message worded in both languages, for a file both kinds of reader open."""
     return {lang: say(message, lang, **values) for lang in LANGS}
+
+
+def is_msg_json(value: Any) -> bool:
+    """``value`` is a :class:`Msg` as ``Msg.to_json`` (and ``dataclasses.asdict``) leave it."""
+    return isinstance(value, Mapping) and "code" in value and set(value) <= {"code", "values"}
+
+
+def worded(obj: Any) -> Any:
+    """``obj`` with every message in it (a :class:`Msg` or its JSON) worded by :func:`both`: what a file that people
+    and older versions of the app read holds."""
+    if isinstance(obj, Msg) or is_msg_json(obj):
+        return both(obj)
+    if isinstance(obj, Mapping):
+        return {k: worded(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [worded(v) for v in obj]
+    return obj
 
 
 def _load() -> None:

@@ -95,7 +95,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "kohya.row.lora_dropout": ("ours has lora.dropout (on the LoRA's input)",
                                "우리는 lora.dropout(LoRA 입력에)만 있음"),
     "kohya.row.sample_sampler": ("ours samples with the base model's own scheduler",
-                                 "우리는 기반 모델 자체의 스케줄러로 표본을 그림"),
+                                 "우리는 기반 모델 자체의 스케줄러로 샘플을 그림"),
     "kohya.row.te_cache": ("ours runs the text encoder each step (needed for caption shuffling and "
                            "text-encoder LoRA)",
                            "우리는 스텝마다 텍스트 인코더를 돌림(태그 섞기와 텍스트 인코더 LoRA에 필요)"),

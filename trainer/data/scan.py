@@ -1,7 +1,7 @@
 """Scan a training folder: kohya ``N_name`` folders, captions, and every problem a file can have.
 
 The scan never crashes on a file: each bad file becomes one problem (``file``, ``kind``, ``severity``,
-``message``/``message_ko``) and the rest of the folder is still read. Only a missing folder, a path that
+``message``, a :class:`~trainer.message.Msg`) and the rest of the folder is still read. Only a missing folder, a path that
 is a file, or a folder without a single image is a :class:`UserError`.
 """
 
@@ -23,9 +23,10 @@ from trainer.config.schema import DatasetConfig
 from trainer.data.buckets import Bucket, assign_bucket, buckets_for, upscale_factor
 from trainer.data.folders import PRIOR_PREFIX, Folder, check_root, discover_folders
 from trainer.data.images import bit_depth, exif_orientation, has_transparency
-from trainer.data.problems import TAG_WELD_MESSAGE
 from trainer.data.problems import problem as _problem
+from trainer.data.problems import tag_weld
 from trainer.errors import UserError
+from trainer.message import msg
 
 # Pillow's default hard limit (2 × MAX_IMAGE_PIXELS). Checked from the header ourselves too, so the refusal
 # holds even where someone set Image.MAX_IMAGE_PIXELS = None. ~13k × 13k: far beyond any training picture.
@@ -278,10 +279,9 @@ def _scan_image(
     caption, source = text or "", "file"
     if status != "ok":
         caption, source = _fallback_caption(folder.class_words, cfg.trigger)
-        shown_en = f'the caption "{caption}"' if caption else "an empty caption"
-        shown_ko = f'"{caption}" 캡션으로' if caption else "빈 캡션으로"
+        shown = msg("problem.fallback_caption", caption=caption) if caption else msg("problem.fallback_empty")
         cap_name = path.with_suffix(cfg.caption_ext).name
-        notes.append(_problem(status, rel, {"fallback": shown_ko}, fallback=shown_en, caption=cap_name))
+        notes.append(_problem(status, rel, fallback=shown, caption=cap_name))
     elif cfg.trigger and not contains_trigger(caption, cfg.trigger):
         notes.append(_problem("no_trigger", rel, trigger=cfg.trigger))
     item = ImageItem(str(path), rel, folder.name, folder.repeats, caption, w, h, bucket, source, folder.prior)
@@ -345,10 +345,7 @@ def _tag_stats(
             if trigger and contains_trigger(tag, trigger):
                 continue
             pct = round(100 * n / len(captions))
-            en, ko = TAG_WELD_MESSAGE
-            fmt = {"tag": tag, "pct": pct}
-            warns.append({"tag": tag, "count": n, "share": n / len(captions),
-                          "message": en.format(**fmt), "message_ko": ko.format(**fmt)})  # fmt: skip
+            warns.append({"tag": tag, "count": n, "share": n / len(captions), "message": tag_weld(tag, pct)})
     return tags, share, warns
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from trainer.config.schema import Config, from_dict
+from trainer.message import Msg, msg
 
 if TYPE_CHECKING:
     from trainer.doctor.kb import Prescription
@@ -62,24 +63,14 @@ def apply_change(config: Config | dict, change: Change | Prescription | dict) ->
     return out
 
 
-def describe_change(
-    change: Change | Prescription | dict, lang: str = "en", config: Config | dict | None = None
-) -> str:
-    """One line saying what the change does; with a config, also ``key: old → new``."""
+def describe_change(change: Change | Prescription | dict, config: Config | dict | None = None) -> Msg:
+    """What the change does (``change.<op>``); with a config, also the value it moves from and to."""
     ch = _as_change(change)
     cfg = None if config is None else as_config(config)
     key = ch.key if cfg is None else _effective_key(cfg, ch.key)
-    v = _fmt(ch.value)
-    if lang == "ko":
-        line = {"set": f"{key} 값을 {v}(으)로 바꿉니다", "mul": f"{key} 값을 {v}배로 바꿉니다",
-                "min": f"{key} 값을 {v} 이하로 제한합니다", "max": f"{key} 값을 {v} 이상으로 올립니다",
-                "preset": f"{key} 값을 프리셋의 값으로 되돌립니다"}[ch.op]  # fmt: skip
-    else:
-        line = {"set": f"set {key} to {v}", "mul": f"multiply {key} by {v}",
-                "min": f"cap {key} at {v}", "max": f"raise {key} to at least {v}",
-                "preset": f"set {key} back to the preset's value"}[ch.op]  # fmt: skip
+    line = Msg(f"change.{ch.op}", {"key": key, "value": _fmt(ch.value)})
     if cfg is not None:
-        line += f" ({_fmt(cfg.get(key))} → {_fmt(apply_change(cfg, ch).get(key))})"
+        return msg("change.from_to", change=line, old=_fmt(cfg.get(key)), new=_fmt(apply_change(cfg, ch).get(key)))
     return line
 
 

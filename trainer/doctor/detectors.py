@@ -7,6 +7,7 @@ serves the live run (findings as events while it trains) and :mod:`trainer.docto
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import statistics
@@ -14,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from trainer.doctor.guard import MIN_LOSS_SCALE
+from trainer.message import Msg, msg
 from trainer.run.events import as_float
 
 SPIKE_FACTOR = 10.0  # a grad-norm this many times the running median is a spike
@@ -46,7 +48,7 @@ SLOW_BASE_ROWS = 5  # steps the baseline needs before a slowdown can be judged
 class Finding:
     signal: str
     level: str  # info | warning | error
-    message: dict[str, str]
+    message: Msg | dict[str, str]  # a dict: worded before codes (a run folder's events.jsonl)
     steps: list[int] = field(default_factory=list)
     values: dict[str, Any] = field(default_factory=dict)
 
@@ -76,10 +78,8 @@ def nonfinite_findings(events: list[dict]) -> list[Finding]:
             step = ev.get("broke_at_step", ev.get("step"))
             out.append(Finding(
                 kind, "error",
-                {"en": f"the {what} became non-finite first, at step {step} (module {where}, "
-                       f"precision {ev.get('precision')}, lr {ev.get('lr')})",
-                 "ko": f"{step}스텝에서 {what}이(가) 가장 먼저 nan/inf가 됨 (모듈 {where}, 정밀도 {ev.get('precision')}, "
-                       f"학습률 {ev.get('lr')})"},
+                msg("finding.nonfinite", what=what, step=step, where=where, precision=ev.get("precision"),
+                    lr=ev.get("lr")),
                 [int(step)] if step is not None else [],
                 {k: ev.get(k) for k in ("module", "files", "lr", "loss_scale", "precision", "loss", "grad_norm")},
             ))
@@ -142,17 +142,14 @@ def loss_scale_finding(rows: list[dict]) -> Finding | None:
         return None
     if low:
         (step, v) = low[0]
-        en, ko = f"fell below {MIN_LOSS_SCALE:g} ({v:g} at step {step})", f"{MIN_LOSS_SCALE:g} 아래로 떨어짐 ({step}스텝에 {v:g})"
+        how = msg("finding.scale_below", limit=MIN_LOSS_SCALE, value=v, step=step)
     elif worst >= SCALE_HALVINGS:
-        en, ko = f"fell on {worst} steps in a row after its warm-up", f"워밍업 뒤 {worst}스텝 연속으로 내려감"
+        how = msg("finding.scale_fell_in_a_row", n=worst)
     else:
         assert peak is not None  # fall only grows once a step was applied at a peak
-        en, ko = (f"fell to 1/{fall:g} of the {_scale(peak)} it had trained at after its warm-up",
-                  f"워밍업 뒤 학습하던 값 {_scale(peak)}의 1/{fall:g}로 내려감")
+        how = msg("finding.scale_fell_from_peak", fall=fall, peak=_scale(peak))
     return Finding(
-        "loss_scale_collapse", "warning",
-        {"en": f"the fp16 loss scale {en} (now {_scale(final)}): overflow keeps recurring",
-         "ko": f"fp16 손실 스케일이 {ko} (현재 {_scale(final)}): 오버플로가 반복됨"},
+        "loss_scale_collapse", "warning", msg("finding.loss_scale_collapse", how=how, final=_scale(final)),
         sorted({s for s, _ in low})[:5] or sorted(set(fell_at))[:10],
         {"consecutive_halvings": worst, "fall_from_peak": fall, "final_scale": final, "warmup_rows": warm},
     )
@@ -173,10 +170,7 @@ def loss_scale_growth_finding(rows: list[dict]) -> Finding | None:
     limit = FP16_MAX / peak
     return Finding(
         "loss_scale_growing", "info",
-        {"en": f"the fp16 loss scale kept growing, to {_scale(peak)} (2^{math.log2(peak):.0f}) at step {step}: the "
-               f"gradients have been tiny for a long time, and any fp16 gradient above {limit:.2g} now overflows",
-         "ko": f"fp16 손실 스케일이 계속 커져 {step}스텝에 {_scale(peak)}(2^{math.log2(peak):.0f})까지 올라감: 그라디언트가 오래 "
-               f"아주 작았다는 뜻이고, 이제는 {limit:.2g}보다 큰 fp16 그라디언트는 모두 넘침(overflow)"},
+        msg("finding.loss_scale_growing", peak=_scale(peak), power=math.log2(peak), step=step, limit=limit),
         sorted({s for s, _ in high})[:10], {"peak_scale": peak, "doublings": len(grown), "overflow_above": limit},
     )
 
@@ -195,8 +189,7 @@ def grad_spike_finding(rows: list[dict]) -> Finding | None:
         return None
     return Finding(
         "grad_spike", "warning",
-        {"en": f"{len(spikes)} gradient-norm spike(s) over {SPIKE_FACTOR:g}× the running median, first at step {spikes[0][0]}",
-         "ko": f"그라디언트 norm이 최근 중앙값의 {SPIKE_FACTOR:g}배를 넘은 스텝 {len(spikes)}개, 처음은 {spikes[0][0]}스텝"},
+        msg("finding.grad_spike", n=len(spikes), factor=SPIKE_FACTOR, step=spikes[0][0]),
         [s for s, _, _ in spikes[:10]], {"spikes": [[s, v, m] for s, v, m in spikes[:10]]},
     )
 
@@ -211,8 +204,7 @@ def clip_saturation_finding(rows: list[dict], max_norm: float) -> Finding | None
         return None
     return Finding(
         "clip_saturated", "warning",
-        {"en": f"{share:.0%} of steps were clipped at {max_norm:g}: clipping, not the lr, sets the step size",
-         "ko": f"스텝의 {share:.0%}가 {max_norm:g}에서 잘림: 학습률이 아니라 클리핑이 보폭을 정하고 있음"},
+        msg("finding.clip_saturated", share=share, max_norm=max_norm),
         clipped[:10], {"share": share, "max_grad_norm": max_norm},
     )
 
@@ -229,8 +221,7 @@ def loss_trend_finding(rows: list[dict], warmup: int) -> Finding | None:
         return None
     return Finding(
         "loss_trending_up", "warning",
-        {"en": f"the loss is trending up: late mean {late:.4g} vs early {early:.4g}",
-         "ko": f"손실이 오르는 추세: 후반 평균 {late:.4g}, 초반 {early:.4g}"},
+        msg("finding.loss_trending_up", late=late, early=early),
         [losses[0][0], losses[-1][0]], {"early_mean": early, "late_mean": late},
     )
 
@@ -246,10 +237,7 @@ def weight_growth_finding(rows: list[dict]) -> Finding | None:
         return None
     return Finding(
         "weight_norm_growth", "warning",
-        {"en": f"the LoRA weights' norm grew {growth:.0%} (step {s0}: {first:.4g} → step {s1}: {last:.4g}); "
-               "the seeds' 'burnt colours, rough lines' over-training",
-         "ko": f"LoRA 가중치 norm이 {growth:.0%} 커짐 ({s0}스텝 {first:.4g} → {s1}스텝 {last:.4g}); "
-               "색이 타고 선이 거칠어지는 과적합 신호"},
+        msg("finding.weight_norm_growth", growth=growth, s0=s0, first=first, s1=s1, last=last),
         [s0, s1], {"first": first, "last": last, "growth": growth},
     )
 
@@ -261,14 +249,10 @@ def dose_finding(plan: dict) -> Finding | None:
     dose, lo, hi = plan["dose"], plan["dose_low"], plan["dose_high"]
     if zone == "over":
         return Finding("dose_over", "warning",
-                       {"en": f"dose lr × steps × alpha/rank = {dose:.3g}, above the preset's zone ({lo:g}–{hi:g}): "
-                              "expect over-training (memorised poses, burnt colours)",
-                        "ko": f"학습량(학습률 × 스텝 × alpha/rank) = {dose:.3g}, 프리셋 권장 구간({lo:g}–{hi:g})보다 큼: "
-                              "과적합(자세 고정, 색 탐)이 예상됨"},
+                       msg("finding.dose_over", dose=dose, low=lo, high=hi),
                        [], {"dose": dose, "low": lo, "high": hi})
     return Finding("dose_under", "info",
-                   {"en": f"dose {dose:.3g} is below the preset's zone ({lo:g}–{hi:g}): it may not look alike yet",
-                    "ko": f"학습량 {dose:.3g}이(가) 프리셋 권장 구간({lo:g}–{hi:g})보다 작음: 아직 안 닮을 수 있음"},
+                   msg("finding.dose_under", dose=dose, low=lo, high=hi),
                    [], {"dose": dose, "low": lo, "high": hi})
 
 
@@ -278,7 +262,7 @@ def sample_prompt_finding(plan: dict) -> Finding | None:
     if not copies:
         return None
     return Finding("sample_prompt_seen", "warning",
-                   {lang: "; ".join(c["message"][lang] for c in copies) for lang in ("en", "ko")},
+                   functools.reduce(lambda a, b: msg("joined", first=a, rest=b), (c["message"] for c in copies)),
                    [], {"prompts": [{k: c[k] for k in ("index", "prompt", "files", "matches")} for c in copies]})
 
 
@@ -292,8 +276,7 @@ def stalled_finding(rows: list[dict]) -> Finding | None:
         return None
     return Finding(
         "learning_stalled", "warning",
-        {"en": f"the weights barely move: ‖Δw‖/‖w‖ over 10 steps ≤ {max(v for _, v in late):.2g}",
-         "ko": f"가중치가 거의 움직이지 않음: 10스텝 동안 ‖Δw‖/‖w‖ ≤ {max(v for _, v in late):.2g}"},
+        msg("finding.learning_stalled", ratio=max(v for _, v in late)),
         [s for s, _ in late], {"update_ratios": late},
     )
 
@@ -305,8 +288,7 @@ def ema_drift_finding(rows: list[dict]) -> Finding | None:
         return None
     return Finding(
         "ema_drift", "warning",
-        {"en": f"the EMA weights drifted {bad[-1][1]:.0%} away from the live weights (step {bad[-1][0]})",
-         "ko": f"EMA 가중치가 실제 가중치에서 {bad[-1][1]:.0%} 벗어남 ({bad[-1][0]}스텝)"},
+        msg("finding.ema_drift", drift=bad[-1][1], step=bad[-1][0]),
         [s for s, _ in bad[:10]], {"drift": bad[-1][1]},
     )
 
@@ -329,21 +311,16 @@ def slowdown_finding(rows: list[dict]) -> Finding | None:
         row, slow = times[i][0], statistics.median(after)
         values: dict[str, Any] = {"before_sec": base, "after_sec": slow, "factor": slow / base,
                                   "from_step": row["step"], "slow_share": share}
-        mem_en = mem_ko = ""
+        memory: Msg | str = ""
         reserved, free = _f(row, "device_mem_reserved"), _f(row, "device_mem_free")
         if reserved is not None:
             values.update(device_mem_reserved=reserved, device_mem_free=free)
             gib = 2.0**30
-            left = f", {free / gib:.2f} GiB left free on the device" if free is not None else ""
-            left_ko = f", 장치에 남은 메모리 {free / gib:.2f} GiB" if free is not None else ""
-            mem_en, mem_ko = (f"; training held {reserved / gib:.2f} GiB of device memory{left}",
-                              f". 학습이 장치 메모리 {reserved / gib:.2f} GiB를 쓰는 중{left_ko}")
+            left = msg("finding.slowdown_free", free=free / gib) if free is not None else ""
+            memory = msg("finding.slowdown_memory", reserved=reserved / gib, free=left)
         return Finding(
             "step_slowdown", "warning",
-            {"en": f"steps became {slow / base:.1f}× slower from step {row['step']} ({base:.3g} s → {slow:.3g} s) "
-                   f"and stayed slow{mem_en}: the signature of memory spilling out of the GPU",
-             "ko": f"{row['step']}스텝부터 스텝이 {slow / base:.1f}배 느려져({base:.3g}초 → {slow:.3g}초) 그대로 "
-                   f"머묾{mem_ko}: GPU 메모리가 넘쳐 시스템 메모리로 흘러갈 때의 모습"},
+            msg("finding.step_slowdown", factor=slow / base, step=row["step"], before=base, after=slow, memory=memory),
             [r["step"] for r, _ in times[i : i + 10]], values,
         )
     return None

@@ -20,8 +20,10 @@ from trainer.config.schema import Config, diff_configs, from_dict, read_toml
 from trainer.doctor.detectors import Finding, metric_findings, nonfinite_findings
 from trainer.errors import UserError
 from trainer.io import atomic_write_json, read_jsonl
+from trainer.message import Msg, msg
 from trainer.run.events import as_float
 from trainer.run.rundir import RunPaths, run_status
+from trainer.run.worded import worded
 
 LEVEL_WEIGHT = {"error": 1.0, "warning": 0.6, "info": 0.3}
 NONFINITE_WEIGHT = 5.0
@@ -65,7 +67,9 @@ def collect_findings(run_dir: Path, config: Config | None = None, with_samples: 
     findings += [lr_far] if lr_far else []
     for ev in events:
         if ev.get("type") == "alert" and ev.get("kind") == "distilled_base":
-            findings.append(Finding("distilled_base", "warning", {"en": ev["message"], "ko": ev["message"]}))
+            message = ev.get("message")  # worded in both languages; a run from before codes has English alone
+            findings.append(Finding("distilled_base", "warning",
+                                    message if isinstance(message, dict) else {"en": str(message), "ko": str(message)}))
     return findings
 
 
@@ -89,12 +93,12 @@ def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[s
             seen.add(p.id)
             change = None
             applicable = True
-            detail = {"en": p.text("detail", "en"), "ko": p.text("detail", "ko")}
+            detail: Msg | dict[str, str] = {"en": p.text("detail", "en"), "ko": p.text("detail", "ko")}
             if p.id == "earlier_checkpoint" and verdict is not None:
                 step = earlier_checkpoint(verdict)
                 applicable = step is not None  # never a checkpoint the run does not have
                 if step is not None:
-                    detail = {"en": f"Step {step}: " + detail["en"], "ko": f"{step}스텝: " + detail["ko"]}
+                    detail = msg("diagnosis.at_step", step=step, text=detail)
             if p.change is not None:
                 if "bf16_supported" in p.change.requires and not bf16_available(config):
                     applicable = False
@@ -113,8 +117,7 @@ def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[s
                     "key": p.change.key, "op": p.change.op, "value": p.change.value,
                     "requires": list(p.change.requires),
                     "diff": {k: list(v) for k, v in diff.items()},
-                    "describe": {"en": describe_change(p.change, "en", config) if diff else "",
-                                 "ko": describe_change(p.change, "ko", config) if diff else ""},
+                    "describe": describe_change(p.change, config) if diff else {"en": "", "ko": ""},
                 }
             out.append({
                 "id": p.id, "for_cause": rc.cause.id,
@@ -195,8 +198,7 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
     lesser = frozenset(rc.cause.id for rc in ranked if (rc.cause.leans and verdict.label not in rc.cause.leans)
                        or all(away(leans[sym]) for _, sym in rc.evidence))
     ranked = [rc for rc in ranked if rc.cause.id not in lesser] + [rc for rc in ranked if rc.cause.id in lesser]
-    why_lesser = {"en": f"this run's verdict is {LABEL_TEXT[verdict.label]['en']}",
-                  "ko": f"이 실행의 판정은 {LABEL_TEXT[verdict.label]['ko']}입니다"}
+    why_lesser = msg("diagnosis.why_lesser", label=LABEL_TEXT[verdict.label])
     result = {
         "run_dir": str(paths.root),
         "status": run_status(paths.root).get("status"),
@@ -214,6 +216,7 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
         "parent": compare_with_parent(paths, findings),
         "healthy": not any(f.level in ("warning", "error") for f in findings),
     }
+    result = worded(result)  # what diagnosis.json holds, messages worded in both languages
     if write:
         atomic_write_json(paths.diagnosis, result)
     return result
@@ -224,38 +227,11 @@ def cause_strength(score: float) -> str:
     return next(word for floor, word in CAUSE_STRENGTH if score >= floor)
 
 
-def format_diagnosis(result: dict[str, Any], lang: str = "en") -> str:
-    from trainer.doctor.verdict import STRENGTH_TEXT
-
-    lines = [f"run: {result['run_dir']}  status: {result.get('status')}"]
-    if result.get("verdict"):
-        lines.append(("verdict: " if lang == "en" else "판정: ") + result["verdict"]["summary"][lang])
-    lines.append("observed:" if lang == "en" else "관찰:")
-    for f in result["observed"] or []:
-        lines.append(f"  [{f['level']}] {f['message'][lang]}")
-    if not result["observed"]:
-        lines.append("  nothing unusual" if lang == "en" else "  특이사항 없음")
-    if result["causes"]:
-        lines.append("likely causes:" if lang == "en" else "가능한 원인:")
-        for c in result["causes"][:5]:
-            lesser = f" — {c['why_lesser'][lang]}" if c.get("lesser") else ""
-            lines.append(f"  {c['title'][lang]} ({STRENGTH_TEXT[c.get('strength', 'weak')][lang]}){lesser}")
-        lines.append("prescriptions (change one at a time):" if lang == "en" else "처방 (한 번에 하나만):")
-        for p in [p for p in result["prescriptions"] if p["applicable"] and not p.get("lesser")][:6]:
-            extra = f"  [{p['change']['describe'][lang]}]" if p["change"] and p["change"]["describe"][lang] else ""
-            lines.append(f"  - {p['title'][lang]}{extra}")
-    if result.get("parent"):
-        par = result["parent"]
-        lines.append(f"compared with parent {par['parent']}: changes {par['changes']}, resolved {par['resolved']}, "
-                     f"new {par['new']}")
-    return "\n".join(lines)
-
-
-def alert_prescription(run_dir: str | Path | None, signal: str, lang: str = "en") -> dict[str, str] | None:
+def alert_prescription(run_dir: str | Path | None, signal: str, lang: str = "en") -> dict[str, Any] | None:
     """The first prescription for a guard alert while the run's diagnosis is not written yet, weighed as
     :func:`diagnose` weighs it: an lr a hundred times the preset's comes first (back to the preset's lr, not half
-    of it), and a change this config cannot make, or only the wrong way, is skipped. ``{title, detail, change}``
-    in ``lang``; None when nothing applies."""
+    of it), and a change this config cannot make, or only the wrong way, is skipped. ``{title, detail, change}``:
+    the title and detail in ``lang``, the change a message ("" for none); None when nothing applies."""
     from trainer.doctor.kb import apply_change, describe_change, load_kb, moves_as_meant
     from trainer.doctor.risks import lr_far_finding
 
@@ -268,7 +244,7 @@ def alert_prescription(run_dir: str | Path | None, signal: str, lang: str = "en"
         signals[lr_far.signal] = LR_FIRST_WEIGHT if lr_far.level == "error" else LEVEL_WEIGHT[lr_far.level]
     for rc in kb.rank_causes(signals, config):
         for p in kb.prescriptions_for(rc.cause.id):
-            change = ""
+            change: Msg | str = ""
             if p.change is not None and config is not None:
                 if "bf16_supported" in p.change.requires and not bf16_available(config):
                     continue
@@ -277,8 +253,8 @@ def alert_prescription(run_dir: str | Path | None, signal: str, lang: str = "en"
                         continue
                 except (UserError, ValueError):
                     continue
-                change = describe_change(p.change, lang, config)
+                change = describe_change(p.change, config)
             elif p.change is not None:
-                change = describe_change(p.change, lang)
+                change = describe_change(p.change)
             return {"title": p.text("title", lang), "detail": p.text("detail", lang), "change": change}
     return None

@@ -17,10 +17,11 @@ from trainer.config.schema import Config
 from trainer.doctor.detectors import Finding
 from trainer.errors import UserError
 from trainer.io import read_jsonl
+from trainer.message import msg
 from trainer.picture_measures import burn, leakage_scores
 from trainer.run.contents import load_run_config, sample_manifests
 from trainer.run.rundir import RunPaths
-from trainer.run.samples import kind_words, sample_key
+from trainer.run.samples import prompt_kind, sample_key
 
 LEAKAGE_LIMIT = 0.5  # the no-trigger sample has drifted this far from the base model's: the LoRA leaks
 
@@ -216,17 +217,11 @@ def sample_findings(samples_dir: Path) -> list[Finding]:
     out = []
     if burn_hits:
         step, kind, b = burn_hits[0]
-        en, ko = kind_words(kind, "en"), kind_words(kind, "ko")
-        out.append(Finding("sample_burn", "warning",
-                           {"en": f"samples drift in saturation/contrast from step 0 (burn {b:.2f} at step {step}, {en})",
-                            "ko": f"샘플의 채도·대비가 0스텝보다 과해짐 ({step}스텝 {ko}, 탐 지수 {b:.2f})"},
+        out.append(Finding("sample_burn", "warning", msg("finding.sample_burn", burn=b, step=step, kind=prompt_kind(kind)),
                            sorted({h[0] for h in burn_hits}), {"burn": [[s, k, v] for s, k, v in burn_hits[:12]]}))
     if leak_hits:
         step, leak = leak_hits[0]
         out.append(Finding("leakage", "warning",
-                           {"en": f"the no-trigger sample drifts from the base model's (leakage {leak:.2f} at step {step}): "
-                                  "the LoRA is leaking into everything",
-                            "ko": f"트리거 없는 샘플이 기반 모델의 그림에서 멀어짐 ({step}스텝 누출 {leak:.2f}): "
-                                  "다른 것까지 물들고 있음"},
+                           msg("finding.leakage", leak=leak, step=step),
                            [s for s, _ in leak_hits], {"leakage": [[s, v] for s, v in leak_hits]}))
     return out

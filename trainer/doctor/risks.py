@@ -10,6 +10,7 @@ from typing import Any
 from trainer.config.schema import Config
 from trainer.doctor.detectors import Finding
 from trainer.errors import UserError
+from trainer.message import Msg, msg
 
 LR_FAR = 10.0  # an lr more than this many times the preset's, or that many times smaller, asks first
 LR_FIRST = 100.0  # this far off, going back to the preset's lr is the diagnosis' first prescription
@@ -42,10 +43,8 @@ def _far(ratio: float, limit: float) -> bool:
     return ratio > limit * slack or ratio < 1.0 / (limit * slack)
 
 
-def _times(ratio: float) -> dict[str, str]:
-    if ratio >= 1:
-        return {"en": f"{ratio:,.3g}× the", "ko": f"{ratio:,.3g}배"}
-    return {"en": f"1/{1 / ratio:,.3g} of the", "ko": f"1/{1 / ratio:,.3g}"}
+def _times(ratio: float) -> Msg:
+    return msg("risk.times_more", ratio=ratio) if ratio >= 1 else msg("risk.times_less", inverse=1 / ratio)
 
 
 def lr_far_finding(cfg: Config, extra_dirs: list[Path] | None = None) -> Finding | None:
@@ -55,30 +54,23 @@ def lr_far_finding(cfg: Config, extra_dirs: list[Path] | None = None) -> Finding
     if found is None or not _far(found[0], LR_FAR):
         return None
     ratio, preset_lr, name = found
-    times = _times(ratio)
     return Finding(
         "lr_far_from_preset", "error" if _far(ratio, LR_FIRST) else "warning",
-        {"en": f"the learning rate {cfg.optim.lr:g} is {times['en']} preset's {preset_lr:g} ({name})",
-         "ko": f"학습률 {cfg.optim.lr:g}은(는) 프리셋({name})의 {preset_lr:g}의 {times['ko']}입니다"},
+        msg("risk.lr_far", lr=cfg.optim.lr, times=_times(ratio), preset_lr=preset_lr, name=name),
         [], {"lr": cfg.optim.lr, "preset_lr": preset_lr, "ratio": ratio, "preset": name})
 
 
-def start_risks(cfg: Config, plan: Any, extra_dirs: list[Path] | None = None) -> list[dict[str, str]]:
+def start_risks(cfg: Config, plan: Any, extra_dirs: list[Path] | None = None) -> list[Msg]:
     """What Start asks to confirm, each naming the number and the preset's value: a dose more than
     ``DOSE_FAR`` times the top of the zone, an lr more than ``LR_FAR`` times off the preset's. Empty: start at once."""
     out = []
     dose, high = plan.dose, plan.dose_high
     if high > 0 and dose > DOSE_FAR * high:
-        out.append({"en": f"The dose {dose:.3g} is {dose / high:.3g}× the top of this preset's zone "
-                          f"({plan.dose_low:g}–{high:g}): expect memorised, burnt pictures.",
-                    "ko": f"학습량 {dose:.3g}은(는) 이 프리셋 범위({plan.dose_low:g}–{high:g}) 상한의 {dose / high:.3g}배입니다. "
-                          "그림을 외우고 색이 탈 수 있습니다."})
+        out.append(msg("risk.dose_far", dose=dose, times=dose / high, low=plan.dose_low, high=high))
     lr = lr_far_finding(cfg, extra_dirs)
     if lr is not None:
         v = lr.values
-        advice = ({"en": "it can break the numbers (nan) within a few steps", "ko": "몇 스텝 만에 수치가 깨질(nan) 수 있습니다"}
-                  if v["ratio"] > 1 else
-                  {"en": "it may learn nothing in this run's steps", "ko": "이 스텝 수로는 거의 배우지 못할 수 있습니다"})
-        msg = lr.message
-        out.append({"en": f"{msg['en'][0].upper()}{msg['en'][1:]}: {advice['en']}.", "ko": f"{msg['ko']}. {advice['ko']}."})
+        advice = msg("risk.breaks") if v["ratio"] > 1 else msg("risk.learns_nothing")
+        out.append(msg("risk.lr_far_start", lr=v["lr"], times=_times(v["ratio"]), preset_lr=v["preset_lr"],
+                       name=v["preset"], advice=advice))
     return out

@@ -26,6 +26,7 @@ from typing import Any
 from trainer.config.choices import optimizer_spec
 from trainer.config.schema import Config
 from trainer.io import read_jsonl
+from trainer.message import Msg, msg
 from trainer.run.rundir import RunPaths
 
 LABELS = ("fit", "under", "over", "broken")
@@ -37,22 +38,9 @@ LIKENESS_SHOWS = 0.5  # demo: at this likeness the character is there (stripes, 
 # run (burn, pixel leakage) move with its own saturated colours and with any weight change on a model this small.
 DEMO_WEAK_SIGNALS = ("sample_burn", "leakage")
 
-LABEL_TEXT = {
-    "fit": {"en": "fit", "ko": "알맞음"},
-    "under": {"en": "under-trained", "ko": "미적합(덜 학습됨)"},
-    "over": {"en": "over-trained", "ko": "과적합(과하게 학습됨)"},
-    "broken": {"en": "broken (nan/inf)", "ko": "망가짐(nan/inf)"},
-}
-OUTWEIGHED = {"en": "outweighed: ", "ko": "더 강한 근거에 밀림: "}
-STRENGTH_TEXT = {
-    "strong": {"en": "strong evidence", "ko": "강한 근거"},
-    "moderate": {"en": "moderate evidence", "ko": "보통 근거"},
-    "weak": {"en": "weak evidence", "ko": "약한 근거"},
-}
-
-
-def _t(en: str, ko: str) -> dict[str, str]:
-    return {"en": en, "ko": ko}
+# each label and strength for people (worded in words/verdict.py)
+LABEL_TEXT = {label: Msg(f"verdict.label.{label}") for label in LABELS}
+STRENGTH_TEXT = {strength: Msg(f"verdict.strength.{strength}") for strength in STRENGTHS}
 
 
 @dataclass(frozen=True)
@@ -62,13 +50,13 @@ class Observation:
     source: str  # guard | pictures | dose | numbers
     points_to: str | None  # one of LABELS, or None
     strength: str  # one of STRENGTHS
-    text: dict[str, str]
+    text: Msg | dict[str, str]  # a dict: a finding worded before codes
     signal: str | None = None  # the knowledge-base signal it is, when it is one (the diagnosis ranks causes by it)
 
-    def line(self, outweighed: bool = False) -> dict[str, str]:
+    def line(self, outweighed: bool = False) -> Msg:
         """The observation for people, with its strength in words; ``outweighed`` when the verdict went the other way."""
-        lead = OUTWEIGHED if outweighed else {"en": "", "ko": ""}
-        return {lang: f"{lead[lang]}{self.text[lang]} ({STRENGTH_TEXT[self.strength][lang]})" for lang in ("en", "ko")}
+        return msg("verdict.line_outweighed" if outweighed else "verdict.line", text=self.text,
+                   strength=STRENGTH_TEXT[self.strength])
 
 
 @dataclass(frozen=True)
@@ -78,7 +66,7 @@ class CheckpointVerdict:
 
     step: int
     label: str
-    evidence: list[dict[str, str]]
+    evidence: list[Msg]
     dose: float | None = None
     measures: dict[str, Any] = field(default_factory=dict)
     observations: tuple[Observation, ...] = ()
@@ -86,13 +74,13 @@ class CheckpointVerdict:
 
 @dataclass(frozen=True)
 class Verdict:
-    """``label`` ∈ LABELS; ``evidence``: {"en", "ko"} lines, the deciding ones first; ``recommended_step``: the
-    checkpoint to use (None when there is none worth using); ``summary``: one sentence with what to do."""
+    """``label`` ∈ LABELS; ``evidence``: messages, the deciding ones first; ``recommended_step``: the checkpoint to
+    use (None when there is none worth using); ``summary``: one sentence with what to do."""
 
     label: str
-    evidence: list[dict[str, str]]
+    evidence: list[Msg]
     recommended_step: int | None
-    summary: dict[str, str]
+    summary: Msg
     observations: tuple[Observation, ...] = ()
     checkpoints: tuple[CheckpointVerdict, ...] = ()
     forecast: bool = False  # from the plan's dose alone, before any training
@@ -106,12 +94,12 @@ class Verdict:
                 out[o.signal] = max(out.get(o.signal, 0.0), STRENGTH_WEIGHT[o.strength])
         return out
 
-    def title(self, lang: str) -> str:
-        return LABEL_TEXT[self.label][lang]
+    def title(self) -> Msg:
+        return LABEL_TEXT[self.label]
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
-        out["title"] = dict(LABEL_TEXT[self.label])
+        out["title"] = LABEL_TEXT[self.label].to_json()
         return out
 
 
@@ -132,13 +120,11 @@ def dose_zone(dose: float, low: float, high: float) -> str:
     return "under" if dose < low else "over" if dose > high else "fit"
 
 
-def _dose_observation(dose: float, low: float, high: float, strength: str, where: dict[str, str]) -> Observation:
+def _dose_observation(dose: float, low: float, high: float, strength: str, where: Msg) -> Observation:
     zone = dose_zone(dose, low, high)
-    side = {"under": _t("under", "아래"), "fit": _t("inside", "안"), "over": _t("over", "위")}[zone]
     signal = {"under": "dose_under", "over": "dose_over"}.get(zone)
-    return Observation("dose", zone, strength, _t(
-        f"{where['en']} dose {dose:.3g} is {side['en']} this preset's zone {low:g}–{high:g}",
-        f"{where['ko']} 학습량 {dose:.3g}은(는) 이 프리셋의 범위 {low:g}–{high:g} {side['ko']}입니다"), signal)
+    return Observation("dose", zone, strength, msg("verdict.dose", where=where, dose=dose, side=Msg(f"verdict.side.{zone}"),
+                                                   low=low, high=high), signal)
 
 
 def plan_verdict(plan: Any) -> Verdict:
@@ -147,17 +133,9 @@ def plan_verdict(plan: Any) -> Verdict:
     get: Callable[..., Any] = plan.get if isinstance(plan, dict) else lambda k, d=None: getattr(plan, k, d)
     dose, low, high = float(get("dose")), float(get("dose_low")), float(get("dose_high"))
     strength = "weak" if get("dose_note") else "moderate"  # prodigy: the lr is a multiplier
-    obs = _dose_observation(dose, low, high, strength, _t("the plan's", "계획의"))
+    obs = _dose_observation(dose, low, high, strength, msg("verdict.where_plan"))
     label = obs.points_to or "fit"
-    advice = {
-        "fit": _t("the pictures of the run will tell; Review judges each checkpoint by them",
-                  "실제 판단은 학습 뒤 그림으로 합니다. 리뷰 단계가 체크포인트마다 그림으로 판단합니다"),
-        "under": _t("expect a weak likeness: raise the steps or the learning rate (one of the two)",
-                    "덜 닮을 수 있습니다. 스텝이나 학습률 중 하나를 올리세요"),
-        "over": _t("expect memorised pictures that ignore the prompt: lower the learning rate, steps or alpha",
-                   "그림을 외워 프롬프트를 무시할 수 있습니다. 학습률, 스텝이나 alpha를 낮추세요"),
-    }[label]
-    summary = _t(f"From the dose alone: {advice['en']}.", f"학습량만으로 본 예상입니다. {advice['ko']}.")
+    summary = msg("verdict.forecast", advice=Msg(f"verdict.forecast.{label}"))
     return Verdict(label, [obs.line()], None, summary, (obs,), forecast=True)
 
 
@@ -185,38 +163,29 @@ def _picture_observations(row: dict[str, Any], demo: bool, best_adherence: float
     like, adh, leak, burn = row.get("likeness"), row.get("adherence"), row.get("leakage"), row.get("burn")
     if demo and like is not None:
         if like < LIKENESS_SHOWS:
-            obs.append(Observation("pictures", "under", "strong", _t(
-                f"the character does not show yet: likeness {like:.2f} (it shows from {LIKENESS_SHOWS:g})",
-                f"캐릭터가 아직 나오지 않음: 닮음 {like:.2f} ({LIKENESS_SHOWS:g}부터 닮음)"), "low_likeness"))
+            obs.append(Observation("pictures", "under", "strong",
+                                   msg("verdict.no_likeness", like=like, shows=LIKENESS_SHOWS), "low_likeness"))
         else:
-            obs.append(Observation("pictures", "fit", "strong", _t(
-                f"the character shows: likeness {like:.2f}", f"캐릭터가 나옴: 닮음 {like:.2f}")))
+            obs.append(Observation("pictures", "fit", "strong", msg("verdict.likeness", like=like)))
     # a save that has not learned the character follows the prompt no better: adherence drops mean overfitting
     # only once the character is there (the seeds' "more alike, but poses drift to the data's")
     shows = like is None or like >= LIKENESS_SHOWS
     if demo and shows and adh is not None and best_adherence is not None and adh < best_adherence - ADHERENCE_SLACK:
-        obs.append(Observation("pictures", "over", "strong", _t(
-            f"the prompt starts to be ignored: adherence {adh:.2f} against the run's best {best_adherence:.2f}",
-            f"프롬프트를 무시하기 시작함: 프롬프트 준수 {adh:.2f} (이 실행의 최고 {best_adherence:.2f})"), "low_adherence"))
+        obs.append(Observation("pictures", "over", "strong", msg("verdict.low_adherence", adh=adh, best=best_adherence),
+                               "low_adherence"))
     if leak is not None:
         strength = "strong" if demo else "moderate"  # the demo reads what a picture shows; others count pixels
         if leak > LEAKAGE_LIMIT:
-            obs.append(Observation("pictures", "over", strength, _t(
-                f"no-trigger pictures drift from the base model's: leakage {leak:.2f} (limit {LEAKAGE_LIMIT:g})",
-                f"트리거 없는 그림이 기반 모델의 그림에서 멀어짐: 누출 {leak:.2f} (한도 {LEAKAGE_LIMIT:g})"), "leakage"))
+            obs.append(Observation("pictures", "over", strength, msg("verdict.leakage", leak=leak, limit=LEAKAGE_LIMIT),
+                                   "leakage"))
         elif demo:
-            obs.append(Observation("pictures", "fit", "moderate", _t(
-                f"no-trigger pictures stay the base model's: leakage {leak:.2f}",
-                f"트리거 없는 그림은 기반 모델의 그림 그대로: 누출 {leak:.2f}")))
+            obs.append(Observation("pictures", "fit", "moderate", msg("verdict.no_leakage", leak=leak)))
     if burn is not None and burn > BURN_LIMIT:
         if demo:
-            obs.append(Observation("pictures", "over", "weak", _t(
-                f"burn {burn:.2f} against step 0 — weak on the demo: the character's own saturated colours raise it",
-                f"0스텝 대비 색 탐 {burn:.2f} — 데모에서는 약한 신호: 캐릭터 자체의 진한 색이 이 값을 올림"), "sample_burn"))
+            obs.append(Observation("pictures", "over", "weak", msg("verdict.demo_burn", burn=burn), "sample_burn"))
         else:
-            obs.append(Observation("pictures", "over", "moderate", _t(
-                f"trigger pictures look burnt against step 0: burn {burn:.2f} (limit {BURN_LIMIT:g})",
-                f"트리거 그림이 0스텝보다 탐: 색 탐 {burn:.2f} (한도 {BURN_LIMIT:g})"), "sample_burn"))
+            obs.append(Observation("pictures", "over", "moderate", msg("verdict.burn", burn=burn, limit=BURN_LIMIT),
+                                   "sample_burn"))
     return obs
 
 
@@ -248,7 +217,7 @@ def checkpoint_verdicts(run_dir: str | Path, config: Config | None = None) -> li
         dose = doses.get(step)
         if dose is not None:
             obs.append(_dose_observation(dose, config.dose.fit_low, config.dose.fit_high, dose_strength,
-                                         _t(f"step {step}'s", f"{step}스텝의")))
+                                         msg("verdict.where_step", step=step)))
         label = decide(obs)
         lines = [o.line() for o in obs if o.points_to == label]
         lines += [o.line(outweighed=o.points_to is not None) for o in obs if o.points_to != label]
@@ -297,10 +266,10 @@ def _finding_observations(findings: list[Any]) -> list[Observation]:
         signal = f.signal if hasattr(f, "signal") else f.get("signal")
         message = f.message if hasattr(f, "message") else f.get("message")
         if signal.startswith("nonfinite_"):
-            out.append(Observation("guard", "broken", "strong", dict(message)))
+            out.append(Observation("guard", "broken", "strong", message))
         elif signal in _NUMBER_SIGNALS:
             points_to, strength = _NUMBER_SIGNALS[signal]
-            out.append(Observation("numbers", points_to, strength, dict(message)))
+            out.append(Observation("numbers", points_to, strength, message))
     return out
 
 
@@ -338,17 +307,16 @@ def run_verdict(run_dir: str | Path, findings: list[Any] | None = None) -> Verdi
         if doses:
             last = max(doses)
             run_obs.append(_dose_observation(doses[last], config.dose.fit_low, config.dose.fit_high, "moderate",
-                                             _t(f"the dose reached at step {last}:", f"{last}스텝까지의")))
+                                             msg("verdict.where_reached", step=last)))
         label = decide(run_obs)
     by_step = {c.step: c for c in cvs}
     rec = by_step.get(recommended) if recommended is not None else None
-    lines: list[dict[str, str]] = [o.line() for o in broken]
+    lines: list[Msg] = [o.line() for o in broken]
     if rec is not None:
-        lines += [{lang: f"{_step_word(rec.step, lang)}: {e[lang]}" for lang in ("en", "ko")} for e in rec.evidence]
+        lines += [msg("verdict.at_step", step=rec.step, text=e) for e in rec.evidence]
     others = [c for c in cvs if c.step != recommended and c.label != label]
     for c in others:
-        lines.append(_t(f"step {c.step}: {LABEL_TEXT[c.label]['en']} — {c.evidence[0]['en']}",
-                        f"{c.step}스텝: {LABEL_TEXT[c.label]['ko']} — {c.evidence[0]['ko']}"))
+        lines.append(msg("verdict.other_checkpoint", step=c.step, label=LABEL_TEXT[c.label], evidence=c.evidence[0]))
     lines += [o.line(outweighed=o.points_to not in (None, label)) for o in run_obs if o.points_to != "broken"]
     demo = any(c.measures.get("likeness") is not None for c in cvs)
     # where the pictures were measured, the trends of the numbers are weak beside them (the seeds: judge by
@@ -361,37 +329,20 @@ def run_verdict(run_dir: str | Path, findings: list[Any] | None = None) -> Verdi
                    weak_signals=weak)
 
 
-def _step_word(step: int, lang: str) -> str:
-    return f"step {step}" if lang == "en" else f"{step}스텝"
-
-
-def _summary(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken: list[Observation]) -> dict[str, str]:
+def _summary(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken: list[Observation]) -> Msg:
     later = [c.step for c in cvs if rec is not None and c.step > rec and c.label == "over"]
     if label == "broken":
-        first = broken[0].text
-        salvage = _t(f" Checkpoint {rec} was saved before it broke.", f" 깨지기 전에 {rec}스텝이 저장됐습니다.") \
-            if rec is not None else _t("", "")
-        return _t(f"Broken: {first['en']}. Fix the numbers first; the pictures of a broken run say nothing about "
-                  f"the dose.{salvage['en']}",
-                  f"망가짐: {first['ko']}. 수치 문제부터 고치세요. 망가진 실행의 그림으로는 학습량을 판단할 수 "
-                  f"없습니다.{salvage['ko']}")
+        salvage = msg("verdict.salvage", step=rec) if rec is not None else ""
+        return msg("verdict.summary.broken", first=broken[0].text, salvage=salvage)
     if label == "fit":
-        tail = _t(f" Later checkpoints ({', '.join(map(str, later))}) start to overfit.",
-                  f" 이후 체크포인트({', '.join(map(str, later))})는 과적합이 시작됩니다.") if later else _t("", "")
-        use = _t(f"use step {rec}; ", f"{rec}스텝을 쓰세요. ") if rec is not None else _t("", "")
-        return _t(f"Fit: {use['en']}nothing needs to change.{tail['en']} Confirm it with the strength sweep.",
-                  f"알맞음: {use['ko']}바꿀 것이 없습니다.{tail['ko']} 강도 비교로 확인하세요.")
+        tail = msg("verdict.later_overfit", steps=", ".join(map(str, later))) if later else ""
+        use = msg("verdict.use_step", step=rec) if rec is not None else ""
+        return msg("verdict.summary.fit", use=use, tail=tail)
     if label == "under":
-        last = _t(f"even the last checkpoint (step {rec})", f"마지막 체크포인트({rec}스텝)도") if rec is not None \
-            else _t("the run", "이 실행은")
-        return _t(f"Under-trained: {last['en']} has not learned enough. Train longer or raise the learning rate "
-                  "(one of the two).",
-                  f"미적합: {last['ko']} 아직 덜 배웠습니다. 더 오래 학습하거나 학습률을 올리세요(둘 중 하나만).")
-    where = _t(f" Step {rec} is the least pushed save.", f" {rec}스텝이 가장 덜 밀린 체크포인트입니다.") \
-        if rec is not None else _t("", "")
-    return _t(f"Over-trained: the run pushed too far.{where['en']} Lower the dose (learning rate or steps) and "
-              "train again.",
-              f"과적합: 너무 멀리 끌고 갔습니다.{where['ko']} 학습량(학습률이나 스텝)을 낮춰 다시 학습하세요.")
+        last = msg("verdict.last_checkpoint", step=rec) if rec is not None else msg("verdict.the_run")
+        return msg("verdict.summary.under", last=last)
+    where = msg("verdict.least_pushed", step=rec) if rec is not None else ""
+    return msg("verdict.summary.over", where=where)
 
 
 # ----------------------------------------------------------------------------------- reading a symptom
@@ -421,7 +372,7 @@ def symptom_lean(symptom_id: str, config: Config | None = None) -> str | None:
 
 
 def symptom_reading(symptom_id: str, verdict: Verdict | dict[str, Any] | None,
-                    config: Config | None = None) -> dict[str, str] | None:
+                    config: Config | None = None) -> Msg | None:
     """How to read a symptom the user picked when the run's evidence says otherwise: None when they agree (or the
     symptom points nowhere in particular), else one paragraph saying what it more likely means and why."""
     from trainer.doctor.kb import load_kb
@@ -433,26 +384,8 @@ def symptom_reading(symptom_id: str, verdict: Verdict | dict[str, Any] | None,
     if v.get("forecast") or lean == v["label"]:
         return None
     title = {lang: load_kb().symptom(symptom_id).text("title", lang) for lang in ("en", "ko")}
-    meaning = {
-        "over": _t("the LoRA was pushed too far (memorised pictures, a lost prompt), not that it learned too little",
-                   "LoRA가 너무 멀리 끌려갔다는 뜻(그림을 외우고 프롬프트를 잃음)이지, 덜 배웠다는 뜻이 아닙니다"),
-        "under": _t("it has not learned enough yet, not that it was pushed too far",
-                    "아직 덜 배웠다는 뜻이지, 너무 멀리 끌려갔다는 뜻이 아닙니다"),
-        "fit": _t("something other than the amount of training: the checkpoint or strength in use, the prompt's "
-                  "words, or the data",
-                  "학습량이 아닌 다른 것: 쓰고 있는 체크포인트나 강도, 프롬프트의 단어, 또는 데이터라는 뜻입니다"),
-        "broken": _t("the numbers broke (nan/inf); fix that first, the pictures of a broken run say nothing about "
-                     "the dose",
-                     "수치가 깨졌다(nan/inf)는 뜻입니다. 그것부터 고치세요. 망가진 실행의 그림으로는 학습량을 판단할 수 "
-                     "없습니다"),
-    }[v["label"]]
-    why = v["evidence"][0] if v.get("evidence") else _t("", "")
+    why = v["evidence"][0] if v.get("evidence") else ""
     rec = v.get("recommended_step")
-    use = _t(f" Check step {rec} first.", f" 먼저 {rec}스텝을 확인하세요.") \
-        if rec is not None and v["label"] in ("fit", "over") else _t("", "")
-    label = LABEL_TEXT[v["label"]]
-    return _t(
-        f"Your run's measures say {label['en']} ({why['en']}), so “{title['en']}” more likely means {meaning['en']}. "
-        f"Causes that point the other way are listed last.{use['en']}",
-        f"이 실행의 측정값은 {label['ko']}입니다({why['ko']}). 그래서 “{title['ko']}”은(는) {meaning['ko']}. "
-        f"반대 방향의 원인은 맨 뒤에 두었습니다.{use['ko']}")
+    use = msg("verdict.check_step", step=rec) if rec is not None and v["label"] in ("fit", "over") else ""
+    return msg("verdict.reading", label=LABEL_TEXT[v["label"]], why=why, title=title,
+               meaning=Msg(f"verdict.meaning.{v['label']}"), use=use)

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from trainer.errors import UserError
+from trainer.message import Msg, msg
 from trainer.models.family import (
     FAMILIES,
     MODEL_CONFIG_DIR,  # noqa: F401 (where tests and bench/ read the shipped configs from)
@@ -43,7 +44,7 @@ class BaseInfo:
     prediction_type: str = "epsilon"
     distilled: bool = False
     distilled_reason: str = ""
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Msg] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -161,21 +162,6 @@ def detect_distilled(source: str, pipe=None) -> tuple[bool, str]:
     return False, ""
 
 
-DISTILLED_WARNING = {
-    "en": (
-        "This base looks distilled ({reason}). Few-step and guidance-distilled models were trained away from "
-        "the ordinary 'add noise, predict it' objective that LoRA training uses; training on them undoes the "
-        "distillation, so few-step drawing breaks and pictures blur. Train on the original (non-distilled) "
-        "model, then use the LoRA on the distilled one."
-    ),
-    "ko": (
-        "증류된 기반 모델로 보입니다({reason}). 몇 스텝 모델이나 가이던스 증류 모델은 LoRA 학습이 쓰는 보통의 "
-        "'노이즈를 섞고 맞히는' 목표에서 벗어나게 학습되어 있어, 그 위에서 학습하면 증류가 풀리고 적은 스텝으로 "
-        "그리는 능력이 망가져 그림이 흐려집니다. 증류하지 않은 원본에서 학습하고, 쓸 때 증류 모델에 붙이세요."
-    ),
-}
-
-
 def _hub_offline_error(base: str, err: Exception) -> UserError:
     return UserError(
         f"model.base: could not load hub model {base!r} ({type(err).__name__}). This machine may be offline or "
@@ -223,7 +209,7 @@ def load_pipeline(model_cfg, torch_dtype: torch.dtype = torch.float32):
     info = BaseInfo(source=base, kind=kind, family=family, prediction_type=pred)
     info.distilled, info.distilled_reason = detect_distilled(base, pipe)
     if info.distilled:
-        info.warnings.append(DISTILLED_WARNING["en"].format(reason=info.distilled_reason))
+        info.warnings.append(msg("base.distilled", reason=info.distilled_reason))
     if pipe.dtype != torch_dtype:
         pipe.to(dtype=torch_dtype)
     return pipe, info

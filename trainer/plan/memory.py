@@ -55,27 +55,6 @@ TEXT_ACTIVATIONS: dict[tuple[str, str], float] = {("clip_l", "fp32"): 46_424_848
 # (measured at 128 and 256 px: 50.5 and 201.6 MB).
 VAE_ENCODE: tuple[float, float] = (0.0, 3076.0)
 
-PART_WORDS = {
-    "unet_weights": ("UNet weights (frozen)", "UNet 가중치(고정)"),
-    "text_encoder_weights": ("text encoder weights (frozen)", "텍스트 인코더 가중치(고정)"),
-    "vae_weights": ("VAE weights", "VAE 가중치"),
-    "lora_weights": ("LoRA weights (fp32)", "LoRA 가중치(fp32)"),
-    "lora_gradients": ("LoRA gradients (fp32)", "LoRA 그라디언트(fp32)"),
-    "optimizer_state": ("optimizer state", "옵티마이저 상태"),
-    "ema": ("EMA shadow (fp32)", "EMA 사본(fp32)"),
-    "activations": ("UNet activations", "UNet 활성값"),
-    "text_encoder_activations": ("text encoder activations", "텍스트 인코더 활성값"),
-    "vae_encode": ("VAE encoding (latents not cached)", "VAE 인코딩(잠재 캐시 없음)"),
-    "runtime": ("runtime (CUDA context, workspaces)", "런타임(CUDA 컨텍스트, 작업 공간)"),
-}
-VERDICT_WORDS = {
-    "fits": ("fits", "들어감"),
-    "tight": ("tight: it should fit, with little to spare", "빠듯함: 들어가지만 여유가 거의 없음"),
-    "spill": ("will not fit: it would spill out of device memory", "들어가지 않음: 장치 메모리를 넘쳐 흘러넘침"),
-    "unknown": ("free memory unknown", "남은 메모리를 알 수 없음"),
-}
-
-
 @dataclass
 class MemoryPlan:
     """Estimated peak bytes by part, their total, and the device's free bytes with the verdict."""
@@ -94,28 +73,6 @@ class MemoryPlan:
         return {"parts": dict(self.parts), "total": self.total, "device": self.device, "free": self.free,
                 "device_total": self.device_total, "verdict": self.verdict, "resolution": list(self.resolution),
                 "notes": list(self.notes)}
-
-    def text(self, lang: str = "en") -> str:
-        """Plain lines for the CLI."""
-        i = 0 if lang == "en" else 1
-        lines = [f"  {PART_WORDS[k][i]:<38} {gib(v):>9}" for k, v in self.parts.items() if v]
-        lines.append(f"  {'total' if lang == 'en' else '합계':<38} {gib(self.total):>9}")
-        free = gib(self.free) if self.free is not None else "?"
-        lines.append(f"  {self.device}: {free} free → {VERDICT_WORDS[self.verdict][i]}")
-        return "\n".join(lines)
-
-    def markdown(self, lang: str = "en") -> str:
-        """A Markdown table and the verdict, for the Preset step."""
-        i = 0 if lang == "en" else 1
-        head = ("| part | estimate |" if lang == "en" else "| 항목 | 추정 |") + "\n|---|---:|"
-        rows = [f"| {PART_WORDS[k][i]} | {gib(v)} |" for k, v in self.parts.items() if v]
-        rows.append(f"| **{'total' if lang == 'en' else '합계'}** | **{gib(self.total)}** |")
-        free = gib(self.free) if self.free is not None else "?"
-        w, h = self.resolution
-        verdict = (f"**{VERDICT_WORDS[self.verdict][i]}** — {self.device}, {free} free, largest bucket {w}×{h}"
-                   if lang == "en" else
-                   f"**{VERDICT_WORDS[self.verdict][i]}** — {self.device}, 남은 메모리 {free}, 가장 큰 버킷 {w}×{h}")
-        return "\n".join([head, *rows, "", verdict])
 
 
 def gib(n: int | float | None) -> str:

@@ -14,7 +14,7 @@ into steps; the result then says so with both numbers (``steps_note``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -22,6 +22,7 @@ import torch
 from trainer.config.choices import optimizer_spec
 from trainer.config.schema import Config, from_dict
 from trainer.errors import UserError
+from trainer.message import Msg, msg
 from trainer.models.precision import bf16_supported, resolve_device
 from trainer.plan.memory import TIGHT_SHARE, MemoryPlan, estimate_memory, gib
 
@@ -29,31 +30,18 @@ from trainer.plan.memory import TIGHT_SHARE, MemoryPlan, estimate_memory, gib
 @dataclass
 class FitResult:
     config: Config
-    changes: list[dict[str, Any]]  # {key, old, new, why: {en, ko}}
+    changes: list[dict[str, Any]]  # {key, old, new, why: a message}
     before: MemoryPlan
     after: MemoryPlan
     budget: int
     fits: bool
-    steps_note: dict[str, str] | None = None
-    message: dict[str, str] = field(default_factory=dict)
+    steps_note: Msg | None = None
+    message: Msg | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"budget": self.budget, "fits": self.fits, "changes": self.changes, "before": self.before.to_json(),
                 "after": self.after.to_json(), "steps_note": self.steps_note, "message": self.message,
                 "sets": [f"{c['key']}={_toml(c['new'])}" for c in self.changes]}
-
-
-WHY = {
-    "dataset.cache_latents": ("encode the pictures once, before training; the VAE leaves the GPU",
-                              "그림을 학습 전에 한 번만 인코딩하고 VAE는 GPU에서 내림"),
-    "train.gradient_checkpointing": ("recompute activations in backward instead of keeping them (steps ~25% slower)",
-                                     "활성값을 저장하지 않고 역전파 때 다시 계산(스텝이 약 25% 느려짐)"),
-    "optim.optimizer": ("8-bit optimizer moments (bitsandbytes)", "옵티마이저 모멘트를 8비트로(bitsandbytes)"),
-    "train.batch_size": ("a smaller batch, more accumulation: the same effective batch",
-                         "배치를 줄이고 누적을 늘림: 실효 배치는 그대로"),
-    "train.precision": ("bf16 frozen weights and activations (LoRA stays fp32)",
-                        "고정 가중치와 활성값을 bf16으로(LoRA는 fp32 유지)"),
-}
 
 
 def _candidates(cfg: Config, device: torch.device) -> list[list[tuple[str, Any]]]:
@@ -122,33 +110,26 @@ def fit_to_memory(cfg: Config, budget: int, buckets: list[dict] | None = None, r
     return result
 
 
-def _why(key: str) -> dict[str, str]:
-    en, ko = WHY.get("train.batch_size" if key == "train.grad_accum" else key, ("", ""))
-    return {"en": en, "ko": ko}
+def _why(key: str) -> Msg:
+    return Msg(f"memory_fit.why.{'train.batch_size' if key == 'train.grad_accum' else key}")
 
 
-def _steps_note(old: Config, new: Config, report) -> dict[str, str] | None:
+def _steps_note(old: Config, new: Config, report) -> Msg | None:
     from trainer.plan.steps import make_plan
 
     a, b = make_plan(old, report), make_plan(new, report)
     if a.total_steps == b.total_steps:
         return None
-    return {"en": f"total steps {a.total_steps} → {b.total_steps} (each bucket's last partial batch groups into steps "
-                  f"differently), dose {a.dose:.3g} → {b.dose:.3g}; set train.max_steps = {a.total_steps} to keep both",
-            "ko": f"총 스텝 {a.total_steps} → {b.total_steps}(버킷마다 마지막 배치가 스텝으로 묶이는 방식이 달라짐), 학습량 "
-                  f"{a.dose:.3g} → {b.dose:.3g}. 둘 다 지키려면 train.max_steps = {a.total_steps}"}
+    return msg("memory_fit.steps_note", before=a.total_steps, after=b.total_steps, dose_before=a.dose, dose_after=b.dose)
 
 
-def _message(r: FitResult) -> dict[str, str]:
+def _message(r: FitResult) -> Msg:
     before, after, budget = gib(r.before.total), gib(r.after.total), gib(r.budget)
     if not r.changes and r.fits:
-        return {"en": f"already fits: {before} of {budget}", "ko": f"이미 들어감: {budget} 중 {before}"}
+        return msg("memory_fit.already_fits", before=before, budget=budget)
     if r.fits:
-        return {"en": f"{before} → {after}, within {budget} with {len(r.changes)} change(s)",
-                "ko": f"{before} → {after}, 변경 {len(r.changes)}개로 {budget} 안에 들어감"}
-    return {"en": f"even with every change ({after}) it does not fit {budget}: lower the resolution or the rank, "
-                  "or use a device with more memory",
-            "ko": f"모든 변경을 해도({after}) {budget}에 들어가지 않음: 해상도나 rank를 낮추거나 메모리가 더 큰 장치를 쓰세요"}
+        return msg("memory_fit.fits", before=before, after=after, budget=budget, n=len(r.changes))
+    return msg("memory_fit.does_not_fit", after=after, budget=budget)
 
 
 def _toml(v: Any) -> str:

@@ -18,37 +18,9 @@ from trainer.config.schema import MAX_STEPS, Config
 from trainer.data.holdout import split_holdout
 from trainer.data.scan import DatasetReport, scan_dataset
 from trainer.errors import UserError
+from trainer.message import Msg, msg
 from trainer.plan.schedule import per_rank_batches, schedule_mean
 
-DOSE_EXPLANATION = {
-    "en": (
-        "How far training pulls the model toward your pictures ≈ learning rate × steps × (alpha / rank). "
-        "It is a rule of thumb, not an exact law: the three push in the same direction, so raising one lets "
-        "you lower another and keep the balance. The lr that counts is the one the steps really get: a cosine "
-        "schedule averages about half its peak, so it pulls half as far as the same lr held constant. Too "
-        "little and the LoRA does not look like your subject (underfit); too much and it memorises the "
-        "training pictures, ignores the prompt and the colours burn (overfit)."
-    ),
-    "ko": (
-        "학습이 모델을 내 그림 쪽으로 끌고 가는 정도 ≈ 학습률 × 스텝 수 × (alpha / rank). "
-        "정확한 법칙이 아니라 어림셈입니다. 셋은 같은 방향으로 작용하므로 하나를 올리면 다른 하나를 내려 "
-        "균형을 맞출 수 있습니다. 여기서 학습률은 스텝들이 실제로 받는 값입니다. cosine 스케줄은 평균이 최고값의 "
-        "절반쯤이라, 같은 학습률을 그대로 유지할 때의 절반만 끌고 갑니다. 너무 적으면 캐릭터가 닮지 않고"
-        "(미적합), 너무 많으면 학습 그림을 외워 프롬프트를 무시하고 색이 타 버립니다(과적합)."
-    ),
-}
-
-_ZONE_ADVICE = {
-    "under": (
-        "below the zone this preset aims for: expect a weak likeness. Raise steps or learning rate",
-        "이 프리셋이 노리는 범위보다 낮습니다. 덜 닮을 수 있으니 스텝이나 학습률을 올리세요",
-    ),
-    "fit": ("inside the zone this preset aims for", "이 프리셋이 노리는 범위 안입니다"),
-    "over": (
-        "above the zone this preset aims for: expect memorised, burnt pictures. Lower the learning rate, steps or alpha",
-        "이 프리셋이 노리는 범위보다 높습니다. 그림을 외우고 색이 탈 수 있으니 학습률, 스텝이나 alpha를 낮추세요",
-    ),
-}
 
 @dataclass
 class Plan:
@@ -83,11 +55,11 @@ class Plan:
     per_bucket: list[dict[str, int]] = field(default_factory=list)
     world_size: int = 1
     """Processes sharing each step (``torchrun --nproc_per_node``); steps per epoch count them."""
-    formula: dict[str, str] = field(default_factory=dict)
-    dose_formula: dict[str, str] = field(default_factory=dict)
-    dose_advice: dict[str, str] = field(default_factory=dict)
-    dose_explanation: dict[str, str] = field(default_factory=lambda: dict(DOSE_EXPLANATION))
-    dose_note: str | None = None  # a words code (an optimizer that sets its own step size)
+    formula: Msg = field(kw_only=True)
+    dose_formula: Msg = field(kw_only=True)
+    dose_advice: Msg = field(kw_only=True)
+    dose_explanation: Msg = field(default_factory=lambda: msg("plan.dose_explanation"))
+    dose_note: Msg | None = None  # an optimizer that sets its own step size
     held_out: int = 0  # pictures held back for the validation loss (not in images)
     sample_warnings: list[dict[str, Any]] = field(default_factory=list)
     """Sample prompts that copy a training caption: ``{index, prompt, kind, files, matches, message}``."""
@@ -153,19 +125,12 @@ def make_plan(cfg: Config, report: DatasetReport, world_size: int = 1) -> Plan:
     dose = lr * mean * total * alpha / rank
     low, high = cfg.dose.fit_low, cfg.dose.fit_high
     zone = "under" if dose < low else "over" if dose > high else "fit"
-    advice_en, advice_ko = _ZONE_ADVICE[zone]
-    zone_ko = {"under": "부족", "fit": "적정", "over": "과다"}[zone]
-    lr_en = lr_ko = f"{lr:g}"
+    advice = Msg(f"plan.advice.{zone}")
+    shown_lr = msg("plan.lr", lr=lr)
     if _scheduled(mean):  # the schedule's average lr: the dose the Review step counts from the run
-        sched = cfg.optim.scheduler
-        lr_en = f"mean {lr * mean:.3g} (lr {lr:g} × {mean:.2f}, the {sched} schedule's average)"
-        lr_ko = f"평균 {lr * mean:.3g}(학습률 {lr:g} × {mean:.2f}, {sched} 스케줄의 평균)"
-    dose_formula = {
-        "en": f"dose = lr {lr_en} × {total} steps × (alpha {alpha:g} / rank {rank}) = {dose:.3g} "
-        f"(zone {low:g}–{high:g}: {zone}); {advice_en}.",
-        "ko": f"학습량 = 학습률 {lr_ko} × {total} 스텝 × (alpha {alpha:g} / rank {rank}) = {dose:.3g} "
-        f"(범위 {low:g}–{high:g}: {zone_ko}). {advice_ko}.",
-    }
+        shown_lr = msg("plan.lr_mean", mean_lr=lr * mean, lr=lr, mean=mean, scheduler=cfg.optim.scheduler)
+    dose_formula = msg("plan.dose_formula", lr=shown_lr, total=total, alpha=alpha, rank=rank, dose=dose, low=low,
+                       high=high, zone=Msg(f"plan.zone.{zone}"), advice=advice)
     return Plan(
         images=report.images,
         held_out=report.held_out,
@@ -196,8 +161,8 @@ def make_plan(cfg: Config, report: DatasetReport, world_size: int = 1) -> Plan:
             report.image_repeats, epochs, bs, accum, naive, steps_per_epoch, cfg.train.max_steps, world_size
         ),
         dose_formula=dose_formula,
-        dose_advice={"en": advice_en, "ko": advice_ko},
-        dose_note=optimizer_spec(cfg.optim.optimizer).dose_note or None,
+        dose_advice=advice,
+        dose_note=Msg(spec.dose_note) if (spec := optimizer_spec(cfg.optim.optimizer)).dose_note else None,
         sample_warnings=sample_prompt_warnings(cfg, report),
     )
 
@@ -238,14 +203,9 @@ def sample_prompt_warnings(cfg: Config, report: DatasetReport) -> list[dict[str,
         if not files:
             continue
         n, shown = len(files), p["prompt"]
-        more_en, more_ko = (f" and {n - 1} more", f" 외 {n - 1}개") if n > 1 else ("", "")
-        out.append({**p, "files": files[:5], "matches": n, "message": {
-            "en": f'sample prompt {p["index"] + 1} "{shown}" is the caption of {files[0]}{more_en}: its pictures show '
-                  "what was memorised, not whether the LoRA follows a new prompt; ask for a pose, place or outfit "
-                  "the data does not have",
-            "ko": f'샘플 프롬프트 {p["index"] + 1} "{shown}"은(는) {files[0]}{more_ko}의 캡션과 같음: 그 샘플은 새 '
-                  "프롬프트를 따르는지가 아니라 외운 것을 보여 줌. 데이터에 없는 자세, 장소, 의상을 요청하세요",
-        }})
+        more = msg("plan.more_files", n=n - 1) if n > 1 else ""
+        out.append({**p, "files": files[:5], "matches": n, "message": msg(
+            "plan.sample_prompt_seen", number=p["index"] + 1, prompt=shown, file=files[0], more=more)})
     return out
 
 
@@ -347,28 +307,16 @@ def _num(x: float) -> str:
 def _formula(
     image_repeats: int, epochs: int, bs: int, accum: int, naive: float, steps_per_epoch: int, max_steps: int,
     world_size: int = 1,
-) -> dict[str, str]:
+) -> Msg:
     """The step count in words, with the numbers filled in, as the Steps page shows it."""
     bucketed = steps_per_epoch * epochs
-    procs_en = f" × {world_size} processes" if world_size > 1 else ""
-    procs_ko = f" × 프로세스 {world_size}개" if world_size > 1 else ""
-    en = (
-        f"{image_repeats} image-repeats × {epochs} epochs ÷ (batch {bs} × accumulation {accum}{procs_en}) "
-        f"= {_num(naive)} steps"
-    )
-    ko = f"{image_repeats} 이미지×반복 × {epochs} 에폭 ÷ (배치 {bs} × 누적 {accum}{procs_ko}) = {_num(naive)} 스텝"
+    parts: dict[str, Msg | str] = {"procs": "", "bucketed": "", "max_steps": ""}
+    if world_size > 1:
+        parts["procs"] = msg("plan.formula_processes", n=world_size)
     if bucketed != math.ceil(naive - 1e-9) or not float(naive).is_integer():
-        en += (
-            f". A batch never mixes bucket sizes, so each bucket's last batch may be partial"
-            f"{', and the processes take equal shares' if world_size > 1 else ''}: "
-            f"{steps_per_epoch} steps per epoch × {epochs} = {bucketed} steps"
-        )
-        ko += (
-            f". 한 배치에는 같은 버킷의 그림만 들어가 버킷마다 마지막 배치가 덜 찰 수 있습니다"
-            f"{'. 프로세스들은 같은 몫을 나눠 받습니다' if world_size > 1 else ''}: "
-            f"에폭당 {steps_per_epoch} 스텝 × {epochs} = {bucketed} 스텝"
-        )
+        parts["bucketed"] = msg("plan.formula_bucketed", steps_per_epoch=steps_per_epoch, epochs=epochs,
+                                bucketed=bucketed, shares=msg("plan.formula_shares") if world_size > 1 else "")
     if max_steps > 0:
-        en += f". max_steps = {max_steps} overrides this (≈ {max_steps / steps_per_epoch:.1f} epochs)"
-        ko += f". max_steps = {max_steps}가 이 값을 대신합니다(약 {max_steps / steps_per_epoch:.1f} 에폭)"
-    return {"en": en, "ko": ko}
+        parts["max_steps"] = msg("plan.formula_max_steps", max_steps=max_steps, epochs=max_steps / steps_per_epoch)
+    return msg("plan.formula", image_repeats=image_repeats, epochs=epochs, bs=bs, accum=accum, naive=_num(naive),
+               **parts)

@@ -9,10 +9,12 @@ compared with the base model's (leakage) and the trigger samples with step 0 (bu
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from trainer.message import msg
 from trainer.run.contents import checkpoint_files, load_run_config, sample_manifests
 
 Progress = Callable[[int, int], None]
@@ -60,7 +62,7 @@ def review_grid(run_dir: str | Path, weights: str = "live") -> dict[str, Any]:
 
 
 def recommend_checkpoint(run_dir: str | Path) -> dict[str, Any] | None:
-    """The checkpoint to use, with the reason in English and Korean, or None when the run saved none.
+    """The checkpoint to use, with the reason (a message), or None when the run saved none.
 
     It is the run verdict's checkpoint (:func:`trainer.doctor.verdict.run_verdict`), so Review recommends what
     Troubleshoot and the Plan say: among the checkpoints judged fit, on the demo character the best by likeness
@@ -80,7 +82,7 @@ def recommend_checkpoint(run_dir: str | Path) -> dict[str, Any] | None:
         return None
     c = next((c for c in files if c["step"] == step and not c["final"]), None) or next(
         c for c in files if c["step"] == step)
-    why = {lang: "; ".join(e[lang] for e in verdict.evidence) for lang in ("en", "ko")}
-    reason = {"en": f"{verdict.summary['en']} Why: {why['en']}.", "ko": f"{verdict.summary['ko']} 근거: {why['ko']}."}
+    why = functools.reduce(lambda a, b: msg("joined", first=a, rest=b), verdict.evidence)
+    reason = msg("review.reason", summary=verdict.summary, why=why)
     return {"step": step, "file": c["file"], "label": c["label"], "reason": reason,
             "measures": [dict(cv.measures) or {"step": cv.step} for cv in verdict.checkpoints], "verdict": verdict}

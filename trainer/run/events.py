@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from trainer.io import append_jsonl
+from trainer.run.worded import worded
 
 
 class RunStatus(StrEnum):
@@ -321,7 +322,7 @@ class RunFolderSink:
         if isinstance(ev, StepRow):
             append_jsonl(self.metrics_path, json_safe(ev.metrics_row()))
         else:
-            append_jsonl(self.events_path, json_safe(ev.to_json()))
+            append_jsonl(self.events_path, json_safe(worded(ev.to_json())))
 
 
 class MultiSink:

@@ -1,27 +1,20 @@
-"""Sample prompts and pictures: each prompt's kind, its words, and what lines a picture up with another step's."""
+"""Sample prompts and pictures: each prompt's kind, its name for people, and what lines a picture up with another step's."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from trainer.message import Msg, msg
+
 PROMPT_KINDS = ("trigger", "trigger_unseen", "trigger_outfit", "no_trigger")
 
 
-# What each kind is called where people read it (English, Korean); the UI's words take these too.
-PROMPT_KIND_WORDS = {
-    "trigger": ("trigger only", "트리거만"),
-    "trigger_unseen": ("trigger + unseen pose/background", "트리거 + 새 자세/배경"),
-    "trigger_outfit": ("trigger + other outfit", "트리거 + 다른 옷"),
-    "no_trigger": ("no trigger", "트리거 없음"),
-}
-
-
-def kind_words(kind: str, lang: str) -> str:
-    """A prompt kind for people; ``kind#3`` (two prompts of one kind) keeps its number, an unknown kind its id."""
+def prompt_kind(kind: str) -> Msg:
+    """A prompt kind for people (``kind.<kind>``); ``kind#3`` (two prompts of one kind) keeps its number, an unknown
+    kind its id."""
     base, _, index = kind.partition("#")
-    en, ko = PROMPT_KIND_WORDS.get(base, (base, base))
-    label = ko if lang == "ko" else en
-    return f"{label} #{index}" if index else label
+    label = msg(f"kind.{base}") if base in PROMPT_KINDS else msg("kind.unknown", kind=base)
+    return msg("kind.numbered", kind=label, index=index) if index else label
 
 
 def expand_prompts(prompts: list[str], trigger: str) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ import signal
 import sys
 import threading
 
+import words
 from trainer.config.schema import Config
 from trainer.run.events import Alert, RunEvent, Started, StepRow
 from trainer.train.commands import Commands
@@ -31,7 +32,9 @@ class ConsoleSink:
             self.bar.set_postfix(loss=f"{ev.loss:.4f}", lr=f"{ev.lr:.2e}", refresh=False)
             self.bar.refresh()
         elif isinstance(ev, Alert):
-            self._write(f"[{ev.get('level', 'warning')}] {ev.kind}: {ev.message or ev.get('reason', '')}")
+            message = ev.message or ev.get("reason", "")
+            self._write(f"[{ev.get('level', 'warning')}] {ev.kind}: "
+                        f"{message if isinstance(message, str) else words.say(message)}")
         elif kind in ("checkpoint_saved", "rollback", "change_applied"):
             self._write(f"{kind}: {ev.get('path') or ev.get('change') or ev.get('key')}")
         elif kind in ("finished", "stopped", "failed") and self.bar is not None:

@@ -28,6 +28,7 @@ from trainer.plan.steps import make_plan
 from trainer.run.events import MultiSink, RunFolderSink
 from trainer.run.rundir import RunPaths, latest_checkpoint, new_run_dir, run_status, write_status
 from trainer.run.samples import expand_prompts
+from trainer.run.worded import write_worded_json
 from trainer.train import checkpoint as ckpt
 from trainer.train.ema import LoraEMA
 from trainer.train.optim import build_optimizer
@@ -55,7 +56,7 @@ class PreparationMixin(TrainerParts):
             self.report, self.plan = self._scan_and_plan(cfg)
         if self.dist.is_main:
             save_config(cfg, self.paths.config)
-            atomic_write_json(self.paths.plan, self.plan.to_json())
+            write_worded_json(self.paths.plan, self.plan.to_json())
             self._write_journal(parent)
             write_status(self.paths, "running", pid_started=self.started_at)
             self.sink = MultiSink([RunFolderSink(self.paths.root), TensorBoardSink(self.paths.root),

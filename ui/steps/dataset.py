@@ -9,6 +9,7 @@ from typing import Any
 import gradio as gr
 from PIL import Image
 
+import words
 from trainer.data.scan import DatasetReport, scan_dataset
 from trainer.errors import UserError
 from trainer.io import atomic_write_text
@@ -218,10 +219,9 @@ def _problem_headers(lang: str) -> list[str]:
 
 def render_report(report: DatasetReport, lang: str) -> dict[str, Any]:
     """Every view of a scan report, in ``lang``."""
-    ko = lang == "ko"
-    problems = [[p["file"], t(f"sev_{p['severity']}", lang), p["message_ko"] if ko else p["message"]]
+    problems = [[p["file"], t(f"sev_{p['severity']}", lang), words.say(p["message"], lang)]
                 for p in sorted(report.problems, key=lambda p: ("error", "warning", "info").index(p["severity"]))]
-    warnings = [f"- ⚠️ {w['message_ko'] if ko else w['message']}" for w in report.tag_warnings]
+    warnings = [f"- ⚠️ {words.say(w['message'], lang)}" for w in report.tag_warnings]
     tags = [[tag, n, f"{100 * n / max(1, report.captions):.0f}%"] for tag, n in list(report.tags.items())[:60]]
     buckets = [[f"{b['width']}×{b['height']}", b["images"], b["image_repeats"]] for b in report.buckets]
     gallery = thumbnails(report)

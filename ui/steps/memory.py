@@ -10,8 +10,9 @@ from typing import Any
 
 import gradio as gr
 
+import words
 from trainer.errors import UserError
-from trainer.plan.memory import estimate_memory
+from trainer.plan.memory import MemoryPlan, estimate_memory, gib
 from trainer.plan.memory_fit import fit_to_memory
 
 from ..binding import UI, ok_box
@@ -43,7 +44,18 @@ def _buckets(ui: UI, values: dict[str, Any], lang: str, report_state: Any) -> li
 def memory_markdown(ui: UI, values: dict[str, Any], lang: str, report_state: Any = None) -> str:
     cfg = config_from_values(values, ui.ctx.runs_dir, [ui.ctx.presets_dir])
     plan = estimate_memory(cfg, _buckets(ui, values, lang, report_state))
-    return f"**{t('memory_title', lang)}**\n\n{plan.markdown(lang)}"
+    return f"**{t('memory_title', lang)}**\n\n{_table(plan, lang)}"
+
+
+def _table(plan: MemoryPlan, lang: str) -> str:
+    """The estimate as a Markdown table by part, and the verdict on the device."""
+    rows = [f"| {words.say(f'memory.part.{k}', lang)} | {gib(v)} |" for k, v in plan.parts.items() if v]
+    rows.append(f"| **{words.say('memory.total', lang)}** | **{gib(plan.total)}** |")
+    free = gib(plan.free) if plan.free is not None else "?"
+    w, h = plan.resolution
+    verdict = words.say("memory.summary", lang, verdict=words.say(f"memory.verdict.{plan.verdict}", lang),
+                        device=plan.device, free=free, w=w, h=h)
+    return "\n".join([words.say("memory.table_head", lang) + "\n|---|---:|", *rows, "", verdict])
 
 
 def wire(ui: UI) -> None:
@@ -70,10 +82,10 @@ def wire(ui: UI) -> None:
             field = BY_PATH.get(c["key"])
             if field is not None and field.name in ui.c:
                 out[field.name] = to_widget(field, c["new"])
-        lines = [result.message[lang], *(f"- `{c['key']}`: {c['old']} → {c['new']} ({c['why'][lang]})"
-                                         for c in result.changes)]
+        lines = [words.say(result.message, lang), *(f"- `{c['key']}`: {c['old']} → {c['new']} "
+                                                    f"({words.say(c['why'], lang)})" for c in result.changes)]
         out["memory_md"] = memory_markdown(ui, {**values, **out}, lang, report_state) + "\n\n" + "\n".join(lines)
-        out["preset_msg"] = ok_box(result.message[lang])
+        out["preset_msg"] = ok_box(words.say(result.message, lang))
         return out
 
     ui.on(ui["memory_fit"].click, fit, inputs, [*field_outputs, "memory_md", "preset_msg"], api_name="fit_memory",

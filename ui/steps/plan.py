@@ -12,13 +12,13 @@ from typing import Any
 
 import gradio as gr
 
+import words
 from trainer.config.presets import PRESET_DIR, preset_config
 from trainer.config.schema import Config, diff_configs, dumps_toml
 from trainer.doctor.verdict import LABEL_TEXT, plan_verdict
 from trainer.errors import UserError
-from trainer.models.base import DISTILLED_WARNING, detect_distilled
+from trainer.models.base import detect_distilled
 from trainer.plan.steps import Plan, make_plan
-from words import say
 
 from ..binding import UI, error_box
 from ..fields import BY_NAME, NAMES, config_from_values
@@ -90,17 +90,18 @@ def wire(ui: UI) -> None:
 
 def render_plan(plan: Plan, lang: str) -> dict[str, Any]:
     formula = "\n\n".join([
-        f"**{plan.formula[lang]}**",
+        f"**{words.say(plan.formula, lang)}**",
         t("plan_totals", lang, total=plan.total_steps, naive=plan.naive_total_steps_ceil,
           spe=plan.steps_per_epoch, epochs=plan.epochs_effective),
         t("plan_saves", lang, ckpts=_steps_list(plan.checkpoint_steps), samples=_steps_list(plan.sample_steps)),
     ])
     buckets = [[f"{b['width']}×{b['height']}", b["image_repeats"], b["batches"]] for b in plan.per_bucket]
     verdict = plan_verdict(plan)  # the words Review and Troubleshoot use for the run, forecast from the dose
-    dose_text = [verdict_markdown(verdict, lang, evidence=0), plan.dose_formula[lang], plan.dose_explanation[lang]]
+    dose_text = [verdict_markdown(verdict, lang, evidence=0), words.say(plan.dose_formula, lang),
+                 words.say(plan.dose_explanation, lang)]
     if plan.dose_note:
-        dose_text.append(say(plan.dose_note, lang))
-    zone = LABEL_TEXT[verdict.label][lang]
+        dose_text.append(words.say(plan.dose_note, lang))
+    zone = words.say(LABEL_TEXT[verdict.label], lang)
     return {
         "plan_formula": formula,
         "plan_buckets": gr.Dataframe(value=buckets, headers=[t("col_bucket", lang), t("col_image_repeats", lang),
@@ -148,5 +149,5 @@ def base_check(ui: UI, cfg: Config, lang: str) -> str:
         return f"⚠️ {e}"
     distilled, reason = detect_distilled(cfg.model.base)
     if distilled:
-        return "⚠️ " + DISTILLED_WARNING[lang].format(reason=reason)
+        return "⚠️ " + words.say("base.distilled", lang, reason=reason)
     return t("base_ok", lang, base=cfg.model.base)

@@ -17,6 +17,7 @@ from typing import Any
 import gradio as gr
 from PIL import Image
 
+import words
 from trainer.data.images import for_display
 from trainer.doctor import pictures
 from trainer.errors import UserError
@@ -232,4 +233,4 @@ def recommendation_markdown(rec: dict[str, Any] | None, lang: str) -> str:
         return t("no_checkpoints", lang)
     verdict = rec.get("verdict")
     head = f"{verdict_markdown(verdict, lang)}\n\n" if verdict is not None else ""
-    return f"{head}**⭐ {t('recommended', lang, label=rec['label'])}**" + ("" if head else f"\n\n{rec['reason'][lang]}")
+    return f"{head}**⭐ {t('recommended', lang, label=rec['label'])}**" + ("" if head else f"\n\n{words.say(rec['reason'], lang)}")

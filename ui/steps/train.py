@@ -24,9 +24,11 @@ import gradio as gr
 from gradio import processing_utils
 from gradio.components.plot import PlotData
 
+import words
 from trainer.config.schema import save_config
 from trainer.doctor.risks import start_risks
 from trainer.errors import UserError
+from trainer.message import Msg
 from trainer.plan.steps import make_plan
 from trainer.run.rundir import list_runs, run_status
 from trainer.train.runner import TERMINAL, RunSnapshot
@@ -207,9 +209,9 @@ def paused_run(ctx) -> Path | None:
     return Path(last) if last and run_status(last).get("status") == "paused" else None
 
 
-def confirm_box(risks: list[dict[str, str]], lang: str) -> str:
+def confirm_box(risks: list[Msg], lang: str) -> str:
     """What Start asks before it trains settings far from the preset's: each number against the preset's."""
-    items = "".join(f"<li>{html.escape(r[lang])}</li>" for r in risks)
+    items = "".join(f"<li>{html.escape(words.say(r, lang))}</li>" for r in risks)
     return (f'<div class="ld-error" id="ld-confirm-box">⚠️ <b>{html.escape(t("confirm_title", lang))}</b>'
             f"<ul>{items}</ul>{html.escape(t('confirm_hint', lang))}</div>")
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import gradio as gr
 
+import words
 from trainer.config.schema import diff_configs
 from trainer.doctor.diagnose import cause_strength, earlier_checkpoint
 from trainer.doctor.kb import GROUPS, apply_change, describe_change, load_kb, moves_as_meant
@@ -91,7 +92,7 @@ def wire(ui: UI) -> None:
             return {"rx_md": ""}
         p = kb_entry("prescription", rx, lang)
         cfg = load_run_config(ctx.run_path(ts_run, lang)) if ts_run else None
-        change = describe_change(p.change, lang, cfg) if p.change else ""
+        change = words.say(describe_change(p.change, cfg), lang) if p.change else ""
         return {"rx_md": f"**{p.text('title', lang)}** `{change}`\n\n{p.text('detail', lang)}"}
 
     ui.on(ui["rx"].change, preview, ["lang", "rx", "ts_run"], ["rx_md"], message="ts_msg")
@@ -168,7 +169,7 @@ def findings_markdown(diag: dict[str, Any] | None, lang: str) -> str:
         lines.append(verdict_markdown(verdict, lang, evidence=4) + "\n")
     observed = diag.get("observed") or []
     lines.append(f"**{t('observed', lang)}**")
-    lines += [f"- {LEVEL_ICON.get(f['level'], '•')} {f['message'][lang]}" + (f" ({t('weak_signal', lang)})" if f.get("weak")
+    lines += [f"- {LEVEL_ICON.get(f['level'], '•')} {words.say(f['message'], lang)}" + (f" ({t('weak_signal', lang)})" if f.get("weak")
               else "") for f in observed] or [f"- {t('nothing_unusual', lang)}"]
     causes = diag.get("causes") or []
     main, lesser = [c for c in causes if not c.get("lesser")], [c for c in causes if c.get("lesser")]
@@ -197,7 +198,7 @@ def findings_markdown(diag: dict[str, Any] | None, lang: str) -> str:
 
 def _strength(cause: dict[str, Any], lang: str) -> str:
     """A cause's weight in words (a diagnosis.json from before words had only the score)."""
-    return STRENGTH_TEXT[cause.get("strength") or cause_strength(cause["score"])][lang]
+    return words.say(STRENGTH_TEXT[cause.get("strength") or cause_strength(cause["score"])], lang)
 
 
 def action_buttons(diag: dict[str, Any] | None, lang: str, symptom: str | None = None, cfg: Any = None) -> dict[str, Any]:
@@ -249,7 +250,7 @@ def symptom_markdown(symptom_id: str, run: Path | None, lang: str, diag: dict[st
     lines = [f"### {s.text('title', lang)}", s.text("description", lang)]
     reading = symptom_reading(symptom_id, verdict, cfg)
     if reading:
-        lines.append(f"\n> {reading[lang]}")
+        lines.append(f"\n> {words.say(reading, lang)}")
     lines.append(f"\n**{t('causes', lang)}**")
     for i, (c, lesser) in enumerate(symptom_causes(symptom_id, verdict, cfg), 1):
         why = f" *({t('lesser_here', lang)})*" if lesser else ""
@@ -259,7 +260,7 @@ def symptom_markdown(symptom_id: str, run: Path | None, lang: str, diag: dict[st
             if not_here:
                 lines.append(f"    - ~~{p.text('title', lang)}~~ ({not_here})")
                 continue
-            change = f" `{describe_change(p.change, lang, cfg)}`" if p.change else ""
+            change = f" `{words.say(describe_change(p.change, cfg), lang)}`" if p.change else ""
             lines.append(f"    - {p.text('title', lang)}{change}")
     return "\n".join(lines)
 
@@ -278,7 +279,7 @@ def rx_choices(run: Path | None, diag: dict[str, Any] | None, symptom: str | Non
     for pid in dict.fromkeys(ids):
         p = kb.prescription(pid)
         try:
-            change = describe_change(p.change, lang, cfg)
+            change = words.say(describe_change(p.change, cfg), lang)
             if cfg is not None and not moves_as_meant(cfg, p.change):
                 continue  # it would move the setting against what the prescription means
         except (UserError, ValueError):

@@ -1,0 +1,12 @@
+"""The diagnosis of a run (``diagnosis.*``): its lines where it names a step or a lesser cause, and the headings
+the CLI prints it under."""
+
+TEXTS = {
+    "diagnosis.at_step": ("Step {step}: {text}", "{step}스텝: {text}"),
+    "diagnosis.why_lesser": ("this run's verdict is {label}", "이 실행의 판정은 {label}입니다"),
+    "diagnosis.verdict": ("verdict: ", "판정: "),
+    "diagnosis.observed": ("observed:", "관찰:"),
+    "diagnosis.nothing_unusual": ("nothing unusual", "특이사항 없음"),
+    "diagnosis.causes": ("likely causes:", "가능한 원인:"),
+    "diagnosis.prescriptions": ("prescriptions (change one at a time):", "처방 (한 번에 하나만):"),
+}

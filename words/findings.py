@@ -1,0 +1,51 @@
+"""What the doctor's detectors found in a run (``finding.<signal>``), with the values each one names."""
+
+TEXTS = {
+    "finding.nonfinite": ("the {what} became non-finite first, at step {step} (module {where}, precision {precision}, "
+                          "lr {lr})",
+                          "{step}스텝에서 {what}이(가) 가장 먼저 nan/inf가 됨 (모듈 {where}, 정밀도 {precision}, 학습률 {lr})"),
+    "finding.loss_scale_collapse": ("the fp16 loss scale {how} (now {final}): overflow keeps recurring",
+                                    "fp16 손실 스케일이 {how} (현재 {final}): 오버플로가 반복됨"),
+    "finding.scale_below": ("fell below {limit:g} ({value:g} at step {step})", "{limit:g} 아래로 떨어짐 ({step}스텝에 {value:g})"),
+    "finding.scale_fell_in_a_row": ("fell on {n} steps in a row after its warm-up", "워밍업 뒤 {n}스텝 연속으로 내려감"),
+    "finding.scale_fell_from_peak": ("fell to 1/{fall:g} of the {peak} it had trained at after its warm-up",
+                                     "워밍업 뒤 학습하던 값 {peak}의 1/{fall:g}로 내려감"),
+    "finding.loss_scale_growing": ("the fp16 loss scale kept growing, to {peak} (2^{power:.0f}) at step {step}: the "
+                                   "gradients have been tiny for a long time, and any fp16 gradient above {limit:.2g} now "
+                                   "overflows",
+                                   "fp16 손실 스케일이 계속 커져 {step}스텝에 {peak}(2^{power:.0f})까지 올라감: 그라디언트가 오래 "
+                                   "아주 작았다는 뜻이고, 이제는 {limit:.2g}보다 큰 fp16 그라디언트는 모두 넘침(overflow)"),
+    "finding.grad_spike": ("{n} gradient-norm spike(s) over {factor:g}× the running median, first at step {step}",
+                           "그라디언트 norm이 최근 중앙값의 {factor:g}배를 넘은 스텝 {n}개, 처음은 {step}스텝"),
+    "finding.clip_saturated": ("{share:.0%} of steps were clipped at {max_norm:g}: clipping, not the lr, sets the step size",
+                               "스텝의 {share:.0%}가 {max_norm:g}에서 잘림: 학습률이 아니라 클리핑이 보폭을 정하고 있음"),
+    "finding.loss_trending_up": ("the loss is trending up: late mean {late:.4g} vs early {early:.4g}",
+                                 "손실이 오르는 추세: 후반 평균 {late:.4g}, 초반 {early:.4g}"),
+    "finding.weight_norm_growth": ("the LoRA weights' norm grew {growth:.0%} (step {s0}: {first:.4g} → step {s1}: {last:.4g}); "
+                                   "the seeds' 'burnt colours, rough lines' over-training",
+                                   "LoRA 가중치 norm이 {growth:.0%} 커짐 ({s0}스텝 {first:.4g} → {s1}스텝 {last:.4g}); "
+                                   "색이 타고 선이 거칠어지는 과적합 신호"),
+    "finding.dose_over": ("dose lr × steps × alpha/rank = {dose:.3g}, above the preset's zone ({low:g}–{high:g}): "
+                          "expect over-training (memorised poses, burnt colours)",
+                          "학습량(학습률 × 스텝 × alpha/rank) = {dose:.3g}, 프리셋 권장 구간({low:g}–{high:g})보다 큼: "
+                          "과적합(자세 고정, 색 탐)이 예상됨"),
+    "finding.dose_under": ("dose {dose:.3g} is below the preset's zone ({low:g}–{high:g}): it may not look alike yet",
+                           "학습량 {dose:.3g}이(가) 프리셋 권장 구간({low:g}–{high:g})보다 작음: 아직 안 닮을 수 있음"),
+    "joined": ("{first}; {rest}", "{first}; {rest}"),  # two messages as one line
+    "finding.learning_stalled": ("the weights barely move: ‖Δw‖/‖w‖ over 10 steps ≤ {ratio:.2g}",
+                                 "가중치가 거의 움직이지 않음: 10스텝 동안 ‖Δw‖/‖w‖ ≤ {ratio:.2g}"),
+    "finding.ema_drift": ("the EMA weights drifted {drift:.0%} away from the live weights (step {step})",
+                          "EMA 가중치가 실제 가중치에서 {drift:.0%} 벗어남 ({step}스텝)"),
+    "finding.step_slowdown": ("steps became {factor:.1f}× slower from step {step} ({before:.3g} s → {after:.3g} s) "
+                              "and stayed slow{memory}: the signature of memory spilling out of the GPU",
+                              "{step}스텝부터 스텝이 {factor:.1f}배 느려져({before:.3g}초 → {after:.3g}초) 그대로 "
+                              "머묾{memory}: GPU 메모리가 넘쳐 시스템 메모리로 흘러갈 때의 모습"),
+    "finding.slowdown_memory": ("; training held {reserved:.2f} GiB of device memory{free}",
+                                ". 학습이 장치 메모리 {reserved:.2f} GiB를 쓰는 중{free}"),
+    "finding.slowdown_free": (", {free:.2f} GiB left free on the device", ", 장치에 남은 메모리 {free:.2f} GiB"),
+    "finding.sample_burn": ("samples drift in saturation/contrast from step 0 (burn {burn:.2f} at step {step}, {kind})",
+                            "샘플의 채도·대비가 0스텝보다 과해짐 ({step}스텝 {kind}, 탐 지수 {burn:.2f})"),
+    "finding.leakage": ("the no-trigger sample drifts from the base model's (leakage {leak:.2f} at step {step}): "
+                        "the LoRA is leaking into everything",
+                        "트리거 없는 샘플이 기반 모델의 그림에서 멀어짐 ({step}스텝 누출 {leak:.2f}): 다른 것까지 물들고 있음"),
+}  # fmt: skip

@@ -1,0 +1,47 @@
+"""Peak memory (``memory.*``): the parts of the estimate, the verdict on the device, and fitting a config under a
+budget (``memory_fit.*``)."""
+
+TEXTS = {
+    "memory.part.unet_weights": ("UNet weights (frozen)", "UNet 가중치(고정)"),
+    "memory.part.text_encoder_weights": ("text encoder weights (frozen)", "텍스트 인코더 가중치(고정)"),
+    "memory.part.vae_weights": ("VAE weights", "VAE 가중치"),
+    "memory.part.lora_weights": ("LoRA weights (fp32)", "LoRA 가중치(fp32)"),
+    "memory.part.lora_gradients": ("LoRA gradients (fp32)", "LoRA 그라디언트(fp32)"),
+    "memory.part.optimizer_state": ("optimizer state", "옵티마이저 상태"),
+    "memory.part.ema": ("EMA shadow (fp32)", "EMA 사본(fp32)"),
+    "memory.part.activations": ("UNet activations", "UNet 활성값"),
+    "memory.part.text_encoder_activations": ("text encoder activations", "텍스트 인코더 활성값"),
+    "memory.part.vae_encode": ("VAE encoding (latents not cached)", "VAE 인코딩(잠재 캐시 없음)"),
+    "memory.part.runtime": ("runtime (CUDA context, workspaces)", "런타임(CUDA 컨텍스트, 작업 공간)"),
+    "memory.verdict.fits": ("fits", "들어감"),
+    "memory.verdict.tight": ("tight: it should fit, with little to spare", "빠듯함: 들어가지만 여유가 거의 없음"),
+    "memory.verdict.spill": ("will not fit: it would spill out of device memory", "들어가지 않음: 장치 메모리를 넘쳐 흘러넘침"),
+    "memory.verdict.unknown": ("free memory unknown", "남은 메모리를 알 수 없음"),
+    "memory.total": ("total", "합계"),
+    "memory.table_head": ("| part | estimate |", "| 항목 | 추정 |"),
+    "memory.summary": ("**{verdict}** — {device}, {free} free, largest bucket {w}×{h}",
+                       "**{verdict}** — {device}, 남은 메모리 {free}, 가장 큰 버킷 {w}×{h}"),
+    "memory.heading": ("peak memory (estimate):", "최대 메모리(추정):"),
+    "memory_fit.why.dataset.cache_latents": ("encode the pictures once, before training; the VAE leaves the GPU",
+                                             "그림을 학습 전에 한 번만 인코딩하고 VAE는 GPU에서 내림"),
+    "memory_fit.why.train.gradient_checkpointing": ("recompute activations in backward instead of keeping them (steps ~25% slower)",
+                                                    "활성값을 저장하지 않고 역전파 때 다시 계산(스텝이 약 25% 느려짐)"),
+    "memory_fit.why.optim.optimizer": ("8-bit optimizer moments (bitsandbytes)",
+                                       "옵티마이저 모멘트를 8비트로(bitsandbytes)"),
+    "memory_fit.why.train.batch_size": ("a smaller batch, more accumulation: the same effective batch",
+                                        "배치를 줄이고 누적을 늘림: 실효 배치는 그대로"),
+    "memory_fit.why.train.precision": ("bf16 frozen weights and activations (LoRA stays fp32)",
+                                       "고정 가중치와 활성값을 bf16으로(LoRA는 fp32 유지)"),
+    "memory_fit.steps_note": ("total steps {before} → {after} (each bucket's last partial batch groups into steps "
+                              "differently), dose {dose_before:.3g} → {dose_after:.3g}; set train.max_steps = {before} to "
+                              "keep both",
+                              "총 스텝 {before} → {after}(버킷마다 마지막 배치가 스텝으로 묶이는 방식이 달라짐), 학습량 "
+                              "{dose_before:.3g} → {dose_after:.3g}. 둘 다 지키려면 train.max_steps = {before}"),
+    "memory_fit.already_fits": ("already fits: {before} of {budget}", "이미 들어감: {budget} 중 {before}"),
+    "memory_fit.fits": ("{before} → {after}, within {budget} with {n} change(s)",
+                        "{before} → {after}, 변경 {n}개로 {budget} 안에 들어감"),
+    "memory_fit.does_not_fit": ("even with every change ({after}) it does not fit {budget}: lower the resolution or the "
+                                "rank, or use a device with more memory",
+                                "모든 변경을 해도({after}) {budget}에 들어가지 않음: 해상도나 rank를 낮추거나 메모리가 더 큰 "
+                                "장치를 쓰세요"),
+}  # fmt: skip

@@ -1,0 +1,83 @@
+"""The verdict on a run or a checkpoint (``verdict.*``): its label, the evidence with its strength, the summary of
+what to do, and how to read a symptom the evidence disagrees with."""
+
+TEXTS = {
+    "verdict.label.fit": ("fit", "알맞음"),
+    "verdict.label.under": ("under-trained", "미적합(덜 학습됨)"),
+    "verdict.label.over": ("over-trained", "과적합(과하게 학습됨)"),
+    "verdict.label.broken": ("broken (nan/inf)", "망가짐(nan/inf)"),
+    "verdict.strength.strong": ("strong evidence", "강한 근거"),
+    "verdict.strength.moderate": ("moderate evidence", "보통 근거"),
+    "verdict.strength.weak": ("weak evidence", "약한 근거"),
+    "verdict.line": ("{text} ({strength})", "{text} ({strength})"),
+    "verdict.line_outweighed": ("outweighed: {text} ({strength})", "더 강한 근거에 밀림: {text} ({strength})"),
+    # the dose against the preset's zone
+    "verdict.dose": ("{where} dose {dose:.3g} is {side} this preset's zone {low:g}–{high:g}",
+                     "{where} 학습량 {dose:.3g}은(는) 이 프리셋의 범위 {low:g}–{high:g} {side}입니다"),
+    "verdict.side.under": ("under", "아래"),
+    "verdict.side.fit": ("inside", "안"),
+    "verdict.side.over": ("over", "위"),
+    "verdict.where_plan": ("the plan's", "계획의"),
+    "verdict.where_step": ("step {step}'s", "{step}스텝의"),
+    "verdict.where_reached": ("the dose reached at step {step}:", "{step}스텝까지의"),
+    "verdict.forecast": ("From the dose alone: {advice}.", "학습량만으로 본 예상입니다. {advice}."),
+    "verdict.forecast.fit": ("the pictures of the run will tell; Review judges each checkpoint by them",
+                             "실제 판단은 학습 뒤 그림으로 합니다. 리뷰 단계가 체크포인트마다 그림으로 판단합니다"),
+    "verdict.forecast.under": ("expect a weak likeness: raise the steps or the learning rate (one of the two)",
+                               "덜 닮을 수 있습니다. 스텝이나 학습률 중 하나를 올리세요"),
+    "verdict.forecast.over": ("expect memorised pictures that ignore the prompt: lower the learning rate, steps or alpha",
+                              "그림을 외워 프롬프트를 무시할 수 있습니다. 학습률, 스텝이나 alpha를 낮추세요"),
+    # what the pictures show
+    "verdict.no_likeness": ("the character does not show yet: likeness {like:.2f} (it shows from {shows:g})",
+                            "캐릭터가 아직 나오지 않음: 닮음 {like:.2f} ({shows:g}부터 닮음)"),
+    "verdict.likeness": ("the character shows: likeness {like:.2f}", "캐릭터가 나옴: 닮음 {like:.2f}"),
+    "verdict.low_adherence": ("the prompt starts to be ignored: adherence {adh:.2f} against the run's best {best:.2f}",
+                              "프롬프트를 무시하기 시작함: 프롬프트 준수 {adh:.2f} (이 실행의 최고 {best:.2f})"),
+    "verdict.leakage": ("no-trigger pictures drift from the base model's: leakage {leak:.2f} (limit {limit:g})",
+                        "트리거 없는 그림이 기반 모델의 그림에서 멀어짐: 누출 {leak:.2f} (한도 {limit:g})"),
+    "verdict.no_leakage": ("no-trigger pictures stay the base model's: leakage {leak:.2f}",
+                           "트리거 없는 그림은 기반 모델의 그림 그대로: 누출 {leak:.2f}"),
+    "verdict.demo_burn": ("burn {burn:.2f} against step 0 — weak on the demo: the character's own saturated colours raise it",
+                          "0스텝 대비 색 탐 {burn:.2f} — 데모에서는 약한 신호: 캐릭터 자체의 진한 색이 이 값을 올림"),
+    "verdict.burn": ("trigger pictures look burnt against step 0: burn {burn:.2f} (limit {limit:g})",
+                     "트리거 그림이 0스텝보다 탐: 색 탐 {burn:.2f} (한도 {limit:g})"),
+    # the run's evidence lines
+    "verdict.at_step": ("step {step}: {text}", "{step}스텝: {text}"),
+    "verdict.other_checkpoint": ("step {step}: {label} — {evidence}", "{step}스텝: {label} — {evidence}"),
+    # summaries: what to do
+    "verdict.summary.broken": ("Broken: {first}. Fix the numbers first; the pictures of a broken run say nothing about "
+                               "the dose.{salvage}",
+                               "망가짐: {first}. 수치 문제부터 고치세요. 망가진 실행의 그림으로는 학습량을 판단할 수 "
+                               "없습니다.{salvage}"),
+    "verdict.salvage": (" Checkpoint {step} was saved before it broke.", " 깨지기 전에 {step}스텝이 저장됐습니다."),
+    "verdict.summary.fit": ("Fit: {use}nothing needs to change.{tail} Confirm it with the strength sweep.",
+                            "알맞음: {use}바꿀 것이 없습니다.{tail} 강도 비교로 확인하세요."),
+    "verdict.use_step": ("use step {step}; ", "{step}스텝을 쓰세요. "),
+    "verdict.later_overfit": (" Later checkpoints ({steps}) start to overfit.", " 이후 체크포인트({steps})는 과적합이 시작됩니다."),
+    "verdict.summary.under": ("Under-trained: {last} has not learned enough. Train longer or raise the learning rate "
+                              "(one of the two).",
+                              "미적합: {last} 아직 덜 배웠습니다. 더 오래 학습하거나 학습률을 올리세요(둘 중 하나만)."),
+    "verdict.last_checkpoint": ("even the last checkpoint (step {step})", "마지막 체크포인트({step}스텝)도"),
+    "verdict.the_run": ("the run", "이 실행은"),
+    "verdict.summary.over": ("Over-trained: the run pushed too far.{where} Lower the dose (learning rate or steps) and "
+                             "train again.",
+                             "과적합: 너무 멀리 끌고 갔습니다.{where} 학습량(학습률이나 스텝)을 낮춰 다시 학습하세요."),
+    "verdict.least_pushed": (" Step {step} is the least pushed save.", " {step}스텝이 가장 덜 밀린 체크포인트입니다."),
+    # a symptom the run's evidence reads otherwise
+    "verdict.reading": ("Your run's measures say {label} ({why}), so “{title}” more likely means {meaning}. "
+                        "Causes that point the other way are listed last.{use}",
+                        "이 실행의 측정값은 {label}입니다({why}). 그래서 “{title}”은(는) {meaning}. "
+                        "반대 방향의 원인은 맨 뒤에 두었습니다.{use}"),
+    "verdict.meaning.over": ("the LoRA was pushed too far (memorised pictures, a lost prompt), not that it learned too little",
+                             "LoRA가 너무 멀리 끌려갔다는 뜻(그림을 외우고 프롬프트를 잃음)이지, 덜 배웠다는 뜻이 아닙니다"),
+    "verdict.meaning.under": ("it has not learned enough yet, not that it was pushed too far",
+                              "아직 덜 배웠다는 뜻이지, 너무 멀리 끌려갔다는 뜻이 아닙니다"),
+    "verdict.meaning.fit": ("something other than the amount of training: the checkpoint or strength in use, the "
+                            "prompt's words, or the data",
+                            "학습량이 아닌 다른 것: 쓰고 있는 체크포인트나 강도, 프롬프트의 단어, 또는 데이터라는 뜻입니다"),
+    "verdict.meaning.broken": ("the numbers broke (nan/inf); fix that first, the pictures of a broken run say nothing "
+                               "about the dose",
+                               "수치가 깨졌다(nan/inf)는 뜻입니다. 그것부터 고치세요. 망가진 실행의 그림으로는 학습량을 "
+                               "판단할 수 없습니다"),
+    "verdict.check_step": (" Check step {step} first.", " 먼저 {step}스텝을 확인하세요."),
+}  # fmt: skip
