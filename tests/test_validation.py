@@ -101,3 +101,46 @@ def test_a_run_scores_its_held_out_pictures_at_each_save_and_review_reads_them(t
     # Review's per-checkpoint measures carry the number of that save
     by_step = {cv.step: cv.measures for cv in checkpoint_verdicts(result.run_dir)}
     assert by_step[3]["val_loss"] == pytest.approx(scored[3])
+    # and the Review step's measures table shows it, the lowest starred
+    from ui.steps.review import measures_table
+
+    table = measures_table(result.run_dir, "en").value
+    assert table["headers"][-1] == "validation loss (★ lowest)"
+    shown = {row[0]: row[-1] for row in table["data"]}
+    best = min(scored, key=scored.get)
+    assert shown[best].endswith("★") and shown[best].startswith(f"{scored[best]:.3g}")
+
+
+def test_a_validation_loss_that_turns_up_points_to_overfitting_and_steers_the_pick():
+    from trainer.doctor.held_out import lowest_validation, validation_observation
+    from trainer.doctor.verdict import CheckpointVerdict
+
+    values = {100: 0.30, 200: 0.21, 300: 0.20, 400: 0.26}
+    assert validation_observation(100, values) is None  # nothing earlier to compare with
+    assert validation_observation(300, values) is None  # still falling
+    rising = validation_observation(400, values)
+    assert rising is not None and rising.points_to == "over"
+    assert rising.text.values["best_step"] == 300
+
+    def cv(step, val):
+        return CheckpointVerdict(step, "fit", [], 1.0, {"val_loss": val} if val is not None else {}, ())
+
+    fits = [cv(200, 0.21), cv(300, 0.20), cv(400, 0.26)]
+    assert [c.step for c in lowest_validation(fits)] == [200, 300]  # within 5 % of the lowest
+    assert lowest_validation([cv(200, 0.21), cv(300, None)]) == [cv(200, 0.21), cv(300, None)]
+
+
+def test_the_live_loss_chart_draws_the_validation_loss_and_stars_its_lowest():
+    from ui.plots import changes_shape, live_carry, loss_figure
+
+    rows = [{"step": s, "loss": 0.3 - s / 100, "grad_norm": 1.0} for s in range(1, 7)]
+    rows[2]["val_loss"], rows[5]["val_loss"] = 0.21, 0.24
+    fig = loss_figure(rows, "en")
+    val = next(tr for tr in fig["data"] if tr["name"] == "Validation loss")
+    assert (val["x"], val["y"]) == ([3, 6], [0.21, 0.24])
+    star = next(tr for tr in fig["data"] if tr["name"] == "lowest validation loss")
+    assert (star["x"], star["y"]) == ([3], [0.21])
+    assert "검증 손실" in {tr["name"] for tr in loss_figure(rows, "ko")["data"]}
+    assert not any(tr["name"] == "Validation loss" for tr in loss_figure(rows[:2], "en")["data"])
+    # a row with a validation point makes the page take whole figures (the point is not a line's next point)
+    assert changes_shape([rows[5]], live_carry(rows[:5])) and not changes_shape([rows[4]], live_carry(rows[:4]))

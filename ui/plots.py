@@ -177,8 +177,22 @@ def loss_figure(rows: Sequence[dict], lang: str = "en", uirevision: str = "run")
     bad = _bad_rows(rows)
     chart.line(xs, ys, tr("loss_raw", lang), GREY, keep=bad, width=1)
     chart.line(xs, smooth(ys), tr("loss_smooth", lang), BLUE, keep=bad, width=2.5)
+    _validation(chart, rows, lang)
     _alert_markers(chart, rows, bad, ys, lang)
     return chart.figure()
+
+
+def _validation(chart: _Chart, rows: Sequence[dict], lang: str) -> None:
+    """The validation loss where the run measured it (held-out pictures, fixed noise), the lowest one starred."""
+    scored = [(r["step"], value(r.get("val_loss"))) for r in rows if r.get("val_loss") is not None]
+    scored = [(s, v) for s, v in scored if math.isfinite(v)]
+    if not scored:
+        return
+    chart.traces.append({"type": "scatter", "x": [s for s, _ in scored], "y": [v for _, v in scored],
+                         "name": tr("val_loss", lang), "mode": "lines+markers",
+                         "line": {"color": ORANGE, "width": 2}, "marker": {"size": 6}})
+    best_step, best = min(scored, key=lambda sv: (sv[1], sv[0]))
+    chart.markers([best_step], [best], tr("val_best", lang), {"color": ORANGE, "symbol": "star", "size": 14})
 
 
 GRAD_BAND = "rgba(255, 127, 14, 0.35)"  # ORANGE, pale: the before-clipping band under the after line
@@ -255,7 +269,7 @@ def changes_shape(rows: Iterable[dict], carry: dict[str, Any]) -> bool:
     vertical lines) or the first loss scale (the scale figure's note becomes a line). Such rows take whole
     figures."""
     for r in rows:
-        if r.get("nonfinite") or r.get("skipped"):
+        if r.get("nonfinite") or r.get("skipped") or r.get("val_loss") is not None:  # a validation point redraws
             return True
         if not (math.isfinite(value(r.get("loss"))) and math.isfinite(value(r.get("grad_norm")))):
             return True

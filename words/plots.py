@@ -18,5 +18,6 @@ TEXTS = {
     "plot.dose": ("Dose = lr × steps × alpha/rank", "학습량 = 학습률 × 스텝 × alpha/rank"),
     "plot.count": ("pictures", "그림 수"),
     "plot.val_loss": ("Validation loss", "검증 손실"),
+    "plot.val_best": ("lowest validation loss", "가장 낮은 검증 손실"),
     "plot.no_series": ("neither run has this", "두 실행 모두 이 값이 없습니다"),
 }

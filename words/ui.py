@@ -228,6 +228,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ui.col_burn": ("burn", "색 탐"),
     "ui.col_likeness": ("likeness", "닮음"),
     "ui.col_adherence": ("adherence", "프롬프트 준수"),
+    "ui.col_val_loss": ("validation loss (★ lowest)", "검증 손실 (★ 최저)"),
     "ui.checkpoint": ("Checkpoint (LoRA file)", "체크포인트 (LoRA 파일)"),
     "ui.sweep": ("Strength sweep 0.6 / 0.8 / 1.0 / 1.2", "강도 비교 0.6 / 0.8 / 1.0 / 1.2"),
     "ui.sweep_title": ("Strength sweep", "강도 비교"),

@@ -33,6 +33,8 @@ TEXTS = {
     "verdict.likeness": ("the character shows: likeness {like:.2f}", "캐릭터가 나옴: 닮음 {like:.2f}"),
     "verdict.low_adherence": ("the prompt starts to be ignored: adherence {adh:.2f} against the run's best {best:.2f}",
                               "프롬프트를 무시하기 시작함: 프롬프트 준수 {adh:.2f} (이 실행의 최고 {best:.2f})"),
+    "verdict.val_rising": ("validation loss {val:.4f} rose past the {best:.4f} of step {best_step} while training went on",
+                           "검증 손실이 {best_step}스텝의 {best:.4f}보다 높은 {val:.4f}로 올라감 (학습은 계속되는데)"),
     "verdict.leakage": ("no-trigger pictures drift from the base model's: leakage {leak:.2f} (limit {limit:g})",
                         "트리거 없는 그림이 기반 모델의 그림에서 멀어짐: 누출 {leak:.2f} (한도 {limit:g})"),
     "verdict.no_leakage": ("no-trigger pictures stay the base model's: leakage {leak:.2f}",

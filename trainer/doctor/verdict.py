@@ -191,6 +191,7 @@ def _picture_observations(row: dict[str, Any], demo: bool, best_adherence: float
 
 def checkpoint_verdicts(run_dir: str | Path, config: Config | None = None) -> list[CheckpointVerdict]:
     """A verdict for every saved checkpoint (live weights; the final save when there is no other), oldest first."""
+    from trainer.doctor.held_out import val_loss_by_step, validation_observation
     from trainer.doctor.pictures import dose_by_step, measure_steps
     from trainer.run.contents import load_run_config
 
@@ -200,6 +201,7 @@ def checkpoint_verdicts(run_dir: str | Path, config: Config | None = None) -> li
     if not steps:
         return []
     measured = {r["step"]: r for r in measure_steps(run_dir)}
+    vals = val_loss_by_step(run_dir)
     doses = dose_by_step(run_dir, config)
     demo = any(r.get("likeness") is not None for r in measured.values())
     # an optimizer that sets its own step size (a dose note) makes the lr a multiplier: the dose is not comparable
@@ -208,12 +210,13 @@ def checkpoint_verdicts(run_dir: str | Path, config: Config | None = None) -> li
     best_adh: float | None = None  # the best adherence up to this save: overfitting is a fall from an earlier peak
     for step in steps:
         obs: list[Observation] = []
-        row = measured.get(step)
+        row = {**measured.get(step, {}), **({"val_loss": vals[step]} if step in vals else {})} or None
         if row is not None:
             adh, like = row.get("adherence"), row.get("likeness")
             if adh is not None and (like is None or like >= LIKENESS_SHOWS):
                 best_adh = adh if best_adh is None else max(best_adh, adh)
             obs += _picture_observations(row, demo, best_adh)
+        obs += [o for o in [validation_observation(step, vals)] if o is not None]
         dose = doses.get(step)
         if dose is not None:
             obs.append(_dose_observation(dose, config.dose.fit_low, config.dose.fit_high, dose_strength,
@@ -233,9 +236,11 @@ def _score(c: CheckpointVerdict) -> float:
 
 
 def _recommend(cvs: list[CheckpointVerdict], config: Config) -> int | None:
+    from trainer.doctor.held_out import lowest_validation
+
     if not cvs:
         return None
-    fits = [c for c in cvs if c.label == "fit"]
+    fits = lowest_validation([c for c in cvs if c.label == "fit"])
     if fits:
         if any(c.measures.get("likeness") is not None for c in fits):
             return max(fits, key=lambda c: (_score(c), -c.step)).step

@@ -2,9 +2,8 @@
 
 Read top to bottom: :func:`run_training` prepares a :class:`Trainer` and calls its named steps. One
 optimizer step is forward/backward per micro-batch, then unscale → clip → one host sync → the guard's
-decision → optimizer step → EMA. Nothing here imports a UI. The forward pass and its loss are in
-:mod:`trainer.train.loss`, picture loading in :mod:`trainer.train.feeding`, the step's extra measures in
-:mod:`trainer.train.measures`.
+decision → optimizer step → EMA. Nothing here imports a UI. The forward pass and its loss are in :mod:`.loss`,
+picture loading in :mod:`.feeding`, the step's measures in :mod:`.measures`, the validation loss in :mod:`.validation`.
 """
 
 from __future__ import annotations
@@ -35,6 +34,7 @@ from trainer.train.outputs import OutputsMixin
 from trainer.train.preparation import PreparationMixin
 from trainer.train.recovery import RecoveryMixin
 from trainer.train.state import DataPosition, TrainState
+from trainer.train.validation import ValidationMixin
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -103,7 +103,8 @@ def run_training(
     return result
 
 
-class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, RecoveryMixin, OutputsMixin):
+class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, ValidationMixin, RecoveryMixin,
+              OutputsMixin):
     def __init__(self, config: Config, sink: Sink | None, commands: Commands, dist: Dist, hooks: Hooks):
         self.config = config
         self.commands = commands
@@ -122,6 +123,7 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Recovery
         self._loader: ThreadPoolExecutor | None = None  # a thread pool that loads the next step's images when latents are not cached
         self._pixels: dict[tuple[int, int], Any] = {}
         self._findings_emitted: set[str] = set()
+        self.held_out, self.validation = [], None  # the validation loss's pictures (prepare_data)
 
     # The run state's parts, read (and, for counters, written) through the one TrainState.
     @property
@@ -283,6 +285,7 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Recovery
         if decision.apply:
             self.global_step += 1
         row_step = self.global_step if decision.apply else self.global_step + 1
+        val = self.validate() if decision.apply and self.validation_due(self.global_step) else None
         self.emit(
             "step",
             step=row_step,
@@ -300,6 +303,7 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Recovery
             ema_drift=h.ema_drift,
             rollbacks=self.guard.rollbacks,
             **self._device_memory(),
+            **({} if val is None else {"val_loss": val}),
         )
         if cfg.guard.detectors and decision.apply and self.global_step % cfg.guard.detect_every == 0:
             self.run_detectors()

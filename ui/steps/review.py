@@ -20,6 +20,7 @@ from PIL import Image
 import words
 from trainer.data.images import for_display
 from trainer.doctor import pictures
+from trainer.doctor.held_out import val_loss_by_step
 from trainer.errors import UserError
 from trainer.models.embedding import embedding_beside
 from trainer.review import grid as review
@@ -215,13 +216,20 @@ def grid_html(grid: dict[str, Any], recommended: int | None, lang: str, verdicts
 def measures_table(run: Path, lang: str, rec: dict[str, Any] | None = None) -> Any:
     doses = pictures.dose_by_step(run)
     verdicts = checkpoint_labels(rec.get("verdict") if rec else None, lang)
+    measured = {r["step"]: r for r in pictures.measure_steps(run)}
+    vals = val_loss_by_step(run)  # the validation loss, when the run held pictures out for it
+    best = min(vals, key=lambda s: (vals[s], s)) if vals else None
     rows = []
-    for r in pictures.measure_steps(run):
-        rows.append([r["step"], verdicts.get(r["step"], "—"), _num(doses.get(r["step"])), _num(r["leakage"]),
-                     _num(r["burn"]), _num(r["likeness"]), _num(r["adherence"])])
+    for step in sorted(set(measured) | set(vals)):
+        r = measured.get(step, {})
+        row = [step, verdicts.get(step, "—"), _num(doses.get(step)), _num(r.get("leakage")), _num(r.get("burn")),
+               _num(r.get("likeness")), _num(r.get("adherence"))]
+        if vals:  # the lowest so far is marked: advisory, nothing is deleted
+            row.append(_num(vals.get(step)) + (" ★" if step == best else ""))
+        rows.append(row)
     headers = [t("step", lang), t("col_verdict", lang), t("col_dose", lang), t("col_leakage", lang),
                t("col_burn", lang), t("col_likeness", lang), t("col_adherence", lang)]
-    return gr.Dataframe(value=rows, headers=headers)
+    return gr.Dataframe(value=rows, headers=headers + ([t("col_val_loss", lang)] if vals else []))
 
 
 def _num(v: float | None) -> str:

@@ -1,0 +1,52 @@
+"""What the validation loss (``val_loss`` in a run's metric rows) says about each save: a number that turns up
+while the training loss keeps falling is the LoRA starting to memorise its pictures."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from trainer.io import read_jsonl
+from trainer.message import msg
+from trainer.run.rundir import RunPaths
+
+if TYPE_CHECKING:
+    from trainer.doctor.verdict import CheckpointVerdict, Observation
+
+VAL_RISE = 0.05  # a validation loss this far (relative) above the lowest of an earlier save counts as a rise
+
+
+def val_loss_by_step(run_dir: str | Path) -> dict[int, float]:
+    """Every finite ``val_loss`` of the run's metric rows, by step."""
+    out = {}
+    for r in read_jsonl(RunPaths(Path(run_dir)).metrics):
+        v = r.get("val_loss")
+        if isinstance(v, int | float) and math.isfinite(v):
+            out[int(r["step"])] = float(v)
+    return out
+
+
+def validation_observation(step: int, values: dict[int, float]) -> Observation | None:
+    """"over" (moderate) when this save's validation loss rose past the lowest an earlier save reached."""
+    from trainer.doctor.verdict import Observation
+
+    here = values.get(step)
+    earlier = {s: v for s, v in values.items() if s < step}
+    if here is None or not earlier:
+        return None
+    best_step, best = min(earlier.items(), key=lambda kv: (kv[1], kv[0]))
+    if here > best * (1 + VAL_RISE):
+        return Observation("numbers", "over", "moderate",
+                           msg("verdict.val_rising", val=here, best=best, best_step=best_step))
+    return None
+
+
+def lowest_validation(fits: list[CheckpointVerdict]) -> list[CheckpointVerdict]:
+    """The fit saves whose validation loss is within :data:`VAL_RISE` of the lowest among them (all of them when
+    a save has no validation loss): the recommendation then picks among these by its usual rule."""
+    vals: list[Any] = [c.measures.get("val_loss") for c in fits]
+    if not fits or any(v is None for v in vals):
+        return fits
+    low = min(vals)
+    return [c for c, v in zip(fits, vals) if v <= low * (1 + VAL_RISE)]
