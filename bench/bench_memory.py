@@ -12,7 +12,7 @@ are counted from tensors and equal by construction.
     python bench/bench_memory.py --json                          # one JSON line per cell
 
 Cells: 64, 128 and 192 px at batch 1, 128 px at batch 2, gradient checkpointing off and on. The coefficients in
-each family adapter's ``activations`` (``trainer/models/sd15.py``, ``sdxl.py``) were fitted on the 128 and 192 px
+each family adapter's ``activations`` (``trainer/models/families/sd15.py``, ``sdxl.py``) were fitted on the 128 and 192 px
 batch-1 cells of this table (``--fit`` prints them); the 64 px and batch-2 cells are held out. ``--from FILE`` prints the table again from the JSON lines of an
 earlier ``--json`` run, with the estimates of the code as it is now.
 """

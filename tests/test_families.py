@@ -1,16 +1,18 @@
-"""Model families: every per-family difference lives in one adapter (trainer/models/sd15.py, sdxl.py) behind
+"""Model families: every per-family difference lives in one adapter (trainer/models/families/sd15.py, sdxl.py) behind
 ``trainer.models.family``; the rest of the code never asks which family it is."""
 
 from __future__ import annotations
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
 from trainer.config.schema import Config, from_dict
 from trainer.errors import UserError
+from trainer.models.families.sd15 import SD15
 from trainer.models.family import (
     FAMILIES,
     FAMILY_ATTRIBUTES,
@@ -20,10 +22,9 @@ from trainer.models.family import (
     register,
     unregister,
 )
-from trainer.models.sd15 import SD15
 
 REPO = Path(__file__).resolve().parent.parent
-ADAPTERS = {REPO / "trainer" / "models" / f"{name}.py" for name in ("family", "sd15", "sdxl")}
+ADAPTERS = {REPO / "trainer" / "models" / "family.py", *(REPO / "trainer" / "models" / "families").glob("*.py")}
 FAMILY_TEST = re.compile(r"family\s*(==|!=)|family\s+(not\s+)?in\s*\(")
 
 
@@ -99,6 +100,25 @@ def test_an_unknown_family_is_refused_by_name():
         family("sd3")
     with pytest.raises(UserError, match=r"model\.family"):
         from_dict({"model": {"family": "sd3"}})
+
+
+def test_a_file_dropped_into_the_families_folder_is_a_family(tmp_path, monkeypatch):
+    import trainer.models.families as folder
+    from trainer.models import family as registry
+
+    (tmp_path / "zz_other.py").write_text(
+        "from trainer.models.families.sd15 import SD15\n"
+        "from trainer.models.family import register\n\n\n"
+        "@register\nclass Other(SD15):\n    name = 'zz-other'\n    label = 'Another SD 1.5'\n", encoding="utf-8")
+    monkeypatch.setattr(folder, "__path__", [*folder.__path__, str(tmp_path)])
+    monkeypatch.setattr(registry, "_discovered", False)  # the registry reads the folder again, as on a new start
+    try:
+        assert "zz-other" in FAMILIES
+        assert from_dict({"model": {"family": "zz-other"}}).model.family == "zz-other"
+    finally:
+        unregister("zz-other")
+        sys.modules.pop("trainer.models.families.zz_other", None)
+    assert "zz-other" not in FAMILIES
 
 
 def test_adding_a_family_is_one_adapter():

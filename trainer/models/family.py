@@ -4,7 +4,7 @@ A :class:`ModelFamily` holds everything the rest of the trainer would otherwise 
 the diffusers pipeline class and how to load it, the text encoders and the roles they play (LoRA role, kohya
 key prefix, textual-inversion key), the UNet's extra conditioning (SDXL's pooled text and size ids), the kohya
 and modelspec names, the shipped config folder, and the measured memory coefficients. Each family is one
-adapter module in this package (:mod:`trainer.models.sd15`, :mod:`trainer.models.sdxl`) that subclasses it
+adapter module in this package (:mod:`trainer.models.families.sd15`, :mod:`trainer.models.families.sdxl`) that subclasses it
 and calls :func:`register`; the rest of the trainer only calls :func:`family`.
 
 Nothing here imports torch or diffusers at import time: the config validates family names through it.
@@ -117,8 +117,7 @@ class ModelFamily:
 # ----------------------------------------------------------------------------------------- registry
 
 _REGISTRY: dict[str, ModelFamily] = {}
-# The adapter modules of this package, imported (so registered) the first time the registry is read.
-BUILT_IN = ("sd15", "sdxl")
+_discovered = False
 DEFAULT = "sd15"  # what a base that shows no family's marker is
 
 
@@ -132,11 +131,22 @@ def unregister(name: str) -> None:
     _REGISTRY.pop(name, None)
 
 
+def discover() -> None:
+    """Import every adapter module in ``trainer/models/families/`` (each registers its family), by file name."""
+    import pkgutil
+
+    from trainer.models import families
+
+    for info in sorted(pkgutil.iter_modules(families.__path__), key=lambda m: m.name):
+        importlib.import_module(f"{families.__name__}.{info.name}")
+
+
 def _registry() -> dict[str, ModelFamily]:
-    for module in BUILT_IN:
-        importlib.import_module(f"trainer.models.{module}")
-    order = [n for n in BUILT_IN if n in _REGISTRY] + [n for n in _REGISTRY if n not in BUILT_IN]
-    return {n: _REGISTRY[n] for n in order}
+    global _discovered
+    if not _discovered:
+        _discovered = True
+        discover()
+    return dict(_REGISTRY)
 
 
 class _Names:
