@@ -117,3 +117,12 @@ def test_the_run_folder_keeps_findings_worded_as_before(tmp_path):
     write_worded_json(tmp_path / "plan.json", {"formula": msg("plan.zone.fit"), "n": 2})
     assert json.loads((tmp_path / "plan.json").read_text(encoding="utf-8")) == {"formula": {"en": "fit", "ko": "적정"},
                                                                                "n": 2}
+
+
+def test_the_app_holds_no_words_of_its_own():
+    """ui/ words everything through words/ too; the one exception is the language switch, where each language
+    is named in itself."""
+    worded = [f"{p.relative_to(REPO).as_posix()}:{i}" for p in (REPO / "ui").rglob("*.py")
+              for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+              if HANGUL.search(line) and '("한국어", "ko")' not in line]
+    assert not worded, f"Korean words inside ui/ (move them to words/): {worded}"

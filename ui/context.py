@@ -65,10 +65,10 @@ class AppContext:
     def run_path(self, rel: str, lang: str = "en") -> Path:
         """A run folder named by its place inside ``runs/``; never anywhere else."""
         if not rel:
-            raise UserError("no run chosen" if lang == "en" else "실행을 고르지 않았습니다")
+            raise UserError(t("err_no_run_chosen", lang))
         path = self.policy.inside(self.runs_dir, rel, "run", lang)
         if not (path / "config.toml").is_file():
-            raise UserError(f"{rel}: not a run folder" if lang == "en" else f"{rel}: 실행 폴더가 아닙니다")
+            raise UserError(t("err_not_a_run", lang, rel=rel))
         return path
 
     def run_rel(self, run_dir: str | Path | None) -> str | None:

@@ -12,6 +12,7 @@ from trainer.config.presets import PRESET_DIR, list_presets, load_preset, preset
 from trainer.config.schema import Config, flatten, save_config
 from trainer.errors import UserError
 from trainer.io import atomic_write_text
+from words import both
 
 from ..binding import UI, ok_box
 from ..fields import BY_NAME, NAMES, config_from_values, fields_of, values_from_config
@@ -176,7 +177,7 @@ def save_user_preset(ui: UI, name: str, values: dict[str, Any], lang: str):
             sparse.setdefault(section, {})[leaf] = value
     stamp = time.strftime("%Y-%m-%d %H:%M")
     meta = {"version": 1, "name_en": name.strip(), "name_ko": name.strip(),
-            "description_en": f"Saved from the app on {stamp}", "description_ko": f"{stamp}에 앱에서 저장함"}
+            **{f"description_{k}": v for k, v in both("ui.preset_saved_from_app", stamp=stamp).items()}}
     from trainer.config.schema import dumps_toml
 
     path = ui.ctx.presets_dir / f"{pid}.toml"
