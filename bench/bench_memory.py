@@ -88,6 +88,7 @@ def main() -> None:
     ap.add_argument("--family", choices=("sd15", "sdxl"), default="sd15")
     ap.add_argument("--precision", default="fp32,bf16", help="comma-separated: fp32, bf16 (fp32 first)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--cells", default="", help="cells to measure instead of the default ones, e.g. 256x1,256x2")
     ap.add_argument("--fit", action="store_true", help="also print the coefficients fitted on the 128/192 px cells")
     ap.add_argument("--from", dest="source", metavar="FILE", help="JSON lines of an earlier --json run")
     args = ap.parse_args()
@@ -97,7 +98,8 @@ def main() -> None:
         cells = iter([{**r, "estimate": estimate(r["family"], r["precision"], r["res"], r["batch"], r["ckpt"])}
                       for r in stored])
     else:
-        cells = measure(args.family, precisions)
+        chosen = tuple(tuple(int(n) for n in c.split("x")) for c in args.cells.split(",") if c) or CELLS
+        cells = measure(args.family, precisions, chosen)
     print("full width, rank-16 attention LoRA, SDPA, CPU; MiB of activations + LoRA gradients (the step's transient)")
     print(f"{'model':>5} {'prec':>5} {'ckpt':>5} {'px':>4} {'batch':>5} {'estimate':>9} {'measured':>9} {'error':>7} "
           f"{'allocator':>10}")

@@ -82,13 +82,13 @@ def test_pause_then_continue_ends_with_the_weights_of_a_run_never_paused(browser
             button(page, "Pause").click()  # enabled by Start's answer; Playwright waits for that
             wait_text(page, "#ld-status", "paused", 240)
             shot(page, "4-train-paused")
-            run = Path(app.ctx.runner.snapshot()["run_dir"])
+            run = Path(app.ctx.runner.snapshot().run_dir)
             button(page, "Continue").click()
             wait_text(page, "#ld-status", "finished", 240)
             assert "step 6 / 6" in status(page), status(page)
         finally:
             context.close()
-        assert Path(app.ctx.runner.snapshot()["run_dir"]) == run  # continued in the same folder
+        assert Path(app.ctx.runner.snapshot().run_dir) == run  # continued in the same folder
 
     events = read_jsonl(run / "events.jsonl")
     paused = [e for e in events if e["type"] == "paused"]
