@@ -7,13 +7,14 @@ LoRA, one forward + backward per cell at small resolutions on the CPU, counted a
 allocator's own figure, which adds oneDNN's scratch buffers); the static parts (weights, LoRA, optimizer state)
 are counted from tensors and equal by construction.
 
-    nice -n 19 python bench/bench_memory.py                      # SD1.5, fp32 and bf16: about 10 minutes
+    nice -n 19 python bench/bench_memory.py                      # SD1.5, fp32 and bf16: about 2 minutes
     nice -n 19 python bench/bench_memory.py --family sdxl --precision bf16   # SDXL in bf16 (~6 GB of memory)
     python bench/bench_memory.py --json                          # one JSON line per cell
 
-Cells: 64, 128 and 192 px at batch 1, 128 px at batch 2, gradient checkpointing off and on. The coefficients in
-each family adapter's ``activations`` (``trainer/models/families/sd15.py``, ``sdxl.py``) were fitted on the 128 and 192 px
-batch-1 cells of this table (``--fit`` prints them); the 64 px and batch-2 cells are held out. ``--from FILE`` prints the table again from the JSON lines of an
+Cells: 64 to 384 px at batch 1, 64, 128 and 256 px at batch 2, 128 px at batch 4, gradient checkpointing off
+and on (about 2 minutes for SD1.5). The coefficients in each family adapter's ``activations``
+(``trainer/models/families/sd15.py``, ``sdxl.py``) were fitted on the 256 and 320 px batch-1 cells and the 128 px
+batch-4 cell (``--fit`` prints them); every other cell is held out. ``--from FILE`` prints the table again from the JSON lines of an
 earlier ``--json`` run, with the estimates of the code as it is now.
 """
 
@@ -31,7 +32,8 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import torch  # noqa: E402
 
-CELLS = ((64, 1), (128, 1), (192, 1), (64, 2))
+CELLS = ((64, 1), (128, 1), (192, 1), (64, 2), (128, 2), (128, 4), (256, 1), (256, 2), (320, 1), (384, 1))
+FIT_CELLS = ((256, 1), (320, 1), (128, 4))  # what --fit fits through; every other cell is held out
 
 
 def estimate(family: str, precision: str, resolution: int, batch: int, checkpointing: bool) -> int:
@@ -71,16 +73,24 @@ def measure(family: str, precisions: list[str], cells=CELLS, checkpointing=(Fals
 
 
 def fit(rows: list[dict]) -> dict:
-    """``c0 + c1 × latent pixels`` per sample through the 128 and 192 px batch-1 cells, gradients taken out (at
-    64 px the LoRA gradients are a third of the peak and where it falls in backward moves)."""
+    """``(per_step, per_sample, per_pixel)`` per (family, precision, checkpointing): the transient beyond the LoRA
+    gradients is ``per_step + batch × (per_sample + per_pixel × latent pixels)``, through the 256 and 320 px
+    batch-1 cells (where it is linear in the pixels) and the 128 px batch-4 cell (what a sample more costs)."""
     out = {}
     for key in sorted({(r["family"], r["precision"], r["ckpt"]) for r in rows}):
-        pts = {r["res"]: r["measured"] - r["lora_grads"] for r in rows
-               if (r["family"], r["precision"], r["ckpt"]) == key and r["batch"] == 1}
-        p1, p2 = (128 // 8) ** 2, (192 // 8) ** 2
-        c1 = (pts[192] - pts[128]) / (p2 - p1)
-        out[key] = (round(pts[128] - c1 * p1), round(c1, 1))
+        cells = {(r["res"], r["batch"]): r for r in rows if (r["family"], r["precision"], r["ckpt"]) == key}
+        if not all(c in cells for c in FIT_CELLS):
+            continue
+        beyond = {cell: r["measured"] - r["lora_grads"] for cell, r in cells.items()}  # the transient past them
+        per_pixel = (beyond[320, 1] - beyond[256, 1]) / (_pixels(320) - _pixels(256))
+        one = beyond[256, 1] - per_pixel * _pixels(256)  # per_step + per_sample
+        per_sample = (beyond[128, 4] - one - 4 * per_pixel * _pixels(128)) / 3
+        out[key] = (round(one - per_sample), round(per_sample), round(per_pixel, 1))
     return out
+
+
+def _pixels(res: int) -> int:
+    return (res // 8) ** 2
 
 
 def main() -> None:
@@ -113,8 +123,8 @@ def main() -> None:
         print(f"{r['family']:>5} {r['precision']:>5} {r['ckpt']!s:>5} {r['res']:>4} {r['batch']:>5} {r['estimate'] / 2**20:>9.1f} "
               f"{r['measured'] / 2**20:>9.1f} {err:>+7.1%} {r['allocator'] / 2**20:>10.1f}", flush=True)
     if args.fit:
-        for key, (c0, c1) in fit(rows).items():
-            print(f"    {key}: ({c0}, {c1}),")
+        for key, coefficients in fit(rows).items():
+            print(f"    {key}: {coefficients},")
 
 
 if __name__ == "__main__":

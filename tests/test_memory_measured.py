@@ -24,7 +24,8 @@ def sd15_unet():
     return unet
 
 
-@pytest.mark.parametrize(("resolution", "batch", "checkpointing"), [(96, 1, False), (128, 2, False), (160, 1, True)])
+@pytest.mark.parametrize(("resolution", "batch", "checkpointing"),
+                         [(96, 1, False), (128, 2, False), (160, 1, True), (288, 1, True), (192, 3, False)])
 def test_sd15_full_width_step_peak_is_within_15_percent_of_the_estimate(sd15_unet, resolution, batch, checkpointing):
     import memory_probe
     from bench_memory import estimate

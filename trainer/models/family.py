@@ -21,7 +21,9 @@ from trainer.errors import UserError
 
 AUTO = "auto"  # model.family's "detect it from the base" value
 MODEL_CONFIG_DIR = Path(__file__).resolve().parent / "model_configs"
-Activations = dict[tuple[str, bool], tuple[float, float]]
+# (precision kind, checkpointing) → (bytes per step, bytes per sample, bytes per sample and latent pixel): the UNet
+# step's transient beyond the LoRA gradients is ``per_step + batch × (per_sample + per_pixel × latent pixels)``
+Activations = dict[tuple[str, bool], tuple[float, float, float]]
 
 
 @dataclass(frozen=True)

@@ -240,9 +240,9 @@ def estimate_memory(cfg: Config, buckets: list[dict] | None = None, device: torc
     batch = cfg.train.batch_size
 
     adapter = model_family(shapes.family)
-    c0, c1 = adapter.activations[("half" if half else "fp32", cfg.train.gradient_checkpointing)]
+    per_step, per_sample, per_pixel = adapter.activations[("half" if half else "fp32", cfg.train.gradient_checkpointing)]
     scale = shapes.widths / adapter.reference_widths
-    activations = batch * (c0 + c1 * latent_pixels) * scale * _rank_factor(cfg)
+    activations = max(0.0, (per_step + batch * (per_sample + per_pixel * latent_pixels)) * scale * _rank_factor(cfg))
     text_acts = 0.0
     if cfg.lora.train_text_encoder:
         text_acts = batch * sum(TEXT_ACTIVATIONS[(kind, "half" if half else "fp32")] for kind, _ in shapes.text_encoders)

@@ -25,14 +25,14 @@ class SDXL(ModelFamily):
     kohya_sdxl = True
     base_model_version = "sdxl_base_v1-0"
     modelspec_architecture = "stable-diffusion-xl-v1-base/lora"
-    # Measured in bf16 only (its fp32 UNet alone is ~10 GB, past the measuring machine's budget), fitted through
-    # 64 and 128 px. With checkpointing its small cells are all LoRA gradients (93 MB against 1-4 MB), so that row
-    # and fp32 are scaled by SD1.5's measured ratios (0.206× with checkpointing, 1.80× for fp32).
+    # Measured in bf16 only (its fp32 UNet alone is ~10 GB, past the measuring machine's budget), on the CPU at the
+    # allocator, fitted on the 256 and 320 px cells at batch 1 and 128 px at batch 4 (bench/bench_memory.py --fit).
+    # fp32 is scaled by SD1.5's measured fp32 / bf16 ratios (1.80 without checkpointing, 1.92 with it).
     activations: ClassVar[Activations] = {
-        ("half", False): (23_688_192, 396_154.0),
-        ("half", True): (0.206 * 23_688_192, 0.206 * 396_154.0),
-        ("fp32", False): (1.80 * 23_688_192, 1.80 * 396_154.0),
-        ("fp32", True): (1.80 * 0.206 * 23_688_192, 1.80 * 0.206 * 396_154.0),
+        ("half", False): (-46_448_640, 70_136_832, 396_154.0),
+        ("half", True): (-2_220_028, 835_520, 16_415.0),
+        ("fp32", False): (-46_448_640, 1.80 * 70_136_832, 1.80 * 396_154.0),
+        ("fp32", True): (-2_220_028, 1.92 * 835_520, 1.92 * 16_415.0),
     }
     reference_widths = 320 + 640 + 1280
 
