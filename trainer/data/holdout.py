@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from trainer.data.scan import DatasetReport, ImageItem
+from trainer.data.scan import DatasetReport, ImageItem, bucket_table
 from trainer.errors import UserError
 
 
@@ -23,14 +23,6 @@ def split_holdout(report: DatasetReport, count: int, seed: int) -> tuple[Dataset
     held = random.Random(f"{seed}:holdout").sample(own, count)
     held_rels = {it.rel for it in held}
     kept = [it for it in report.items if it.rel not in held_rels]
-    by_bucket: dict[tuple[int, int], list[int]] = {}
-    for it in kept:
-        row = by_bucket.setdefault(it.bucket, [0, 0])
-        row[0] += 1
-        row[1] += it.repeats
-    buckets = [{"width": w, "height": h, "images": n, "image_repeats": r} for (w, h), (n, r) in by_bucket.items()]
-    order = {(b["width"], b["height"]): i for i, b in enumerate(report.buckets)}
-    buckets.sort(key=lambda b: order.get((b["width"], b["height"]), len(order)))
     train = replace(report, items=kept, images=len(kept), image_repeats=sum(it.repeats for it in kept),
-                    buckets=buckets, usable=bool(kept), held_out=count)
+                    buckets=bucket_table(kept), usable=bool(kept), held_out=count)
     return train, sorted(held, key=lambda it: it.rel)

@@ -349,6 +349,17 @@ def _tag_stats(
     return tags, share, warns
 
 
+def bucket_table(items: list[ImageItem]) -> list[dict[str, int]]:
+    """Pictures and picture × repeats per bucket, narrowest aspect first: the report's ``buckets``."""
+    by_bucket: dict[Bucket, list[int]] = {}
+    for it in items:
+        row = by_bucket.setdefault(it.bucket, [0, 0])
+        row[0] += 1
+        row[1] += it.repeats
+    return [{"width": b[0], "height": b[1], "images": n, "image_repeats": r}
+            for b, (n, r) in sorted(by_bucket.items(), key=lambda kv: (kv[0][0] / kv[0][1], kv[0][0]))]
+
+
 def _summarise(
     root: Path,
     cfg: DatasetConfig,
@@ -357,15 +368,7 @@ def _summarise(
     problems: list[dict[str, Any]],
     folders: list[dict[str, Any]],
 ) -> DatasetReport:
-    by_bucket: dict[Bucket, list[int]] = {}
-    for it in items:
-        row = by_bucket.setdefault(it.bucket, [0, 0])
-        row[0] += 1
-        row[1] += it.repeats
-    buckets = [
-        {"width": b[0], "height": b[1], "images": n, "image_repeats": r}
-        for b, (n, r) in sorted(by_bucket.items(), key=lambda kv: (kv[0][0] / kv[0][1], kv[0][0]))
-    ]
+    buckets = bucket_table(items)
     tags, share, tag_warnings = _tag_stats(list(captions.values()), cfg.trigger)
     return DatasetReport(
         root=str(root),

@@ -11,7 +11,7 @@ from the dataset (:func:`trainer.data.holdout.split_holdout`), which the plan th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -106,7 +106,7 @@ class ValidationMixin(TrainerParts):
                 raise UserError(f"validation.path {cfg.validation.path}: no usable pictures (run check-dataset on "
                                 "it for details), or leave it empty")
             items += [it for it in folder.items if not it.prior]
-        samples = samples_from_report(_Items(items), cfg.dataset.trigger)
+        samples = samples_from_report(replace(self.report, items=items), cfg.dataset.trigger)
         encoder = LatentCache(self.pipe.vae, self.device, self.precision.vae_dtype, None)
         timesteps = fixed_timesteps(cfg.validation.timesteps, self.noise_scheduler.config.num_train_timesteps)
         return build_validation_set(samples, encoder, timesteps, cfg.validation.seed, self.device)
@@ -127,9 +127,3 @@ class ValidationMixin(TrainerParts):
                                self.base_info.prediction_type, self.precision, list(self.lora.models.values()),
                                chunk=max(1, self.config.train.batch_size))
 
-
-@dataclass
-class _Items:
-    """What :func:`samples_from_report` reads of a report: its items."""
-
-    items: list[Any]
