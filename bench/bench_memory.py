@@ -14,7 +14,8 @@ are counted from tensors and equal by construction.
 Cells: 64 to 384 px at batch 1, 64, 128 and 256 px at batch 2, 128 px at batch 4, gradient checkpointing off
 and on (about 2 minutes for SD1.5). The coefficients in each family adapter's ``activations``
 (``trainer/models/families/sd15.py``, ``sdxl.py``) were fitted on the 256 and 320 px batch-1 cells and the 128 px
-batch-4 cell (``--fit`` prints them); every other cell is held out. ``--from FILE`` prints the table again from the JSON lines of an
+batch-4 cell, and, with gradient checkpointing, a second (small-latent) regime on the 64 px batch-1 and -2 cells and
+the 128 px batch-1 cell (``--fit`` prints both); every other cell is held out. ``--from FILE`` prints the table again from the JSON lines of an
 earlier ``--json`` run, with the estimates of the code as it is now.
 """
 
@@ -34,6 +35,7 @@ import torch  # noqa: E402
 
 CELLS = ((64, 1), (128, 1), (192, 1), (64, 2), (128, 2), (128, 4), (256, 1), (256, 2), (320, 1), (384, 1))
 FIT_CELLS = ((256, 1), (320, 1), (128, 4))  # what --fit fits through; every other cell is held out
+SMALL_FIT_CELLS = ((64, 1), (64, 2), (128, 1))  # the small-latent regime's (gradient checkpointing only)
 
 
 def estimate(family: str, precision: str, resolution: int, batch: int, checkpointing: bool) -> int:
@@ -86,7 +88,18 @@ def fit(rows: list[dict]) -> dict:
         one = beyond[256, 1] - per_pixel * _pixels(256)  # per_step + per_sample
         per_sample = (beyond[128, 4] - one - 4 * per_pixel * _pixels(128)) / 3
         out[key] = (round(one - per_sample), round(per_sample), round(per_pixel, 1))
+        if key[2] and all(c in cells for c in SMALL_FIT_CELLS):
+            out[(*key, "small latents")] = _through(beyond, SMALL_FIT_CELLS)
     return out
+
+
+def _through(beyond: dict, cells) -> tuple:
+    """The ``(per_step, per_sample, per_pixel)`` whose plane passes through the three cells."""
+    import numpy as np
+
+    a = np.array([[1, batch, batch * _pixels(res)] for res, batch in cells], dtype=float)
+    c = np.linalg.solve(a, np.array([beyond[cell] for cell in cells], dtype=float))
+    return round(c[0]), round(c[1]), round(float(c[2]), 1)
 
 
 def _pixels(res: int) -> int:
@@ -99,7 +112,7 @@ def main() -> None:
     ap.add_argument("--precision", default="fp32,bf16", help="comma-separated: fp32, bf16 (fp32 first)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--cells", default="", help="cells to measure instead of the default ones, e.g. 256x1,256x2")
-    ap.add_argument("--fit", action="store_true", help="also print the coefficients fitted on the 128/192 px cells")
+    ap.add_argument("--fit", action="store_true", help="also print the coefficients fitted on the fit cells")
     ap.add_argument("--from", dest="source", metavar="FILE", help="JSON lines of an earlier --json run")
     args = ap.parse_args()
     precisions = args.precision.split(",")

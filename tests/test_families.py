@@ -77,6 +77,7 @@ def test_each_family_has_every_attribute(name):
     for attribute in FAMILY_ATTRIBUTES:
         assert getattr(adapter, attribute, None), f"{name} lacks {attribute}"
     assert set(adapter.activations) == {(p, c) for p in ("fp32", "half") for c in (False, True)}
+    assert set(adapter.small_latent_activations) <= set(adapter.activations)
     roles = adapter.text_encoder_roles
     assert len(set(roles)) == len(roles) == len(adapter.embedding_keys)
     assert adapter.pipeline_class().__name__ == adapter.pipeline_class_name

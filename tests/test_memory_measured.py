@@ -25,7 +25,8 @@ def sd15_unet():
 
 
 @pytest.mark.parametrize(("resolution", "batch", "checkpointing"),
-                         [(96, 1, False), (128, 2, False), (160, 1, True), (288, 1, True), (192, 3, False)])
+                         [(96, 1, False), (128, 2, False), (160, 1, True), (288, 1, True), (192, 3, False),
+                          (80, 2, True)])
 def test_sd15_full_width_step_peak_is_within_15_percent_of_the_estimate(sd15_unet, resolution, batch, checkpointing):
     import memory_probe
     from bench_memory import estimate

@@ -55,6 +55,10 @@ class ModelFamily:
     modelspec_architecture: ClassVar[str]  # modelspec.architecture of a LoRA of it
     activations: ClassVar[Activations]
     """UNet activation bytes of one sample, ``c0 + c1 × latent pixels``, by (fp32 | half, gradient checkpointing)."""
+    small_latent_activations: ClassVar[Activations] = {}
+    """A second regime, by the same keys: with gradient checkpointing, under about 24×24 latents, the step's peak
+    sits where the linear fit through the larger cells runs out (its per-step term is negative). The plan takes
+    the larger of the two; a key left out has one regime."""
     reference_widths: ClassVar[int]  # the summed UNet block widths ``activations`` were measured on
 
     # -------------------------------------------------------------------------------------- names

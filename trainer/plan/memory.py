@@ -240,9 +240,12 @@ def estimate_memory(cfg: Config, buckets: list[dict] | None = None, device: torc
     batch = cfg.train.batch_size
 
     adapter = model_family(shapes.family)
-    per_step, per_sample, per_pixel = adapter.activations[("half" if half else "fp32", cfg.train.gradient_checkpointing)]
+    key = ("half" if half else "fp32", cfg.train.gradient_checkpointing)
+    regimes = [adapter.activations[key]] + ([adapter.small_latent_activations[key]]
+                                            if key in adapter.small_latent_activations else [])
     scale = shapes.widths / adapter.reference_widths
-    activations = max(0.0, (per_step + batch * (per_sample + per_pixel * latent_pixels)) * scale * _rank_factor(cfg))
+    activations = max(0.0, *((per_step + batch * (per_sample + per_pixel * latent_pixels)) * scale * _rank_factor(cfg)
+                             for per_step, per_sample, per_pixel in regimes))
     text_acts = 0.0
     if cfg.lora.train_text_encoder:
         text_acts = batch * sum(TEXT_ACTIVATIONS[(kind, "half" if half else "fp32")] for kind, _ in shapes.text_encoders)
