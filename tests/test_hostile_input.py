@@ -108,18 +108,25 @@ def test_while_shared_a_dataset_link_out_of_the_workspace_is_refused(tmp_path):
     (ws / "datasets" / "d2" / "loop").symlink_to(ws / "datasets" / "d2")  # a loop ends, it is not followed forever
     (ws / "datasets" / "d" / "sub").symlink_to(ws / "datasets" / "d2", target_is_directory=True)
 
-    def dataset(path: str):
-        from trainer.config.schema import DatasetConfig
+    def dataset(path: str, validation: str = ""):
+        from trainer.config.schema import from_dict
 
-        return DatasetConfig(path=path)
+        return from_dict({"dataset": {"path": path}, "validation": {"path": validation}})
 
     shared, local = PathPolicy(ws, restricted=True), PathPolicy(ws, restricted=False)
-    shared.resolve_dataset(dataset("datasets/d"))
+    shared.resolve_folders(dataset("datasets/d"))
     (ws / "datasets" / "d2" / "c.png").symlink_to(secret)  # reached through the linked folder "sub"
-    for policy_dataset in (dataset("datasets/d"), dataset("datasets/d2")):
+    (ws / "datasets" / "ok").mkdir()
+    for cfg in (dataset("datasets/d"), dataset("datasets/d2"), dataset("datasets/ok", validation="datasets/d2")):
         with pytest.raises(UserError, match=r"c\.png is a link to .*secret\.png, outside the workspace"):
-            shared.resolve_dataset(policy_dataset)
-    local.resolve_dataset(dataset("datasets/d"))  # on the user's own machine a link is theirs to make
+            shared.resolve_folders(cfg)
+    with pytest.raises(UserError, match=r"validation\.path: .* is outside the workspace"):
+        shared.resolve_folders(dataset("datasets/ok", validation=str(tmp_path)))
+    (ws / "datasets" / "val").mkdir()
+    cfg = dataset("datasets/ok", validation="datasets/val")
+    shared.resolve_folders(cfg)  # a workspace-relative folder is the workspace's, not the process's directory
+    assert cfg.validation.path == str(ws / "datasets" / "val")
+    local.resolve_folders(dataset("datasets/d"))  # on the user's own machine a link is theirs to make
 
 
 def test_a_workspace_relative_base_folder_is_a_folder_and_hub_ids_wait_for_the_users_own_machine(tmp_path):

@@ -66,6 +66,8 @@ def test_with_the_login_paths_outside_the_workspace_are_refused(shared_app, tmp_
     assert "**20** usable pictures" in ok["ds_summary"]
     started = call(client, shared_app.ctx, "start", dataset_path="/etc")
     assert "outside the workspace" in started["train_msg"]
+    started = call(client, shared_app.ctx, "start", val_path="/etc")
+    assert "validation.path" in started["train_msg"] and "outside the workspace" in started["train_msg"]
     assert not shared_app.ctx.runner.active
     plan = call(client, shared_app.ctx, "plan", base=str(outside / "m.safetensors"))
     assert "outside the workspace" in plan["base_md"]

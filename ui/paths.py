@@ -68,15 +68,18 @@ class PathPolicy:
             raise UserError(t("err_outside_workspace", lang, what=what, path=text, workspace=self.root))
         return p
 
-    def resolve_dataset(self, dataset, lang: str = "en") -> None:
-        """``dataset.path`` and, when set, ``dataset.reg_path`` of a config section, resolved in place."""
-        dataset.path = str(self.resolve(dataset.path, "dataset.path", lang))
-        if (dataset.reg_path or "").strip():
-            dataset.reg_path = str(self.resolve(dataset.reg_path, "dataset.reg_path", lang))
-        if self.restricted:
-            self.refuse_links_out(Path(dataset.path), "dataset.path", lang)
-            if dataset.reg_path:
-                self.refuse_links_out(Path(dataset.reg_path), "dataset.reg_path", lang)
+    def resolve_folders(self, cfg, lang: str = "en") -> None:
+        """The picture folders a config reads, resolved in place against the workspace: ``dataset.path`` and,
+        when set, ``dataset.reg_path`` and ``validation.path``. While shared, each must stay inside it."""
+        folders = [(cfg.dataset, "path", "dataset.path"), (cfg.dataset, "reg_path", "dataset.reg_path"),
+                   (cfg.validation, "path", "validation.path")]
+        for section, attr, what in folders:
+            text = (getattr(section, attr) or "").strip()
+            if not text and what != "dataset.path":
+                continue
+            setattr(section, attr, str(self.resolve(text, what, lang)))
+            if self.restricted:
+                self.refuse_links_out(Path(getattr(section, attr)), what, lang)
 
     def refuse_links_out(self, folder: Path, what: str, lang: str = "en") -> None:
         """Refuse a folder in which a symlink (at any depth, through linked folders too) leads outside the

@@ -182,7 +182,7 @@ def scan_for(ui: UI, values: dict[str, Any], lang: str, report_state: Any = None
     """The scan report for these settings and the session state holding it: the report already in the session
     when the dataset settings match, else a new scan (``progress``: a gr.Progress told of each picture)."""
     cfg = config_from_values(values, ui.ctx.runs_dir, [ui.ctx.presets_dir])
-    ui.ctx.policy.resolve_dataset(cfg.dataset, lang)
+    ui.ctx.policy.resolve_folders(cfg, lang)
     key = cfg.dataset.model_dump_json()
     state = report_state or {}
     if not force and state.get("key") == key and state.get("report") is not None:

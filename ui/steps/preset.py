@@ -148,7 +148,7 @@ def wire(ui: UI) -> None:
 
     def next_step(*, lang: str, **values: Any) -> dict[str, Any]:
         cfg = config_from_values(values, ctx.runs_dir, [ctx.presets_dir])
-        ctx.policy.resolve_dataset(cfg.dataset, lang)
+        ctx.policy.resolve_folders(cfg, lang)
         ctx.policy.check_base(cfg.model.base, lang)
         return {"wizard": gates.go("train"), "step_train": gates.open_step(),
                 "preset_msg": ""}

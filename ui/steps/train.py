@@ -96,7 +96,7 @@ def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
         if runner.active:
             raise UserError(t("err_run_active", lang))
         cfg = config_from_values(values, ctx.runs_dir, [ctx.presets_dir])
-        ctx.policy.resolve_dataset(cfg.dataset, lang)
+        ctx.policy.resolve_folders(cfg, lang)
         cfg.model.base = ctx.policy.check_base(cfg.model.base, lang)
         if not confirm:
             report, _ = scan_for(ui, values, lang, report_state)
