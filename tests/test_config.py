@@ -109,3 +109,15 @@ def test_unknown_preset_lists_the_known_ones():
 def test_toml_writer_handles_nested_tables():
     text = dumps_toml({"a": 1, "t": {"x": 1.5, "s": "q\"", "sub": {"y": [1, 2]}}})
     assert tomllib.loads(text) == {"a": 1, "t": {"x": 1.5, "s": 'q"', "sub": {"y": [1, 2]}}}
+
+
+def test_picture_folders_written_relative_in_a_file_are_relative_to_that_file(tmp_path, monkeypatch):
+    (tmp_path / "project" / "pics").mkdir(parents=True)
+    (tmp_path / "project" / "prior").mkdir()
+    (tmp_path / "project" / "held").mkdir()
+    cfg_file = tmp_path / "project" / "run.toml"
+    cfg_file.write_text('[dataset]\npath = "pics"\nreg_path = "prior"\n[validation]\npath = "held"\n')
+    monkeypatch.chdir(tmp_path)  # not the file's folder
+    cfg = load_config(cfg_file)
+    assert (cfg.dataset.path, cfg.dataset.reg_path, cfg.validation.path) == tuple(
+        str(tmp_path / "project" / name) for name in ("pics", "prior", "held"))

@@ -352,11 +352,13 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     data: dict[str, Any] = read_toml(path) if path else {}
     data = apply_overrides(data, overrides)
     cfg = from_dict(data, origin=str(path) if path else "")
-    if path and cfg.dataset.path and not Path(cfg.dataset.path).is_absolute():
-        # A relative dataset path in a file means relative to that file, as users expect.
-        candidate = (Path(path).parent / cfg.dataset.path).resolve()
-        if candidate.exists():
-            cfg.dataset.path = str(candidate)
+    for section, attr in ((cfg.dataset, "path"), (cfg.dataset, "reg_path"), (cfg.validation, "path")):
+        folder = getattr(section, attr)
+        if path and folder and not Path(folder).is_absolute():
+            # A relative picture folder in a file means relative to that file, as users expect.
+            candidate = (Path(path).parent / folder).resolve()
+            if candidate.exists():
+                setattr(section, attr, str(candidate))
     return cfg
 
 
