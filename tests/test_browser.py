@@ -141,10 +141,23 @@ def test_walk_the_wizard_train_and_review(page):
     page.wait_for_function("() => document.querySelector('#ld-loss .js-plotly-plot').data[0].x.length === 6")
     assert loss_points(page) > first >= 2
     page.wait_for_function("() => document.querySelectorAll('#ld-train img').length >= 4")  # the samples
+    # the plots draw at most every few seconds (ui/live_view.js): each one's axis reaches the last step once drawn
+    page.wait_for_function("""() => ['ld-loss', 'ld-grad', 'ld-lr'].every(id =>
+        document.querySelector(`#${id} .js-plotly-plot`)._fullLayout.xaxis.range[1] >= 6)""", timeout=15_000)
+    # the demo's held-out pictures were scored at each save: a validation line beside the loss, its lowest starred
+    validation = page.evaluate("""() => document.querySelector('#ld-loss .js-plotly-plot').data
+        .filter(t => /alidation/.test(t.name || '')).map(t => ({name: t.name, x: t.x, y: t.y,
+                                                               symbol: (t.marker || {}).symbol}))""")
+    line = next(v for v in validation if v["name"] == "Validation loss")
+    star = next(v for v in validation if v["symbol"] == "star")
+    assert line["x"] == [3, 6] and all(y > 0 for y in line["y"])
+    assert star["y"] == [min(line["y"])]
     shot(page, "4-train")
     button(page, "Next: review →").click()
     page.wait_for_function("() => document.querySelectorAll('#ld-grid img').length === 12")
     assert "Recommended" in page.locator("#ld-recommend").inner_text()
+    measures = page.locator("#ld-measures").inner_text()
+    assert "validation loss (★ lowest)" in measures and measures.count("★") == 2  # the header and the lowest
     shot(page, "5-review")
     button(page, "Next: troubleshoot →").click()
     wait_text(page, "#ld-findings", "Observed")

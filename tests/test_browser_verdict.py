@@ -44,7 +44,7 @@ def adopt(src: Path, cfg) -> Path:
     from trainer.io import atomic_write_text
 
     theirs = from_dict(read_toml(src / "config.toml"))
-    paths = {"dataset": ("path", "reg_path"), "save": ("output_dir", "name")}
+    paths = {"dataset": ("path", "reg_path"), "validation": ("path",), "save": ("output_dir", "name")}
 
     def settings(c) -> dict:
         d = c.to_dict()

@@ -76,6 +76,23 @@ def test_the_demo_dataset_is_there_and_scans(app, api):
     assert out["ds_size_hist"]["type"] == "plotly"
 
 
+def test_another_dataset_leaves_the_demos_prior_and_held_out_folders_behind(app, api):
+    import shutil
+
+    datasets = app.ctx.workspace / "datasets"
+    assert api("scan")["val_path"] == str(datasets / "demo-zxc-held-out")  # the demo scores its own held-out pictures
+    mine = datasets / "mine" / "5_cat"
+    mine.mkdir(parents=True)
+    for i in range(4):
+        shutil.copy(datasets / "demo-zxc" / "10_zxc" / f"zxc_{i:03d}.png", mine / f"cat_{i}.png")
+        (mine / f"cat_{i}.txt").write_text("cat, sitting")
+    out = api("scan", dataset_path=str(mine.parent))
+    assert (out["reg_path"], out["val_path"]) == ("", "")
+    assert "prior images (its world scenes) were taken out" in out["ds_msg"]
+    assert "held-out pictures were taken out of 'Validation pictures folder'" in out["ds_msg"]
+    assert "**4** usable pictures" in out["ds_summary"]
+
+
 def test_plan_fills_in_the_formula_and_the_dose(api):
     out = api("plan", **SHORT)
     assert "max_steps = 4" in out["plan_formula"]

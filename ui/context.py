@@ -19,6 +19,7 @@ from .paths import PathPolicy
 
 DEMO_DATASET = "demo-zxc"
 DEMO_PRIOR = "demo-world"  # the demo's prior images (dataset.reg_path): world scenes that hold no-trigger prompts
+DEMO_HELD_OUT = "demo-zxc-held-out"  # the demo's validation pictures (validation.path): the character, never trained on
 DEFAULT_PRESET = "demo-character"
 
 
@@ -127,9 +128,13 @@ def make_context(workspace: str | Path, restricted: bool = False, lang: str = "e
     prior = ws / "datasets" / DEMO_PRIOR
     if not any(prior.glob("*_world/*.png")):
         write_prior_dataset(prior)
+    held_out = ws / "datasets" / DEMO_HELD_OUT
+    if not (held_out / "demo_manifest.json").is_file():  # drawn like the dataset, from another seed
+        write_character_dataset(held_out, n_images=4, seed=1, repeats_folder="1_zxc")
     cfg = preset_config(DEFAULT_PRESET)
     cfg.dataset.path = str(demo)
     cfg.dataset.reg_path = str(prior)
+    cfg.validation.path = str(held_out)
     cfg.dataset.trigger = TRIGGER
     cfg.model.base = "demo" if (DEMO_BASE_DIR / "model_index.json").is_file() else "tiny-sd15"
     cfg.sample.prompts = demo_sample_prompts()

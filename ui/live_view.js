@@ -12,6 +12,10 @@
   const TIME_SHARE = 0.01;
   const live = { full: null, rows: 0, figs: {} }; // figs[name] = {data, layout, gd, stale}
   let nextDraw = 0;
+  // plotly recomputes the axes only when layout.datarevision differs from the drawn one's, so it counts every
+  // draw of the page: a whole figure's own count would start again at 1 and could equal the one it replaces,
+  // and its points would show on the old axes
+  let revision = 0;
   let pending = null;
 
   const plotOf = (name) => document.querySelector(`#${PLOTS[name]} .js-plotly-plot`);
@@ -22,7 +26,7 @@
     const gd = plotOf(name);
     // a hidden Train step (or tab) draws nothing: the figure waits here and is drawn once on showing
     if (!fig || !gd || !window.Plotly || gd.offsetParent === null || drawn(fig, gd)) return;
-    fig.layout.datarevision = (fig.layout.datarevision || 0) + 1; // its arrays may have grown in place
+    fig.layout.datarevision = ++revision; // its arrays may have grown in place
     fig.layout.autosize = true;
     window.Plotly.react(gd, fig.data, fig.layout, { responsive: true });
     fig.gd = gd;

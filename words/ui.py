@@ -58,6 +58,9 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ui.demo_prior_dropped": (" The demo's prior images (its world scenes) were taken out of 'Prior images folder': they "
                               "belong to the demo character.",
                               " 데모의 사전 보존 그림(데모 세계 장면)은 데모 캐릭터용이라 '사전 보존 그림 폴더'에서 뺐습니다."),
+    "ui.demo_held_out_dropped": (" The demo's held-out pictures were taken out of 'Validation pictures folder': they "
+                                 "show the demo character, not your subject.",
+                                 " 데모의 검증용 그림은 데모 캐릭터라서 '검증 그림 폴더'에서 뺐습니다."),
     "ui.next_steps": ("Next: steps →", "다음: 스텝 →"),
     "ui.upload_title": ("Upload pictures or a zip", "그림이나 zip 업로드"),
     "ui.upload_files": ("Pictures, captions (.txt) or a .zip", "그림, 캡션(.txt) 또는 .zip"),

@@ -15,7 +15,7 @@ from trainer.errors import UserError
 from trainer.io import atomic_write_text
 
 from ..binding import UI, ok_box
-from ..context import DEMO_DATASET, DEMO_PRIOR
+from ..context import DEMO_DATASET, DEMO_HELD_OUT, DEMO_PRIOR
 from ..fields import NAMES, config_from_values
 from ..i18n import t
 from ..paths import import_uploads, safe_name
@@ -68,19 +68,32 @@ def build(ui: UI) -> None:
 
 REPORT_OUTPUTS = ["report_state", "ds_summary", "ds_problems", "ds_size_hist", "ds_aspect_hist", "ds_buckets",
                   "ds_tags", "ds_tag_warnings", "ds_thumbs_note", "ds_gallery", "ds_msg", "dataset_path", "reg_path",
-                  *gates.UNLOCKS]
+                  "val_path", *gates.UNLOCKS]
 
 
-def demo_prior_left_behind(ctx, values: dict[str, Any], lang: str) -> bool:
-    """True when the prior-images field still holds the demo's world scenes while the dataset is no longer the
-    demo's: they belong to the demo character and would be trained into the user's LoRA."""
-    reg = (values.get("reg_path") or "").strip()
-    if not reg or not values.get("dataset_path"):
-        return False
-    demo_prior = (ctx.datasets_dir / DEMO_PRIOR).resolve()
-    if ctx.policy.resolve(reg, "dataset.reg_path", lang) != demo_prior:
-        return False
-    return ctx.policy.resolve(values["dataset_path"], "dataset.path", lang) != (ctx.datasets_dir / DEMO_DATASET).resolve()
+DEMO_FOLDERS = (("reg_path", "dataset.reg_path", DEMO_PRIOR, "demo_prior_dropped"),
+                ("val_path", "validation.path", DEMO_HELD_OUT, "demo_held_out_dropped"))
+"""The demo's own folders beside its dataset: its prior images and its held-out (validation) pictures."""
+
+
+def demo_folders_left_behind(ctx, values: dict[str, Any], lang: str) -> list[str]:
+    """The fields (of :data:`DEMO_FOLDERS`) that still hold a demo folder while the dataset is no longer the
+    demo's: the demo character's world scenes would train into the user's LoRA, and its held-out pictures
+    would score it."""
+    if not values.get("dataset_path"):
+        return []
+    if ctx.policy.resolve(values["dataset_path"], "dataset.path", lang) == (ctx.datasets_dir / DEMO_DATASET).resolve():
+        return []
+    left = []
+    for name, what, folder, _ in DEMO_FOLDERS:
+        text = (values.get(name) or "").strip()
+        if text and ctx.policy.resolve(text, what, lang) == (ctx.datasets_dir / folder).resolve():
+            left.append(name)
+    return left
+
+
+def _dropped_note(dropped: list[str], lang: str) -> str:
+    return "".join(t(note, lang) for name, _, _, note in DEMO_FOLDERS if name in dropped)
 
 
 def wire(ui: UI) -> None:
@@ -88,16 +101,16 @@ def wire(ui: UI) -> None:
 
     def scan(*, lang: str, report_state: Any, progress=gr.Progress(), **values: Any) -> dict[str, Any]:  # noqa: B008
         progress(0, desc=t("scanning", lang))
-        dropped = demo_prior_left_behind(ctx, values, lang)
-        if dropped:
-            values = {**values, "reg_path": ""}
+        dropped = demo_folders_left_behind(ctx, values, lang)
+        values = {**values, **{name: "" for name in dropped}}
         report, state = scan_for(ui, values, lang, force=True, progress=progress)
         progress(1.0, desc=t("drawing_thumbnails", lang))
         out = render_report(report, lang)
         out["report_state"] = {**state, "lang": lang}
-        out["ds_msg"] = ok_box(t("scan_done", lang, n=report.own_images) + (t("demo_prior_dropped", lang) if dropped else ""))
+        out["ds_msg"] = ok_box(t("scan_done", lang, n=report.own_images) + _dropped_note(dropped, lang))
         out["dataset_path"] = report.root
         out["reg_path"] = values.get("reg_path") or ""
+        out["val_path"] = values.get("val_path") or ""
         out.update(gates.unlocks_after_scan(ui, values, report, lang))
         return out
 
@@ -115,9 +128,9 @@ def wire(ui: UI) -> None:
         counts = import_uploads([getattr(f, "name", f) for f in upload_files], dest, lang)
         values = {**values, "dataset_path": str(dest)}
         out = scan(lang=lang, report_state=report_state, progress=progress, **values)
-        dropped = bool(values.get("reg_path")) and not out["reg_path"]
+        dropped = [name for name, *_ in DEMO_FOLDERS if values.get(name) and not out[name]]
         out["ds_msg"] = ok_box(t("imported", lang, n=counts["files"], skipped=counts["skipped"], folder=dest)
-                               + (t("demo_prior_dropped", lang) if dropped else ""))
+                               + _dropped_note(dropped, lang))
         out["upload_files"] = None
         return out
 

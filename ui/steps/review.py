@@ -42,7 +42,7 @@ def build(ui: UI) -> None:
     ui.add("review_msg", gr.HTML(""))
     ui.add("rec_md", gr.Markdown("", elem_id="ld-recommend"))
     ui.add("grid_html", gr.HTML("", elem_id="ld-grid"))
-    ui.add("leak_df", gr.Dataframe(interactive=False, label=t("measures", lang)), "measures")
+    ui.add("leak_df", gr.Dataframe(interactive=False, label=t("measures", lang), elem_id="ld-measures"), "measures")
     with gr.Row():
         ui.add("ckpt", gr.Dropdown(choices=[], label=t("checkpoint", lang), scale=3, allow_custom_value=True), "checkpoint")
         ui.add("sweep_btn", gr.Button(t("sweep", lang), scale=0), "sweep", "value")
