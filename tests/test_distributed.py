@@ -25,6 +25,8 @@ REPO = Path(__file__).resolve().parent.parent
 CASES = {
     "even": {"train.batch_size": 5, "train.grad_accum": 1},  # 10 batches: 5 a rank, 5 steps an epoch
     "uneven": {"train.batch_size": 2, "train.grad_accum": 2},  # 25 batches: 13 a rank (one repeated), 7 steps
+    # as "even", with three held-out pictures scored (on rank 0) at the saves, steps 3, 6 and 9, and at the end
+    "validated": {"train.batch_size": 5, "train.grad_accum": 1, "save.every_steps": 3},
 }
 
 
@@ -38,9 +40,11 @@ def _free_port() -> int:
 def ranks(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("dist")
     data = write_toy_dataset(tmp / "data", n=5)
+    held = write_toy_dataset(tmp / "held", n=3, seed=1)
     paths = []
     for name, over in CASES.items():
-        cfg = tiny_config(data, tmp / "runs" / name, {"train.max_steps": 0, "train.epochs": 2, **over})
+        extra = {"validation.path": str(held)} if name == "validated" else {}
+        cfg = tiny_config(data, tmp / "runs" / name, {"train.max_steps": 0, "train.epochs": 2, **over, **extra})
         path = tmp / f"{name}.toml"
         path.write_text(cfg.to_toml())
         paths.append(str(path))
@@ -95,3 +99,30 @@ def test_each_epoch_the_two_shares_cover_every_picture_repeat(ranks, case):
                 seen.update(files)
         assert len(seen) == 5 and all(n >= 10 for n in seen.values()), seen
         assert sum(seen.values()) - 50 <= CASES[case]["train.batch_size"]  # the padding repeats one batch at most
+
+
+def test_rank_zero_scores_the_held_out_pictures_as_one_process_would(ranks):
+    from trainer.config.schema import load_config
+    from trainer.run.events import MemorySink
+    from trainer.train.commands import Commands
+    from trainer.train.distributed import Dist
+    from trainer.train.loop import Hooks, Trainer
+
+    r0, r1 = ranks["validated"]
+    assert r0["status"] == r1["status"] == "finished"  # rank 1 waited out rank 0's scoring at every save
+    run = Path(r0["run_dir"])
+    rows = read_jsonl(run / "metrics.jsonl")
+    scored = {r["step"]: r["val_loss"] for r in rows if r.get("val_loss") is not None}
+    assert sorted(scored) == [3, 6, 9, 10] and all(0 < v < 10 for v in scored.values())
+    assert len(rows) == len({r["step"] for r in rows})  # one row a step: rank 1 writes none
+    # the final weights, scored by one process on its own, give the number rank 0 wrote
+    cfg = load_config(run / "config.toml")
+    cfg.save.output_dir = str(run.parent.parent / "check")
+    t = Trainer(cfg, MemorySink(), Commands(), Dist(), Hooks())
+    t.prepare_run_folder(resume=None, parent=None)
+    t.setup()
+    assert t.validation is not None and t.validation.size == 3
+    untrained = t.validate()
+    t.lora.load_state_dicts(r0["lora"])
+    assert t.validate() != pytest.approx(untrained, rel=1e-5)  # the trained weights score otherwise
+    assert t.validate() == pytest.approx(scored[10], rel=1e-5)
