@@ -23,10 +23,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 # 5 pictures × 10 repeats = 50 image-repeats, one bucket
 CASES = {
-    "even": {"train.batch_size": 5, "train.grad_accum": 1},  # 10 batches: 5 a rank, 5 steps an epoch
+    # 10 batches: 5 a rank, 5 steps an epoch; three held-out pictures scored (on rank 0) at the saves (steps 3, 6
+    # and 9) and at the end
+    "even": {"train.batch_size": 5, "train.grad_accum": 1, "save.every_steps": 3},
     "uneven": {"train.batch_size": 2, "train.grad_accum": 2},  # 25 batches: 13 a rank (one repeated), 7 steps
-    # as "even", with three held-out pictures scored (on rank 0) at the saves, steps 3, 6 and 9, and at the end
-    "validated": {"train.batch_size": 5, "train.grad_accum": 1, "save.every_steps": 3},
 }
 
 
@@ -43,7 +43,7 @@ def ranks(tmp_path_factory):
     held = write_toy_dataset(tmp / "held", n=3, seed=1)
     paths = []
     for name, over in CASES.items():
-        extra = {"validation.path": str(held)} if name == "validated" else {}
+        extra = {"validation.path": str(held)} if name == "even" else {}
         cfg = tiny_config(data, tmp / "runs" / name, {"train.max_steps": 0, "train.epochs": 2, **over, **extra})
         path = tmp / f"{name}.toml"
         path.write_text(cfg.to_toml())
@@ -102,13 +102,14 @@ def test_each_epoch_the_two_shares_cover_every_picture_repeat(ranks, case):
 
 
 def test_rank_zero_scores_the_held_out_pictures_as_one_process_would(ranks):
+    """Scoring runs on rank 0 alone while rank 1 waits at the next step's gradient exchange."""
     from trainer.config.schema import load_config
     from trainer.run.events import MemorySink
     from trainer.train.commands import Commands
     from trainer.train.distributed import Dist
     from trainer.train.loop import Hooks, Trainer
 
-    r0, r1 = ranks["validated"]
+    r0, r1 = ranks["even"]
     assert r0["status"] == r1["status"] == "finished"  # rank 1 waited out rank 0's scoring at every save
     run = Path(r0["run_dir"])
     rows = read_jsonl(run / "metrics.jsonl")

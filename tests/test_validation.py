@@ -9,9 +9,10 @@ from helpers import tiny_config, write_toy_dataset
 from trainer.data.batches import samples_from_report
 from trainer.data.holdout import split_holdout
 from trainer.data.scan import scan_dataset
+from trainer.doctor.held_out import best_so_far
 from trainer.errors import UserError
 from trainer.plan.steps import make_plan
-from trainer.train.validation import best_so_far, build_validation_set, fixed_timesteps, validation_loss
+from trainer.train.validation import build_validation_set, fixed_timesteps, validation_loss
 
 
 def test_fixed_timesteps_spread_over_the_schedule():
@@ -112,15 +113,22 @@ def test_a_run_scores_its_held_out_pictures_at_each_save_and_review_reads_them(t
 
 
 def test_a_validation_loss_that_turns_up_points_to_overfitting_and_steers_the_pick():
+    import words
     from trainer.doctor.held_out import lowest_validation, validation_observation
-    from trainer.doctor.verdict import CheckpointVerdict
+    from trainer.doctor.verdict import CheckpointVerdict, decide
 
     values = {100: 0.30, 200: 0.21, 300: 0.20, 400: 0.26}
-    assert validation_observation(100, values) is None  # nothing earlier to compare with
-    assert validation_observation(300, values) is None  # still falling
+    assert validation_observation(100, values) is None  # nothing earlier to compare with, far from the lowest
     rising = validation_observation(400, values)
     assert rising is not None and rising.points_to == "over"
     assert rising.text.values["best_step"] == 300
+    # still falling: the lowest, and a save near it, say so as weak "fit" lines, which never move a verdict
+    lowest, near = validation_observation(300, values), validation_observation(200, values)
+    assert (lowest.points_to, lowest.strength, near.points_to, near.strength) == ("fit", "weak", "fit", "weak")
+    assert words.say(near.line(), "en") == ("validation loss 0.2100, within 5% of the lowest (0.2000 at step 300)"
+                                            " (weak evidence)")
+    assert decide([near, rising]) == "over" and decide([near]) == decide([]) == "fit"
+    assert validation_observation(300, {300: 0.2}) is None  # one number compares with nothing
 
     def cv(step, val):
         return CheckpointVerdict(step, "fit", [], 1.0, {"val_loss": val} if val is not None else {}, ())
@@ -186,3 +194,33 @@ def test_fp16_with_loss_scaling_scores_what_fp32_scores_on_the_same_weights(tmp_
     # fp16's rounding moves the number by less than a tenth of what four steps of training moved it (measured:
     # 1.196326 untrained, 1.192940 in fp32, 1.192940 in fp16)
     assert abs(scored_fp32 - scored[4]) < abs(scored_fp32 - untrained) / 10
+
+
+def test_the_train_step_names_the_lowest_validation_loss_so_far():
+    from trainer.run.events import StepRow
+    from trainer.train.runner import Runner
+    from ui.live import status_line
+
+    runner = Runner()
+    for step, val in [(1, None), (2, 0.2), (3, None), (4, 0.15), (6, 0.18), (7, float("nan"))]:
+        runner._on_event(StepRow(step=step, loss=0.1, skipped=False, sec_per_step=0.5, val_loss=val))
+        if step == 2:
+            assert runner.snapshot().best_val == {"step": 2, "val_loss": 0.2}
+    snap = runner.snapshot(rows_from=6)  # a poller holding every row still gets the best of them all
+    assert snap.best_val == {"step": 4, "val_loss": 0.15}
+    assert "lowest validation loss 0.15 at step 4" in status_line(snap, "en")
+    assert "가장 낮은 검증 손실 0.15 (4 스텝)" in status_line(snap, "ko")
+    assert Runner().snapshot().best_val is None and "validation" not in status_line(Runner().snapshot(), "en")
+
+
+def test_the_terminal_prints_each_validation_loss_beside_the_lowest_so_far(capsys):
+    from trainer.run.events import StepRow
+    from trainer.train.console import ConsoleSink
+
+    sink = ConsoleSink(quiet=True)
+    for step, val in [(1, None), (2, 0.2), (4, 0.15), (6, 0.18)]:
+        sink(StepRow(step=step, loss=0.1, lr=1e-4, skipped=False, val_loss=val))
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["validation loss: 0.2 at step 2 (lowest so far 0.2 at step 2)",
+                     "validation loss: 0.15 at step 4 (lowest so far 0.15 at step 4)",
+                     "validation loss: 0.18 at step 6 (lowest so far 0.15 at step 4)"]

@@ -55,6 +55,8 @@ def status_line(snap: RunSnapshot, lang: str, run_label: str | None = None) -> s
         parts.append(f"RAM {_mib(mem['rss_mib'])}")
     if mem.get("vram_mib") is not None:
         parts.append(f"VRAM {_mib(mem['vram_mib'])} ({t('peak', lang)} {_mib(mem.get('vram_peak_mib'))})")
+    if snap.best_val:  # advisory: the save nearest it is worth a look; nothing is deleted
+        parts.append(t("status_val_best", lang, val=f"{snap.best_val['val_loss']:.4g}", step=snap.best_val["step"]))
     if run_label:
         parts.append(f"`{run_label}`")
     lines = [" · ".join(parts)]

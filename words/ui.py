@@ -198,6 +198,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ui.status_no_resume": ("no checkpoint to resume from", "이어서 학습할 체크포인트 없음"),
     "ui.status_step": ("step {step} / {total}", "{step} / {total} 스텝"),
     "ui.status_eta": ("ETA {eta}", "남은 시간 {eta}"),
+    "ui.status_val_best": ("lowest validation loss {val} at step {step}", "가장 낮은 검증 손실 {val} ({step} 스텝)"),
     "ui.peak": ("peak", "최대"),
     "ui.progress_cache_latents": ("Caching latents: {done} / {total}", "잠재 캐시 만드는 중: {done} / {total}"),
     "ui.progress_sampling": ("Drawing the sample pictures of step {step}…", "{step}스텝의 샘플 그림을 그리는 중…"),

@@ -27,18 +27,39 @@ def val_loss_by_step(run_dir: str | Path) -> dict[int, float]:
     return out
 
 
+def best_so_far(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The step with the lowest finite validation loss among ``rows`` (metric rows): advisory, nothing is
+    deleted."""
+    vals = [(float(r["val_loss"]), int(r["step"])) for r in rows
+            if isinstance(r.get("val_loss"), int | float) and math.isfinite(r["val_loss"])]
+    if not vals:
+        return None
+    value, step = min(vals)
+    return {"step": step, "val_loss": value}
+
+
 def validation_observation(step: int, values: dict[int, float]) -> Observation | None:
-    """"over" (moderate) when this save's validation loss rose past the lowest an earlier save reached."""
+    """"over" (moderate) when this save's validation loss rose past the lowest an earlier save reached; else,
+    when it is within :data:`VAL_RISE` of the lowest of all the saves, a weak "fit" line saying so (it can
+    never change a verdict: weak "fit" is what no evidence gives too), which is why the recommendation may be a
+    save other than the lowest one."""
     from trainer.doctor.verdict import Observation
 
     here = values.get(step)
-    earlier = {s: v for s, v in values.items() if s < step}
-    if here is None or not earlier:
+    if here is None or len(values) < 2:
         return None
-    best_step, best = min(earlier.items(), key=lambda kv: (kv[1], kv[0]))
-    if here > best * (1 + VAL_RISE):
-        return Observation("numbers", "over", "moderate",
-                           msg("verdict.val_rising", val=here, best=best, best_step=best_step))
+    earlier = {s: v for s, v in values.items() if s < step}
+    if earlier:
+        best_step, best = min(earlier.items(), key=lambda kv: (kv[1], kv[0]))
+        if here > best * (1 + VAL_RISE):
+            return Observation("numbers", "over", "moderate",
+                               msg("verdict.val_rising", val=here, best=best, best_step=best_step))
+    low_step, low = min(values.items(), key=lambda kv: (kv[1], kv[0]))
+    if low_step == step:
+        return Observation("numbers", "fit", "weak", msg("verdict.val_lowest", val=here))
+    if here <= low * (1 + VAL_RISE):
+        return Observation("numbers", "fit", "weak",
+                           msg("verdict.val_near_lowest", val=here, best=low, best_step=low_step, share=VAL_RISE))
     return None
 
 

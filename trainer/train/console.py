@@ -16,6 +16,7 @@ class ConsoleSink:
     def __init__(self, quiet: bool = False):
         self.quiet = quiet
         self.bar = None
+        self.best_val: tuple[float, int] | None = None  # the lowest validation loss so far and its step
 
     def __call__(self, ev: RunEvent) -> None:
         kind = ev.type
@@ -31,7 +32,12 @@ class ConsoleSink:
                 self.bar.n = ev.step
             self.bar.set_postfix(loss=f"{ev.loss:.4f}", lr=f"{ev.lr:.2e}", refresh=False)
             self.bar.refresh()
-        elif isinstance(ev, Alert):
+        if isinstance(ev, StepRow) and isinstance(ev.val_loss, int | float) and ev.val_loss == ev.val_loss:
+            here = (float(ev.val_loss), int(ev.step or 0))
+            self.best_val = min(self.best_val or here, here)
+            self._write(f"validation loss: {here[0]:.4g} at step {here[1]} "
+                        f"(lowest so far {self.best_val[0]:.4g} at step {self.best_val[1]})")
+        if isinstance(ev, Alert):
             message = ev.message or ev.get("reason", "")
             self._write(f"[{ev.get('level', 'warning')}] {ev.kind}: "
                         f"{message if isinstance(message, str) else words.say(message)}")

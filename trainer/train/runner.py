@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from trainer.config.schema import Config
+from trainer.doctor.held_out import best_so_far
 from trainer.errors import UserError
 from trainer.run.events import (
     TERMINAL,
@@ -49,6 +50,7 @@ class RunState:
     progress: Progress | None = None
     message: str = ""
     config: Config | None = None
+    best_val: dict[str, Any] | None = None  # the lowest validation loss so far and its step (best_so_far)
 
 
 @dataclass
@@ -72,6 +74,7 @@ class RunSnapshot:
     it_per_sec: float | None = None
     eta_seconds: float | None = None
     memory: dict[str, float | None] = field(default_factory=dict)
+    best_val: dict[str, Any] | None = None  # {"step", "val_loss"}: the lowest validation loss so far
 
     def to_json(self) -> dict[str, Any]:
         """The snapshot as plain JSON types, the dict ``snapshot`` returned before it was typed."""
@@ -188,6 +191,8 @@ class Runner:
                 s.metrics.append(ev.to_json())
                 if not ev.skipped and ev.step is not None:
                     s.step = ev.step
+                if isinstance(ev.val_loss, int | float):  # not ABSENT or None; best_so_far keeps the finite ones
+                    s.best_val = best_so_far([r for r in (s.best_val, s.metrics[-1]) if r])
             else:
                 s.events.append(ev)
             if isinstance(ev, Resumed):  # the rows, samples and checkpoints before the resume point, for the plots
@@ -224,7 +229,7 @@ class Runner:
                 version=self.version, active=self.active, status=s.status, run_dir=s.run_dir, step=s.step,
                 total_steps=s.total_steps, metrics=rows, rows=len(s.metrics), alerts=list(s.alerts),
                 samples=list(s.samples), checkpoints=list(s.checkpoints), events=list(s.events[-50:]),
-                progress=s.progress, message=s.message,
+                progress=s.progress, message=s.message, best_val=s.best_val,
             )
         sec = sum(recent) / len(recent) if recent else None
         out.it_per_sec = (1.0 / sec) if sec else None
@@ -248,6 +253,7 @@ def _load_earlier(s: RunState, run_dir: str, step: int) -> None:
             rows.append({"type": "step", **{k: as_float(v) if v in _NONFINITE else v for k, v in r.items()}})
     earlier = [RunEvent.from_json(e) for e in events(run_dir) if e.get("step", 0) <= step]
     s.metrics[:0] = rows
+    s.best_val = best_so_far(s.metrics)
     s.samples[:0] = [e for e in earlier if isinstance(e, SampleReady)]
     s.checkpoints[:0] = [e for e in earlier if isinstance(e, CheckpointSaved)]
     applied = [r["step"] for r in rows if not r.get("skipped")]

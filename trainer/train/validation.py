@@ -82,16 +82,6 @@ def validation_loss(vset: ValidationSet, unet, text, noise_scheduler, prediction
     return total / max(count, 1)
 
 
-def best_so_far(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The step with the lowest validation loss among ``rows`` (metric rows), advisory: nothing is deleted."""
-    vals = [(float(r["val_loss"]), int(r["step"])) for r in rows
-            if isinstance(r.get("val_loss"), int | float) and r["val_loss"] == r["val_loss"]]
-    if not vals:
-        return None
-    value, step = min(vals)
-    return {"step": step, "val_loss": value}
-
-
 class ValidationMixin(TrainerParts):
     """The Trainer's validation loss: the set built once with the data, evaluated at the scheduled steps."""
 
