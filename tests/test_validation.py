@@ -224,3 +224,23 @@ def test_the_terminal_prints_each_validation_loss_beside_the_lowest_so_far(capsy
     assert lines == ["validation loss: 0.2 at step 2 (lowest so far 0.2 at step 2)",
                      "validation loss: 0.15 at step 4 (lowest so far 0.15 at step 4)",
                      "validation loss: 0.18 at step 6 (lowest so far 0.15 at step 4)"]
+
+
+def test_the_plan_says_when_the_held_out_pictures_are_scored(tmp_path):
+    from ui.steps.plan import render_plan
+
+    data = write_toy_dataset(tmp_path / "data", n=6)
+    base = {"save.every_steps": 3, "train.max_steps": 10, "sample.enabled": True, "sample.every_steps": 5}
+
+    def plan(**over):
+        cfg = tiny_config(data, tmp_path / "runs", {**base, **over})
+        return make_plan(cfg, split_holdout(scan_dataset(cfg.dataset), cfg.validation.holdout, 0)[0])
+
+    at_saves = plan(**{"validation.holdout": 2})
+    assert at_saves.validation_steps() == [3, 5, 6, 9, 10]  # every save and sample point, and the end
+    assert [s for s in range(0, 11) if at_saves.validates_at(s)] == at_saves.validation_steps()
+    assert plan(**{"validation.holdout": 2, "validation.every_steps": 4}).validation_steps() == [4, 8, 10]
+    assert plan().validation_steps() == [] and not plan().validates_at(10)
+    assert at_saves.to_json()["validation_steps"] == [3, 5, 6, 9, 10]
+    assert "Validation loss on the held-out pictures at steps 3, 5, 6, 9, 10." in render_plan(at_saves, "en")["plan_formula"]
+    assert "Validation loss" not in render_plan(plan(), "en")["plan_formula"]

@@ -121,6 +121,8 @@ TEXTS: dict[str, tuple[str, str]] = {
                        "버킷을 반영한 총합: **{total}** 스텝 (에폭당 {spe} × {epochs} 에폭). 익숙한 공식만으로는 **{naive}**."),
     "ui.plan_saves": ("Checkpoints at steps {ckpts}; samples at steps {samples}.",
                       "체크포인트: {ckpts} 스텝. 샘플: {samples} 스텝."),
+    "ui.plan_validation": ("Validation loss on the held-out pictures at steps {steps}.",
+                           "검증용 그림의 검증 손실: {steps} 스텝."),
     "ui.err_scan_first": ("Scan the dataset first ({error})", "먼저 데이터셋을 검사하세요 ({error})"),
     "ui.next_preset": ("Next: preset →", "다음: 프리셋 →"),
     "ui.zone_under": ("under", "부족"),

@@ -61,6 +61,8 @@ class Plan:
     dose_explanation: Msg = field(default_factory=lambda: msg("plan.dose_explanation"))
     dose_note: Msg | None = None  # an optimizer that sets its own step size
     held_out: int = 0  # pictures held back for the validation loss (not in images)
+    validation_every: int | None = None
+    """None: no validation loss; 0: scored at every checkpoint and sample step; N: every N steps (and at the end)."""
     sample_warnings: list[dict[str, Any]] = field(default_factory=list)
     """Sample prompts that copy a training caption: ``{index, prompt, kind, files, matches, message}``."""
 
@@ -74,7 +76,26 @@ class Plan:
         for name in ("checkpoint", "sample"):  # the list as before (capped), and the rule that answers for every step
             schedule: Schedule = getattr(self, f"{name}_steps")
             out[f"{name}_steps"], out[f"{name}_schedule"] = schedule.shown(), schedule.to_json()
+        out["validation_steps"] = self.validation_steps()
         return out
+
+    def validates_at(self, step: int) -> bool:
+        """Whether the run scores its held-out pictures after ``step``."""
+        if self.validation_every is None or step <= 0:
+            return False
+        if step >= self.total_steps:
+            return True
+        if self.validation_every:
+            return step % self.validation_every == 0
+        return step in self.checkpoint_steps or step in self.sample_steps
+
+    def validation_steps(self) -> list[int]:
+        """The first ``SHOWN_STEPS`` steps :meth:`validates_at` says yes to."""
+        if self.validation_every is None:
+            return []
+        every = _every(self.validation_every, self.total_steps).shown() if self.validation_every else []
+        candidates = {*every, *self.checkpoint_steps.shown(), *self.sample_steps.shown(), self.total_steps}
+        return sorted(s for s in candidates if self.validates_at(s))[:SHOWN_STEPS]
 
 
 def _scheduled(mean: float) -> bool:
@@ -134,6 +155,7 @@ def make_plan(cfg: Config, report: DatasetReport, world_size: int = 1) -> Plan:
     return Plan(
         images=report.images,
         held_out=report.held_out,
+        validation_every=cfg.validation.every_steps if cfg.validation.enabled else None,
         image_repeats=report.image_repeats,
         batch_size=bs,
         grad_accum=accum,

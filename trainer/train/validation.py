@@ -102,14 +102,7 @@ class ValidationMixin(TrainerParts):
         return build_validation_set(samples, encoder, timesteps, cfg.validation.seed, self.device)
 
     def validation_due(self, step: int) -> bool:
-        v = self.config.validation
-        if self.validation is None or not self.dist.is_main:
-            return False
-        if step >= self.total_steps:
-            return True
-        if v.every_steps:
-            return step % v.every_steps == 0
-        return step in self.plan.checkpoint_steps or (self.config.sample.enabled and step in self.plan.sample_steps)
+        return self.validation is not None and self.dist.is_main and self.plan.validates_at(step)
 
     def validate(self) -> float:
         assert self.validation is not None

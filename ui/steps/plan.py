@@ -93,7 +93,9 @@ def render_plan(plan: Plan, lang: str) -> dict[str, Any]:
         f"**{words.say(plan.formula, lang)}**",
         t("plan_totals", lang, total=plan.total_steps, naive=plan.naive_total_steps_ceil,
           spe=plan.steps_per_epoch, epochs=plan.epochs_effective),
-        t("plan_saves", lang, ckpts=_steps_list(plan.checkpoint_steps), samples=_steps_list(plan.sample_steps)),
+        t("plan_saves", lang, ckpts=_steps_list(plan.checkpoint_steps), samples=_steps_list(plan.sample_steps))
+        + (" " + t("plan_validation", lang, steps=_steps_list(plan.validation_steps())) if plan.validation_every is not None
+           else ""),
     ])
     buckets = [[f"{b['width']}×{b['height']}", b["image_repeats"], b["batches"]] for b in plan.per_bucket]
     verdict = plan_verdict(plan)  # the words Review and Troubleshoot use for the run, forecast from the dose
