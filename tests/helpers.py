@@ -103,4 +103,8 @@ def snapshot_of(snap: dict[str, Any]):
             snap[name] = [RunEvent.from_json({"type": kind, **e}) for e in snap[name]]
     if snap.get("progress") is not None:
         snap["progress"] = RunEvent.from_json({"type": "progress", **snap["progress"]})
+    if snap.get("refusal") is not None:
+        from trainer.message import Msg
+
+        snap["refusal"] = Msg.from_json(snap["refusal"])
     return RunSnapshot(**snap)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import words
 from trainer.errors import UserError
+from trainer.message import msg
 from trainer.models.family import FAMILIES
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_GUARD, EXIT_USER_STOP = 0, 2, 3, 130
@@ -99,7 +100,8 @@ def cmd_check_dataset(args) -> int:
         err = e.errors()[0]
         field = str(err["loc"][0]) if err["loc"] else "path"
         option = "DIR" if field == "path" else "--" + field.replace("_", "-")
-        raise UserError(f"check-dataset {option}: {err['msg'].removeprefix('Value error, ')}") from None
+        raise UserError(msg("error.cli.check_dataset", option=option,
+                            reason=err["msg"].removeprefix("Value error, "))) from None
     report = scan_dataset(ds)
     if args.json:
         out = report.to_json()
@@ -141,10 +143,10 @@ def check_output_dir(output_dir: str) -> None:
         except (FileNotFoundError, NotADirectoryError):  # not there yet, or under a file: look further up
             continue
         except OSError as e:
-            raise UserError(f"save.output_dir: {output_dir} cannot be used ({e.strerror or e})") from None
+            raise UserError(msg("error.cli.output_unusable", path=output_dir, reason=e.strerror or e)) from None
         if not stat.S_ISDIR(mode):
-            what = "a file" if stat.S_ISREG(mode) else "a device or other special file"
-            raise UserError(f"save.output_dir: {part} is {what}, not a folder; give the folder that holds the runs")
+            what = msg("error.kind.file") if stat.S_ISREG(mode) else msg("error.kind.special")
+            raise UserError(msg("error.cli.output_not_folder", path=part, what=what))
         return
 
 
@@ -198,7 +200,7 @@ def cmd_import_kohya(args) -> int:
     cfg, report = import_kohya(args.file, args.dataset_config, compare_steps=not args.no_steps)
     out = Path(args.output).expanduser()
     if out.is_dir():
-        raise UserError(f"-o {out} is a folder; give the path of the config .toml to write")
+        raise UserError(msg("error.cli.out_is_folder", out=out))
     save_config(cfg, out)
     if args.json:
         _print_json({**report.to_json(say), "config": str(out)})

@@ -2,9 +2,29 @@
 
 Anything raised as :class:`UserError` is shown as one line (no traceback) and, from the CLI, ends the
 process with exit code 2. The message names the file or the config key and says what to do.
+
+A :class:`UserError` carries a :class:`~trainer.message.Msg` (a code in ``words/`` and its values), so the app
+words it in the reader's language with :meth:`UserError.say`; ``str(e)`` is its English, what the CLI prints.
+A plain string is still taken (the app's own errors, already worded for the reader).
 """
 
 from __future__ import annotations
+
+from trainer.message import Msg
+
+
+def _word(message: Msg | str, lang: str) -> str:
+    if not isinstance(message, Msg):
+        return message
+    # words/ imports trainer modules that raise this error, so it is reached only once an error is worded
+    from words import say
+
+    return say(message, lang)
+
+
+def in_english(message: Msg | str) -> str:
+    """``message`` in English: what ``str()`` of an error carrying it reads."""
+    return _word(message, "en")
 
 
 class UserError(Exception):
@@ -12,9 +32,23 @@ class UserError(Exception):
 
     exit_code = 2
 
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
+    def __init__(self, message: Msg | str):
+        super().__init__(message)  # args keep the Msg: a pickled error (another process) still words itself
+        self.msg = message
+        self.message = _word(message, "en")
+
+    def say(self, lang: str) -> str:
+        """The message in ``lang`` ("en" or "ko")."""
+        return _word(self.msg, lang)
 
     def __str__(self) -> str:
         return self.message
+
+
+class BadValue(ValueError):
+    """A config validator's refusal: pydantic shows ``str()`` (the English), and the config's error words the
+    message it carries in the reader's language."""
+
+    def __init__(self, message: Msg | str):
+        super().__init__(_word(message, "en"))
+        self.msg = message

@@ -102,7 +102,7 @@ class UI:
             try:
                 out = fn(*args, **kwargs)
             except UserError as e:
-                out = refused(str(e), lang, toast)
+                out = refused(e.say(lang), lang, toast)  # a trainer error words itself in the reader's language
             except gr.Error:
                 raise
             except Exception as e:  # a bug: one line on the page, the traceback in the console

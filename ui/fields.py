@@ -15,6 +15,7 @@ from typing import Any
 
 from trainer.config.schema import Config, allowed_values, from_dict
 from trainer.errors import UserError
+from trainer.message import msg
 from words import TEXTS, say
 
 
@@ -150,7 +151,7 @@ def config_from_values(values: dict[str, Any], output_dir: Path, extra_preset_di
 
     preset_id = values.get("preset") or ""
     if any(c in preset_id for c in "/\\:") or preset_id.endswith(".toml"):  # an id, never a file path
-        raise UserError(f"preset: {preset_id!r} is not a preset name")
+        raise UserError(msg("ui.err_not_preset_id", preset=preset_id))
     base = preset_config(preset_id, extra_preset_dirs) if preset_id else Config()
     data = base.to_dict()
     data.pop("preset", None)  # folded in already (and a user preset is not on from_dict's search path)
@@ -159,7 +160,7 @@ def config_from_values(values: dict[str, Any], output_dir: Path, extra_preset_di
             continue
         value = from_widget(f, values[f.name])
         if value is None:
-            raise UserError(f"'{f.path}' is empty; give a value")
+            raise UserError(msg("ui.err_field_empty", key=f.path))
         section, key = f.path.split(".")
         data[section][key] = value
     data["save"]["output_dir"] = str(output_dir)

@@ -67,7 +67,7 @@ def status_line(snap: RunSnapshot, lang: str, run_label: str | None = None) -> s
     if sampling is not None:
         lines.append(t("progress_sampling", lang, step=sampling))
     if snap.message and status in (RunStatus.FAILED, RunStatus.STOPPED, RunStatus.GUARD_STOPPED):
-        lines.append(f"> {snap.message}")
+        lines.append(f"> {words.say(snap.refusal, lang) if snap.refusal is not None else snap.message}")
     return "\n\n".join(lines)
 
 

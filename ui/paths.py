@@ -23,6 +23,7 @@ from pathlib import Path
 
 from trainer.data.folders import IMAGE_SUFFIXES
 from trainer.errors import UserError
+from trainer.message import msg
 
 from .i18n import t
 
@@ -223,4 +224,4 @@ def _unique(path: Path) -> Path:
         candidate = path.with_name(f"{path.stem}_{i}{path.suffix}")
         if not candidate.exists():
             return candidate
-    raise UserError(f"too many files named like {path.name}")
+    raise UserError(msg("ui.err_too_many_named", name=path.name))

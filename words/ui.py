@@ -47,6 +47,9 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ui.err_zip_too_many": ("{name} holds {n} files; the limit is {limit}", "{name}에 파일이 {n}개 있습니다. 한도는 {limit}개입니다"),
     "ui.err_zip_too_big": ("{name} unpacks to more than {limit} GiB; split it or copy the folder instead",
                            "{name}을(를) 풀면 {limit} GiB가 넘습니다. 나누거나 폴더를 직접 복사하세요"),
+    "ui.err_too_many_named": ("too many files named like {name}", "{name}과(와) 비슷한 이름의 파일이 너무 많습니다"),
+    "ui.err_not_preset_id": ("preset: {preset!r} is not a preset name", "preset: {preset!r}은(는) 프리셋 이름이 아닙니다"),
+    "ui.err_field_empty": ("'{key}' is empty; give a value", "'{key}'이(가) 비어 있습니다. 값을 주세요"),
     "ui.err_no_upload": ("choose pictures or a zip file to upload first", "먼저 올릴 그림이나 zip 파일을 고르세요"),
     # 1 dataset
     "ui.ds_intro": ("Pick the folder of training pictures (or upload them) and type the trigger word, then **Scan**.",

@@ -23,7 +23,8 @@ second, far past any LoRA; a larger number is a typo (an extra zero, 1e23) that 
 def _at_most_max_steps(v: Any) -> Any:
     # before int parsing, so 1e23 and inf get this message rather than pydantic's "unable to parse"
     if isinstance(v, int | float) and not isinstance(v, bool) and v > MAX_STEPS:
-        raise PydanticCustomError("too_many_steps", f"at most {MAX_STEPS:,} steps; a larger count is a typo")
+        raise PydanticCustomError("too_many_steps", "at most {limit} steps; a larger count is a typo",
+                                  {"limit": f"{MAX_STEPS:,}"})
     return v
 
 
@@ -44,7 +45,7 @@ def plain_text(v: str, max_chars: int) -> str:
             "not_text", "holds a character that cannot be saved as text (a lone surrogate at position "
             "{pos}); retype it", {"pos": e.start}) from None
     if "\x00" in v:
-        raise PydanticCustomError("not_text", "holds a NUL character; retype it")
+        raise PydanticCustomError("nul_text", "holds a NUL character; retype it")
     if len(v) > max_chars:
         raise PydanticCustomError("too_long", "is {n} characters long; at most {limit}",
                                   {"n": f"{len(v):,}", "limit": f"{max_chars:,}"})

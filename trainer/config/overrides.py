@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from trainer.errors import UserError
+from trainer.message import msg
 
 
 def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -23,23 +24,23 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 def read_toml(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if not p.is_file():
-        raise UserError(f"config file not found: {p} (give the path of a .toml file)")
+        raise UserError(msg("error.config.not_found", path=p))
     try:
         return tomllib.loads(p.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise UserError(f"{p} is not valid TOML: {e}") from None
+        raise UserError(msg("error.config.bad_toml", path=p, error=str(e))) from None
     except RecursionError:  # tomllib recurses once per nesting level
-        raise UserError(f"{p}: arrays or tables nested too deeply to read; a config is a few flat tables") from None
+        raise UserError(msg("error.config.too_deep", path=p)) from None
 
 
 def parse_override(item: str) -> tuple[str, Any]:
     """``section.key=value`` → (path, value). The value is TOML-ish: numbers, true/false, lists, strings."""
     if "=" not in item:
-        raise UserError(f"--set {item!r}: write it as section.key=value, e.g. --set optim.lr=5e-5")
+        raise UserError(msg("error.set.no_equals", item=item))
     key, raw = item.split("=", 1)
     key = key.strip()
     if not key or any(not part for part in key.split(".")):
-        raise UserError(f"--set {item!r}: the key is empty; write section.key=value")
+        raise UserError(msg("error.set.empty_key", item=item))
     raw = raw.strip()
     try:
         value = tomllib.loads(f"v = {raw}")["v"]
@@ -49,9 +50,9 @@ def parse_override(item: str) -> tuple[str, Any]:
         except (ValueError, SyntaxError):
             value = raw  # a bare string such as a path
         except (RecursionError, MemoryError):
-            raise UserError(f"--set {key}: the value is nested too deeply to read") from None
+            raise UserError(msg("error.set.too_deep", key=key)) from None
     except RecursionError:
-        raise UserError(f"--set {key}: the value is nested too deeply to read") from None
+        raise UserError(msg("error.set.too_deep", key=key)) from None
     return key, value
 
 
@@ -64,7 +65,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str] | None) -> dict[s
         for part in parts[:-1]:
             child = node.setdefault(part, {})
             if not isinstance(child, dict):
-                raise UserError(f"--set {item!r}: '{part}' is a value, not a section")
+                raise UserError(msg("error.set.not_a_section", item=item, part=part))
             node = child
         node[parts[-1]] = value
     return out

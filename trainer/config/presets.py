@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from trainer.errors import UserError
+from trainer.message import msg
 
 PRESET_DIR = Path(__file__).resolve().parents[2] / "presets"
 PRESET_FORMAT_VERSION = 1
@@ -37,15 +38,15 @@ def _parse(path: Path) -> Preset:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise UserError(f"preset {path} is not valid TOML: {e}") from None
+        raise UserError(msg("error.preset.bad_toml", path=path, error=str(e))) from None
     meta = data.pop("preset", None)
     if not isinstance(meta, dict):
-        raise UserError(f"preset {path} has no [preset] table (version, name_en, name_ko, ...)")
+        raise UserError(msg("error.preset.no_table", path=path))
     missing = [k for k in ("version", "name_en", "name_ko", "description_en", "description_ko") if k not in meta]
     if missing:
-        raise UserError(f"preset {path}: [preset] is missing {', '.join(missing)}")
+        raise UserError(msg("error.preset.missing", path=path, keys=", ".join(missing)))
     if meta["version"] != PRESET_FORMAT_VERSION:
-        raise UserError(f"preset {path}: version {meta['version']!r}; this app reads version {PRESET_FORMAT_VERSION}")
+        raise UserError(msg("error.preset.version", path=path, version=meta["version"], expected=PRESET_FORMAT_VERSION))
     return Preset(
         id=path.stem,
         version=meta["version"],
@@ -78,7 +79,7 @@ def load_preset(name_or_path: str, extra_dirs: list[Path] | None = None) -> Pres
         if candidate.is_file():
             return _parse(candidate)
     known = ", ".join(pr.id for pr in list_presets(extra_dirs))
-    raise UserError(f"unknown preset '{name_or_path}'; known presets: {known}")
+    raise UserError(msg("error.preset.unknown", name=name_or_path, known=known))
 
 
 def preset_config(name_or_path: str, extra_dirs: list[Path] | None = None):

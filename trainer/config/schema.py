@@ -22,8 +22,10 @@ from pydantic import (
 from trainer.config.choices import OneOf
 from trainer.config.fieldtypes import MAX_STEPS as MAX_STEPS
 from trainer.config.fieldtypes import FamilyName, OptimizerName, PathText, Steps, TriggerText
+from trainer.config.invalid import format_validation_error
 from trainer.config.overrides import apply_overrides, deep_merge, flatten, read_toml
-from trainer.errors import UserError
+from trainer.errors import BadValue, UserError
+from trainer.message import msg
 from trainer.models.family import AUTO
 from trainer.toml_writer import dumps_toml
 
@@ -86,7 +88,7 @@ class DatasetConfig(_Section):
     @classmethod
     def _dot(cls, v: str) -> str:
         if not v.startswith(".") or len(v) < 2:
-            raise ValueError('must start with a dot, like ".txt"')
+            raise BadValue(msg("error.value.caption_ext"))
         return v
 
 
@@ -180,7 +182,7 @@ class SaveConfig(_Section):
     @classmethod
     def _safe_name(cls, v: str) -> str:
         if any(c in v for c in '/\\:*?"<>|') or v in {".", ".."}:
-            raise ValueError('must be a plain file name without / \\ : * ? " < > |')
+            raise BadValue(msg("error.value.file_name"))
         return v
 
 
@@ -237,7 +239,7 @@ class DoseConfig(_Section):
     @model_validator(mode="after")
     def _ordered(self) -> DoseConfig:
         if self.fit_low >= self.fit_high:
-            raise ValueError(f"fit_low ({self.fit_low}) must be below fit_high ({self.fit_high})")
+            raise BadValue(msg("error.value.fit_order", low=self.fit_low, high=self.fit_high))
         return self
 
 
@@ -261,7 +263,7 @@ class Config(_Section):
     @classmethod
     def _version(cls, v: int) -> int:
         if v != CONFIG_VERSION:
-            raise ValueError(f"this app reads config version {CONFIG_VERSION}")
+            raise BadValue(msg("error.value.version", version=CONFIG_VERSION))
         return v
 
     @property
@@ -298,43 +300,13 @@ def allowed_values(path: str) -> tuple[str, ...]:
 # --------------------------------------------------------------------------------------------- loading
 
 
-def _format_validation_error(err: ValidationError, origin: str) -> str:
-    lines = []
-    for e in err.errors():
-        key = ".".join(str(p) for p in e["loc"])
-        if e["type"] == "extra_forbidden":
-            section = ".".join(str(p) for p in e["loc"][:-1])
-            allowed = sorted(_section_fields(section))
-            lines.append(f"unknown key '{key}'; allowed here: {', '.join(allowed)}")
-        elif isinstance(e.get("input"), dict):  # a rule across keys: its message names them
-            msg = e["msg"].removeprefix("Value error, ")
-            lines.append(f"{key}: {msg}" if key else msg)
-        else:
-            value = repr(e.get("input"))
-            value = value if len(value) <= 120 else f"{value[:80]}…{value[-20:]} ({len(value):,} characters)"
-            lines.append(f"'{key}' = {value}: {e['msg'].lower()}")
-    where = f" in {origin}" if origin else ""
-    return f"config error{where}: " + "; ".join(lines)
-
-
-def _section_fields(section: str) -> list[str]:
-    model: type[BaseModel] = Config
-    if section:
-        for part in section.split("."):
-            field = model.model_fields.get(part)
-            if field is None or not isinstance(field.annotation, type):
-                return []
-            model = field.annotation
-    return list(model.model_fields)
-
-
 def from_dict(data: dict[str, Any], origin: str = "") -> Config:
     """Validate a (possibly sparse) dict against the schema, applying its preset first."""
     data = dict(data)
     preset_name = data.get("preset") or ""
     if isinstance(preset_name, dict):  # a preset file read as a config ([preset] is its name table)
         if not str(origin).endswith(".toml"):
-            raise UserError("preset: give a preset's name or the path of its .toml file, not a table")
+            raise UserError(msg("error.config.preset_table"))
         preset_name = data["preset"] = str(origin)  # the file is its own preset
     if preset_name:
         from trainer.config.presets import load_preset
@@ -344,7 +316,7 @@ def from_dict(data: dict[str, Any], origin: str = "") -> Config:
     try:
         return Config.model_validate(data)
     except ValidationError as e:
-        raise UserError(_format_validation_error(e, origin)) from None
+        raise UserError(format_validation_error(e, origin, Config)) from None
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> Config:

@@ -177,9 +177,9 @@ class LatentCache:
             if bool(torch.isfinite(latents).all()):
                 return latents
         from trainer.errors import UserError
+        from trainer.message import msg
 
-        raise UserError(f"{s.rel}: the VAE turns this picture into NaN/Inf latents even in fp32; check the file "
-                        "(re-save it as an 8-bit RGB PNG) or leave it out")
+        raise UserError(msg("error.latents.not_finite", rel=s.rel))
 
     def batch(self, batch: list[Sample], flips: list[bool]) -> torch.Tensor:
         return torch.stack([self.memory[(s.index, f)] for s, f in zip(batch, flips)]).to(self.device)

@@ -13,6 +13,7 @@ from typing import Any
 from trainer.config.schema import DatasetConfig
 from trainer.data.problems import problem
 from trainer.errors import UserError
+from trainer.message import msg
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif"})
 # Formats people drop in by mistake (phone photos, layered files): named, so they are not silently ignored.
@@ -23,18 +24,18 @@ PRIOR_PREFIX = "reg/"  # prior images' folders and files are named reg/<folder>/
 
 def check_root(path: str, key: str = "dataset.path") -> Path:
     """The folder ``path`` (of config key ``key``) resolved, or a :class:`UserError` saying what is wrong with it."""
-    what = "prior-image folder" if key == "dataset.reg_path" else "dataset folder"
+    what = msg("error.folder.prior") if key == "dataset.reg_path" else msg("error.folder.dataset")
     if not path:
-        raise UserError(f"no {what} set; set {key} to the folder with your pictures")
+        raise UserError(msg("error.folder.unset", what=what, key=key))
     root = Path(path).expanduser()
     if not root.exists():
-        raise UserError(f"{what} not found: {root} ({key}; check the path, or create it and add pictures)")
+        raise UserError(msg("error.folder.not_found", what=what, root=root, key=key))
     if not root.is_dir():
-        raise UserError(f"{key} is a file, not a folder: {root} (give the folder that holds the pictures)")
+        raise UserError(msg("error.folder.is_file", key=key, root=root))
     try:
         next(root.iterdir(), None)
     except OSError as e:
-        raise UserError(f"cannot read {what} {root}: {e.strerror or e}") from None
+        raise UserError(msg("error.folder.unreadable", what=what, root=root, reason=e.strerror or e)) from None
     return root.resolve()
 
 

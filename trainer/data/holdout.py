@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from trainer.data.scan import DatasetReport, ImageItem, bucket_table
 from trainer.errors import UserError
+from trainer.message import msg
 
 
 def split_holdout(report: DatasetReport, count: int, seed: int) -> tuple[DatasetReport, list[ImageItem]]:
@@ -18,8 +19,7 @@ def split_holdout(report: DatasetReport, count: int, seed: int) -> tuple[Dataset
         return report, []  # nothing to hold back, or already held back
     own = sorted((it for it in report.items if not it.prior), key=lambda it: it.rel)
     if count >= len(own):
-        raise UserError(f"validation.holdout = {count}, but the dataset has {len(own)} pictures of its own; hold "
-                        "back fewer (one in ten is usual), or give validation.path a folder of other pictures")
+        raise UserError(msg("error.holdout.too_many", count=count, n=len(own)))
     held = random.Random(f"{seed}:holdout").sample(own, count)
     held_rels = {it.rel for it in held}
     kept = [it for it in report.items if it.rel not in held_rels]

@@ -19,6 +19,7 @@ from typing import Any
 from PIL import Image, UnidentifiedImageError
 from pydantic import ValidationError
 
+from trainer.config.invalid import input_reason
 from trainer.config.schema import DatasetConfig
 from trainer.data.buckets import Bucket, assign_bucket, buckets_for, upscale_factor
 from trainer.data.folders import PRIOR_PREFIX, Folder, check_root, discover_folders
@@ -114,13 +115,9 @@ def scan_dataset(cfg: DatasetConfig | None = None, /, *, progress: Callable[[int
         folders += reg_folders
         unsupported += reg_unsupported
     if n_images == 0:
-        extra = f" ({len(unsupported)} files in formats it cannot read; convert them)" if unsupported else ""
-        if any(f.repeats == 0 for f in folders):
-            extra += " (folders named 0_... are skipped; rename them to 1_...)"
-        raise UserError(
-            f"no images (png, jpg, webp, bmp, gif) in {root}{extra}; "
-            "put the training pictures there, in N_name subfolders or directly in the folder"
-        )
+        unreadable = msg("error.scan.unreadable_formats", n=len(unsupported)) if unsupported else ""
+        skipped = msg("error.scan.zero_folders") if any(f.repeats == 0 for f in folders) else ""
+        raise UserError(msg("error.scan.no_images", root=root, unreadable=unreadable, skipped=skipped))
     buckets = buckets_for(cfg)
     problems: list[dict[str, Any]] = [
         _problem("unsupported_format", rel, suffix=Path(rel).suffix) for rel in unsupported
@@ -181,7 +178,7 @@ def min_side_for(resolution: int) -> int:
 
 def _resolve_cfg(cfg: DatasetConfig | None, overrides: dict[str, Any]) -> DatasetConfig:
     if cfg is None and not overrides:
-        raise UserError("no dataset folder given; set dataset.path to the folder with your pictures")
+        raise UserError(msg("error.scan.no_folder"))
     if not overrides:
         return cfg  # type: ignore[return-value]
     base = cfg.model_dump() if cfg is not None else {}
@@ -190,7 +187,8 @@ def _resolve_cfg(cfg: DatasetConfig | None, overrides: dict[str, Any]) -> Datase
     except ValidationError as e:
         err = e.errors()[0]
         key = ".".join(str(p) for p in err["loc"])
-        raise UserError(f"'dataset.{key}' = {err.get('input')!r}: {err['msg'].lower()}") from None
+        raise UserError(msg("error.config.bad_value", key=f"dataset.{key}", value=repr(err.get("input")),
+                            reason=input_reason(err))) from None
 
 
 def _short(e: BaseException) -> str:

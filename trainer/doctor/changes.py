@@ -113,7 +113,8 @@ def _preset_value(cfg: Config, key: str) -> Any:
     try:
         return preset_config(cfg.preset).get(key)
     except (UserError, OSError, ValueError) as e:
-        raise UserError(f"the preset {cfg.preset!r} cannot be read for its {key}: {e}") from None
+        raise UserError(msg("error.preset.unreadable", preset=cfg.preset, key=key,
+                            error=e.msg if isinstance(e, UserError) else str(e))) from None
 
 
 def as_config(config: Config | dict) -> Config:

@@ -166,7 +166,7 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
 
     paths = RunPaths(Path(run_dir))
     if not paths.config.is_file():
-        raise UserError(f"{run_dir} is not a run folder (no config.toml)")
+        raise UserError(msg("error.run.not_a_run", run_dir=run_dir))
     config = _load_config(paths)
     findings = collect_findings(paths.root, config)
     from trainer.doctor.verdict import LABEL_TEXT, run_verdict, symptom_lean

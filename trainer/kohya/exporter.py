@@ -54,7 +54,7 @@ def load_source(path: str | Path) -> Config:
     p = Path(path)
     if p.is_dir():
         if not (p / "config.toml").is_file():
-            raise UserError(f"{p} is a folder without config.toml; give a run folder or a config file")
+            raise UserError(msg("error.kohya.export_no_config", path=p))
         p = p / "config.toml"
     return load_config(p)
 
@@ -175,7 +175,7 @@ def export_kohya(source: str | Path, out_dir: str | Path) -> tuple[dict[str, Pat
     cfg = load_source(source)
     out = Path(out_dir).expanduser().resolve()
     if out.exists() and not out.is_dir():
-        raise UserError(f"-o {out}: a file is there; give a folder to write the sd-scripts files into")
+        raise UserError(msg("error.kohya.export_out_file", out=out))
     out.mkdir(parents=True, exist_ok=True)
     args, dataset, prompts, rep = to_kohya(cfg, out)
     rep.source = str(source)

@@ -37,22 +37,22 @@ def read_source(path: str | Path) -> tuple[str, dict[str, Any]]:
     """("gui" | "sd", the file's settings). One UserError naming the file for anything else."""
     p = Path(path)
     if not p.is_file():
-        raise UserError(f"kohya config not found: {p}")
+        raise UserError(msg("error.kohya.not_found", path=p))
     try:
         text = p.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
-        raise UserError(f"{p} is not a text file (not UTF-8); give the .json kohya_ss saves or an sd-scripts .toml") from None
+        raise UserError(msg("error.kohya.not_text", path=p)) from None
     if p.suffix.lower() == ".json" or text.lstrip().startswith(("{", "[")):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
-            raise UserError(f"{p} is not valid JSON (line {e.lineno}: {e.msg}); the file may be cut short") from None
+            raise UserError(msg("error.kohya.bad_json", path=p, line=e.lineno, reason=e.msg)) from None
         kind = "gui"
     else:
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
-            raise UserError(f"{p} is not valid TOML ({e}); the file may be cut short") from None
+            raise UserError(msg("error.kohya.bad_toml", path=p, reason=str(e))) from None
         kind = "sd"
         data = _flatten_sections(data)
     _check_kind(p, data)
@@ -71,36 +71,34 @@ def _flatten_sections(data: dict[str, Any]) -> dict[str, Any]:
 
 def _check_kind(p: Path, data: Any) -> None:
     if not isinstance(data, dict):
-        raise UserError(f"{p}: a kohya config is one table of settings; this file holds a {type(data).__name__}")
+        raise UserError(msg("error.kohya.not_a_table", path=p, kind=type(data).__name__))
     if ("nodes" in data and "links" in data) or any(isinstance(v, dict) and "class_type" in v for v in data.values()):
-        raise UserError(f"{p} is a ComfyUI workflow, not a kohya_ss or sd-scripts training config")
+        raise UserError(msg("error.kohya.comfyui", path=p))
     if "datasets" in data or "general" in data:
-        raise UserError(f"{p} is an sd-scripts dataset config; give it with --dataset-config and the training "
-                        "config (or kohya_ss .json) as FILE")
+        raise UserError(msg("error.kohya.dataset_as_file", path=p))
     for key, test, family in FOREIGN_FAMILIES:
         if key in data and test(data[key]):
-            raise UserError(f"{p} is a {family} config ({key} = {data[key]!r}); LoRA Doctor trains SD 1.5 and SDXL only")
+            raise UserError(msg("error.kohya.foreign", path=p, family=family, key=key, value=data[key]))
     if not any(k in data for k in KOHYA_MARKERS):
-        raise UserError(f"{p} is not a kohya_ss or sd-scripts LoRA config (none of "
-                        f"{', '.join(KOHYA_MARKERS[:4])}, ... in it)")
+        raise UserError(msg("error.kohya.not_lora", path=p, keys=", ".join(KOHYA_MARKERS[:4])))
 
 
 def read_dataset_config(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if not p.is_file():
-        raise UserError(f"dataset config not found: {p}")
+        raise UserError(msg("error.kohya.dataset_not_found", path=p))
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8-sig"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise UserError(f"{p} is not valid TOML ({e}); the file may be cut short") from None
+        raise UserError(msg("error.kohya.bad_toml", path=p, reason=str(e))) from None
     datasets = data.get("datasets")
     if not isinstance(datasets, list) or not datasets or not all(isinstance(d, dict) for d in datasets):
-        raise UserError(f"{p}: an sd-scripts dataset config needs at least one [[datasets]] table")
+        raise UserError(msg("error.kohya.no_datasets", path=p))
     for d in datasets:
         subsets = d.get("subsets")
         if not isinstance(subsets, list) or not subsets or not all(isinstance(s, dict) and s.get("image_dir")
                                                                       for s in subsets):
-            raise UserError(f"{p}: every [[datasets]] needs [[datasets.subsets]] with an image_dir")
+            raise UserError(msg("error.kohya.no_subsets", path=p))
     return data
 
 
@@ -125,7 +123,7 @@ class Importer:
         try:
             out = row.to_ours(raw) if value is None else value
         except (ValueError, TypeError) as e:
-            raise UserError(f"{self.origin}: {src_key} = {raw!r}: {e}") from None
+            raise UserError(msg("error.kohya.bad_value", origin=self.origin, key=src_key, value=raw, reason=str(e))) from None
         if isinstance(out, Changed):
             self.values[row.ours] = out.value
             self.report.changed(src_key, raw, row.ours, out.value, out.why)
@@ -204,6 +202,6 @@ def build_config(imp: Importer) -> Config:
         # name the kohya key behind the first of our keys the message mentions
         for entry in imp.report.entries:
             if entry["ours"] and re.search(rf"'{re.escape(entry['ours'])}'", str(e)):
-                raise UserError(f"{imp.origin}: {entry['key']} = {entry['value']!r} → {entry['ours']}: "
-                                f"{str(e).split(': ', 2)[-1]}") from None
+                raise UserError(msg("error.kohya.bad_value_ours", origin=imp.origin, key=entry["key"], value=entry["value"],
+                                    ours=entry["ours"], reason=str(e).split(": ", 2)[-1])) from None
         raise

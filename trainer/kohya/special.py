@@ -112,14 +112,14 @@ def _optimizer_args(imp: Importer) -> None:
             else:
                 imp.report.unsupported(f"optimizer_args {k}", v, msg("kohya.optimizer_args.default"))
         except ValueError:
-            raise UserError(f"{imp.origin}: optimizer_args {k}={v!r}: not a number (betas: two, like 0.9,0.999)") from None
+            raise UserError(msg("error.kohya.optimizer_arg", origin=imp.origin, key=k, value=v)) from None
     imp.done.add("optimizer_args")
 
 
 def _precision(imp: Importer) -> None:
     raw = str(imp.get("mixed_precision", "no") or "no").lower()
     if raw not in ("no", "fp16", "bf16"):
-        raise UserError(f"{imp.origin}: mixed_precision = {raw!r}: kohya takes no, fp16 or bf16")
+        raise UserError(msg("error.kohya.precision", origin=imp.origin, value=raw))
     if "mixed_precision" not in imp.src:
         return
     bf16 = imp.bf16
@@ -217,7 +217,7 @@ def _prompts(imp: Importer) -> None:
             try:
                 imp.values[ours] = conv(values.pop())
             except ValueError:
-                raise UserError(f"{imp.origin}: sample_prompts --{flag}: not a number") from None
+                raise UserError(msg("error.kohya.prompt_number", origin=imp.origin, flag=flag)) from None
             imp.report.mapped(f"sample_prompts --{flag}", imp.values[ours], ours, imp.values[ours])
         else:
             why = (msg("kohya.prompts.lines_differ") if flag in PROMPT_FLAGS
@@ -305,7 +305,7 @@ def compare_plan(imp: Importer, cfg: Config, kohya: KohyaCount) -> None:
     try:
         report, plan = plan_from_config(cfg)
     except UserError as e:
-        imp.report.steps = {"note": msg("kohya.steps.unplanned", formula=kohya.formula, error=str(e))}
+        imp.report.steps = {"note": msg("kohya.steps.unplanned", formula=kohya.formula, error=e.msg)}
         return
     diffs = compare(kohya, report, plan)
     imp.report.steps = {"kohya_total": kohya.total, "ours_total": plan.total_steps, "match": kohya.total == plan.total_steps,

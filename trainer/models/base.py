@@ -63,32 +63,28 @@ def classify_base(base: str) -> str:
         p = Path(base).expanduser()
         mode = p.stat().st_mode if p.exists() else None
     except (OSError, RuntimeError, ValueError) as e:  # a name too long, ~nobody, a NUL byte
-        raise UserError(f"model.base: {base[:200]!r} cannot be used ({getattr(e, 'strerror', None) or e})") from None
+        raise UserError(msg("error.base.unusable", base=base[:200], reason=getattr(e, "strerror", None) or e)) from None
     if mode is not None and stat.S_ISDIR(mode):
         return "folder"
     if mode is not None and stat.S_ISREG(mode):
         if p.suffix.lower() in SINGLE_FILE_SUFFIXES:
             return "single_file"
-        raise UserError(f"model.base: {p} is a file but not a .safetensors/.ckpt checkpoint")
+        raise UserError(msg("error.base.not_checkpoint", path=p))
     if mode is not None:
-        raise UserError(f"model.base: {p} is {_special_file(mode)}, not a model folder or checkpoint file; give a "
-                        "diffusers folder or a .safetensors file")
+        raise UserError(msg("error.base.special", path=p, what=_special_file(mode)))
     if p.suffix.lower() in SINGLE_FILE_SUFFIXES or base.startswith((".", "/", "~", "\\")) or ":" in base:
-        raise UserError(f"model.base: {p} does not exist; give a local folder, a .safetensors file or a hub id")
+        raise UserError(msg("error.base.missing", path=p))
     if re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", base):
         return "hub"
-    raise UserError(
-        f"model.base: {base!r} is not a built-in model ({', '.join(BUILTIN_BASES)}), "
-        "an existing folder or file, or a hub id like 'owner/name'"
-    )
+    raise UserError(msg("error.base.unknown", base=base, builtins=", ".join(BUILTIN_BASES)))
 
 
-def _special_file(mode: int) -> str:
-    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket")):
+def _special_file(mode: int) -> Msg:
+    for test, name in ((stat.S_ISCHR, msg("error.base.char_device")), (stat.S_ISBLK, msg("error.base.block_device")),
+                       (stat.S_ISFIFO, msg("error.base.fifo")), (stat.S_ISSOCK, msg("error.base.socket"))):
         if test(mode):
             return name
-    return "neither a folder nor a file"
+    return msg("error.base.other")
 
 
 def _family_from_index(folder: Path) -> str | None:
@@ -163,10 +159,7 @@ def detect_distilled(source: str, pipe=None) -> tuple[bool, str]:
 
 
 def _hub_offline_error(base: str, err: Exception) -> UserError:
-    return UserError(
-        f"model.base: could not load hub model {base!r} ({type(err).__name__}). This machine may be offline or "
-        "the id may be wrong; download the model once and give its local folder or .safetensors file instead"
-    )
+    return UserError(msg("error.base.hub_offline", base=base, error=type(err).__name__))
 
 
 def load_pipeline(model_cfg, torch_dtype: torch.dtype = torch.float32):
@@ -186,14 +179,14 @@ def load_pipeline(model_cfg, torch_dtype: torch.dtype = torch.float32):
     elif kind == "demo":
         folder = DEMO_BASE_DIR
         if not (folder / "model_index.json").is_file():
-            raise UserError(f"model.base: the demo base model is missing from {folder}; restore it from git")
+            raise UserError(msg("error.base.demo_missing", folder=folder))
         family = DEMO_FAMILY
         pipe = _from_folder(folder, family, torch_dtype)
     elif kind == "folder":
         folder = Path(base).expanduser()
         detected = _family_from_index(folder)
         if detected is None:
-            raise UserError(f"model.base: {folder} has no model_index.json; give a diffusers model folder")
+            raise UserError(msg("error.base.no_index", folder=folder))
         family = family or detected
         pipe = _from_folder(folder, family, torch_dtype)
     elif kind == "single_file":
@@ -221,7 +214,7 @@ def _from_folder(folder: Path, family: str, torch_dtype):
         return adapter.pipeline_class().from_pretrained(str(folder), local_files_only=True, dtype=torch_dtype,
                                                         **adapter.load_kwargs())
     except (OSError, ValueError, KeyError) as e:
-        raise UserError(f"model.base: could not load the diffusers folder {folder}: {e}") from None
+        raise UserError(msg("error.base.folder_failed", folder=folder, error=str(e))) from None
 
 
 def single_file_config_dir(path: Path, family: str) -> Path:
@@ -240,10 +233,8 @@ def _from_single_file(path: Path, family: str, torch_dtype):
     try:
         return adapter.pipeline_class().from_single_file(str(path), **kwargs)
     except (OSError, ValueError, KeyError, RuntimeError) as e:
-        raise UserError(
-            f"model.base: could not load the checkpoint {path} as {family} with the configs in {config_dir}: "
-            f"{str(e).splitlines()[0][:300]}"
-        ) from None
+        raise UserError(msg("error.base.checkpoint_failed", path=path, family=family, config_dir=config_dir,
+                            error=str(e).splitlines()[0][:300])) from None
 
 
 def _from_hub(base: str, family: str | None, torch_dtype):

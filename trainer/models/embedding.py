@@ -22,6 +22,7 @@ import torch
 from safetensors.torch import load_file
 
 from trainer.errors import UserError
+from trainer.message import msg
 from trainer.models.conditioning import text_pairs
 from trainer.models.family import families
 from trainer.models.family import family as model_family
@@ -37,7 +38,7 @@ EMBEDDING_EMA_FILE = "embedding_ema.safetensors"  # beside lora_ema.safetensors
 def trigger_token_ids(tokenizer, trigger: str) -> list[int]:
     ids = tokenizer(trigger, add_special_tokens=False).input_ids
     if not ids:
-        raise UserError(f"dataset.trigger {trigger!r}: the tokenizer makes no tokens of it; use a word")
+        raise UserError(msg("error.trigger.no_tokens", trigger=trigger))
     return list(ids)
 
 
@@ -48,7 +49,7 @@ class TriggerEmbedding(torch.nn.Module):
     def __init__(self, encoders: list[PreTrainedModel], tokenizers: list, trigger: str):
         super().__init__()
         if not trigger.strip():
-            raise UserError("lora.trigger_embedding needs dataset.trigger: the word whose embedding is trained")
+            raise UserError(msg("error.trigger.needed"))
         self.trigger = trigger
         self.encoders = encoders
         self.token_ids = [trigger_token_ids(tok, trigger) for tok in tokenizers]
@@ -129,7 +130,7 @@ def load_embedding(pipe, path: str | Path, trigger: str) -> None:
                                             tokenizer=getattr(pipe, te.tokenizer))
             return
     expected = ", or ".join(" and ".join(f.embedding_keys) for f in families())
-    raise UserError(f"{path}: not a trigger embedding (expected {expected})")
+    raise UserError(msg("error.trigger.not_embedding", path=path, expected=expected))
 
 
 def _loaded_tokens(tokenizer, trigger: str) -> list[str]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from trainer.errors import UserError
+from trainer.message import chained, msg
 
 AUTO = "auto"  # model.family's "detect it from the base" value
 MODEL_CONFIG_DIR = Path(__file__).resolve().parent / "model_configs"
@@ -182,7 +183,7 @@ def family(name: str) -> ModelFamily:
     """The adapter of the family called ``name`` (model.family's value, not "auto")."""
     registry = _registry()
     if name not in registry:
-        raise UserError(f"model.family: unknown family {name!r}; use {' or '.join(registry)}")
+        raise UserError(msg("error.family.unknown", name=name, choices=chained("error.either", list(registry))))
     return registry[name]
 
 

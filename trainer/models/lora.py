@@ -17,6 +17,7 @@ from peft import LoraConfig, inject_adapter_in_model
 from peft.utils import get_peft_model_state_dict, set_peft_model_state_dict
 
 from trainer.errors import UserError
+from trainer.message import msg
 from trainer.models.conditioning import text_pairs
 from trainer.models.embedding import TriggerEmbedding
 from trainer.models.family import family as model_family
@@ -101,8 +102,7 @@ def conv_targets(unet: torch.nn.Module, blocks: list[str]) -> list[str]:
         under = [n for n in convs if n.startswith(block.rstrip(".") + ".")]
         if not under:
             names = sorted({re.sub(r"\.resnets\..*", "", n) for n in convs})
-            raise UserError(f"lora.conv_blocks: this UNet has no resnet under {block!r}; its blocks with resnets "
-                            f"are {', '.join(names)}")
+            raise UserError(msg("error.lora.no_resnet", block=block, names=", ".join(names)))
         chosen += [n for n in under if n not in chosen]
     return chosen
 

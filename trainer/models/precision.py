@@ -55,8 +55,9 @@ def resolve_device(name: str = "auto") -> torch.device:
         return torch.device("cpu")
     if name == "cuda" and not torch.cuda.is_available():
         from trainer.errors import UserError
+        from trainer.message import msg
 
-        raise UserError("train.device = 'cuda' but no CUDA GPU is visible to torch; use 'auto' or 'cpu'")
+        raise UserError(msg("error.device.no_cuda"))
     return torch.device(name)
 
 

@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from trainer.errors import UserError
+from trainer.message import msg
 
 N_MERGES = 49152 - 256 - 2  # CLIP's vocabulary size minus byte tokens and specials, as open_clip slices it
 
@@ -23,13 +24,10 @@ N_MERGES = 49152 - 256 - 2  # CLIP's vocabulary size minus byte tokens and speci
 def _bpe_file() -> Path:
     spec = importlib.util.find_spec("open_clip")
     if spec is None or not spec.submodule_search_locations:
-        raise UserError(
-            "the offline CLIP tokenizer needs the 'open-clip-torch' package (data only); "
-            "run the set-up script again, or: pip install --no-deps open-clip-torch"
-        )
+        raise UserError(msg("error.tokenizer.package"))
     path = Path(next(iter(spec.submodule_search_locations))) / "bpe_simple_vocab_16e6.txt.gz"
     if not path.is_file():
-        raise UserError(f"{path} is missing; reinstall open-clip-torch (pip install --no-deps open-clip-torch)")
+        raise UserError(msg("error.tokenizer.vocab", path=path))
     return path
 
 

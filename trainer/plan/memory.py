@@ -25,6 +25,7 @@ import torch
 from trainer.config.choices import optimizer_spec
 from trainer.config.schema import Config
 from trainer.errors import UserError
+from trainer.message import msg
 from trainer.models.base import base_config_folder, classify_base
 from trainer.models.family import chosen_family, family_of_hub_id, family_of_pipeline
 from trainer.models.family import family as model_family
@@ -154,7 +155,7 @@ def shapes_for(model_cfg) -> ModelShapes:
         try:
             chosen = family_of_pipeline(json.loads(index.read_text(encoding="utf-8")).get("_class_name", ""))
         except (OSError, ValueError):
-            raise UserError(f"model.base: {folder} has no readable model_index.json to estimate memory from") from None
+            raise UserError(msg("error.base.no_index_for_memory", folder=folder)) from None
     if not (folder / "unet" / "config.json").is_file():
         folder = chosen.config_dir
     return model_shapes(str(folder), chosen.name)

@@ -79,7 +79,7 @@ def fit_to_memory(cfg: Config, budget: int, buckets: list[dict] | None = None, r
     """The cheapest change set that brings ``cfg``'s estimate within ``TIGHT_SHARE`` of ``budget`` bytes (the
     margin the verdict calls "fits"). ``report`` (a DatasetReport) lets it check the step count with the plan."""
     if budget <= 0:
-        raise UserError(f"the memory budget must be a positive number of bytes; got {budget}")
+        raise UserError(msg("error.memory.budget", budget=budget))
     device = device or resolve_device(cfg.train.device)
 
     def estimate(c: Config) -> MemoryPlan:
@@ -144,6 +144,6 @@ def parse_bytes(text: str) -> int:
 
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kmgt]?)(i?b?)\s*", text.lower())
     if not m:
-        raise UserError(f"--fit-memory {text!r}: give bytes, or a size like 8GiB or 12G")
+        raise UserError(msg("error.memory.fit_size", text=text))
     value, unit = float(m.group(1)), m.group(2)
     return int(value * 1024 ** "_kmgt".index(unit)) if unit else int(value)

@@ -114,9 +114,7 @@ def make_plan(cfg: Config, report: DatasetReport, world_size: int = 1) -> Plan:
     """
     report = split_holdout(report, cfg.validation.holdout, cfg.validation.seed)[0]  # the held-out pictures do not train
     if not report.usable or report.image_repeats <= 0:
-        raise UserError(
-            f"no usable pictures in {report.root}; fix the problems the dataset check lists first"
-        )
+        raise UserError(msg("error.plan.no_usable", root=report.root))
     check_conv_blocks(cfg)
     bs, accum, epochs = cfg.train.batch_size, cfg.train.grad_accum, cfg.train.epochs
     per_bucket = [
@@ -135,8 +133,7 @@ def make_plan(cfg: Config, report: DatasetReport, world_size: int = 1) -> Plan:
     naive = report.image_repeats * epochs / (bs * accum * world_size)
 
     if total > MAX_STEPS:  # epochs × steps per epoch can pass the bound max_steps has
-        raise UserError(f"this plan makes {total:,} steps, more than the {MAX_STEPS:,} a run may have: lower "
-                        "train.epochs or the repeats, or set train.max_steps")
+        raise UserError(msg("error.plan.too_many_steps", total=total, limit=MAX_STEPS))
     checkpoints = _every(cfg.save.every_steps, total)
     samples = (_every(cfg.sample.every_steps or cfg.save.every_steps, total, at_start=True) if cfg.sample.enabled
                else Schedule(enabled=False))
@@ -201,8 +198,7 @@ def check_conv_blocks(cfg: Config) -> None:
         return
     for entry in (e.rstrip(".") for e in cfg.lora.conv_blocks):
         if not any(b == entry or b.startswith(entry + ".") or entry.startswith(b + ".") for b in blocks):
-            raise UserError(f"lora.conv_blocks: this UNet has no block {entry!r}; its blocks are "
-                            f"{', '.join(blocks)}")
+            raise UserError(msg("error.lora.no_block", entry=entry, blocks=", ".join(blocks)))
 
 
 def sample_prompt_warnings(cfg: Config, report: DatasetReport) -> list[dict[str, Any]]:

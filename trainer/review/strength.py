@@ -14,6 +14,7 @@ from typing import Any
 from trainer.config.schema import Config
 from trainer.errors import UserError
 from trainer.io import atomic_write_bytes, atomic_write_json
+from trainer.message import msg
 from trainer.run.contents import load_run_config, resolve_checkpoint
 
 STRENGTHS = (0.6, 0.8, 1.0, 1.2)
@@ -136,8 +137,8 @@ def _draw_sweep(pipe, info, config: Config, lora: Path, wanted: list[float], pro
             if embedding is not None:  # trained with lora.trigger_embedding: the trigger's vectors come with it
                 load_embedding(pipe, embedding, config.dataset.trigger)
         except (ValueError, KeyError, RuntimeError) as e:
-            raise UserError(f"{lora.name}: could not load it onto the base model "
-                            f"({str(e).splitlines()[0][:200]})") from None
+            raise UserError(msg("error.review.load", name=lora.name,
+                                reason=str(e).splitlines()[0][:200])) from None
         sampler = sampling_pipeline(pipe, info.prediction_type)
         size = (config.dataset.resolution, config.dataset.resolution)
         total, steps, records = len(wanted) * len(prompts), max(1, config.sample.steps), []

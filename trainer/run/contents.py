@@ -8,13 +8,14 @@ from typing import Any
 
 from trainer.config.schema import Config, from_dict, read_toml
 from trainer.errors import UserError
+from trainer.message import msg
 from trainer.run.rundir import RunPaths, checkpoint_matches_marker
 
 
 def load_run_config(run_dir: str | Path) -> Config:
     paths = RunPaths(Path(run_dir))
     if not paths.config.is_file():
-        raise UserError(f"{run_dir} is not a run folder (no config.toml)")
+        raise UserError(msg("error.run.not_a_run", run_dir=run_dir))
     return from_dict(read_toml(paths.config), origin=str(paths.config))
 
 
@@ -58,5 +59,5 @@ def resolve_checkpoint(run_dir: str | Path, checkpoint: str | Path) -> Path:
     p = Path(checkpoint)
     p = (p if p.is_absolute() else root / p).resolve()
     if not p.is_relative_to(root) or p.suffix != ".safetensors" or not p.is_file():
-        raise UserError(f"{checkpoint}: not a LoRA file of this run; pick one of its checkpoints")
+        raise UserError(msg("error.run.not_its_lora", checkpoint=checkpoint))
     return p

@@ -14,6 +14,7 @@ from typing import Any
 
 from trainer.config.choices import OptimizerSpec, optimizer_spec, register_optimizer
 from trainer.errors import UserError
+from trainer.message import msg
 
 
 def optimizer(name: str, **spec: Any) -> Callable:
@@ -34,7 +35,7 @@ def build_optimizer(param_groups: list[dict], cfg, device):
         try:
             importlib.import_module(spec.needs)
         except ImportError as e:
-            raise UserError(f"optim.optimizer = {spec.name!r} needs {spec.needs}, which failed to import: {e}") from None
+            raise UserError(msg("error.optim.import", name=spec.name, needs=spec.needs, error=str(e))) from None
     return spec.build(param_groups, cfg.optim, device)
 
 

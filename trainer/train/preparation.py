@@ -19,6 +19,7 @@ from trainer.data.holdout import split_holdout
 from trainer.doctor.guard import Guard
 from trainer.errors import UserError
 from trainer.io import atomic_write_json, atomic_write_text, read_jsonl
+from trainer.message import msg
 from trainer.models.base import load_pipeline
 from trainer.models.conditioning import TextConditioner
 from trainer.models.lora import EMBEDDING_ROLE, attach_lora
@@ -43,11 +44,10 @@ class PreparationMixin(TrainerParts):
         if resume:
             self.paths = RunPaths(Path(resume))
             if not self.paths.config.is_file():
-                raise UserError(f"--resume {resume}: not a run folder (no config.toml)")
+                raise UserError(msg("error.resume.not_a_run", resume=resume))
             status = run_status(self.paths.root)
             if status.get("status") == "running" and status.get("pid") not in (None, os.getpid()):
-                raise UserError(f"--resume {resume}: this run is still training (process {status['pid']}); "
-                                "stop it first, or wait for it to finish")
+                raise UserError(msg("error.resume.running", resume=resume, pid=status["pid"]))
         else:
             self.report, self.plan = self._scan_and_plan(cfg)
             self.paths = new_run_dir(cfg.save.output_dir, cfg.save.name) if self.dist.is_main else None
@@ -66,10 +66,10 @@ class PreparationMixin(TrainerParts):
         from trainer.data.scan import scan_dataset
 
         if not cfg.dataset.path:
-            raise UserError("dataset.path is empty: give the folder of training images")
+            raise UserError(msg("error.train.no_dataset"))
         report = scan_dataset(cfg.dataset)
         if not report.usable:
-            raise UserError(f"dataset.path {cfg.dataset.path}: no usable images (run check-dataset for details)")
+            raise UserError(msg("error.train.no_usable", path=cfg.dataset.path))
         report, self.held_out = split_holdout(report, cfg.validation.holdout, cfg.validation.seed)
         return report, make_plan(cfg, report, self.dist.world_size)
 
@@ -90,11 +90,7 @@ class PreparationMixin(TrainerParts):
         self.precision = decide_precision(cfg.train.precision, self.device)
         pipe, self.base_info = load_pipeline(cfg.model, self.precision.weight_dtype)
         if self.base_info.distilled and not cfg.model.allow_distilled:
-            raise UserError(
-                f"model.base {cfg.model.base!r} looks distilled ({self.base_info.distilled_reason}); LoRA training "
-                "undoes distillation and blurs the pictures. Train on the original model, or set "
-                "model.allow_distilled = true to try anyway"
-            )
+            raise UserError(msg("error.train.distilled", base=cfg.model.base, reason=self.base_info.distilled_reason))
         self.family = self.base_info.family
         self.precision = decide_precision(cfg.train.precision, self.device, pipe.vae.config.get("force_upcast", False))
         pipe.to(self.device)
@@ -182,14 +178,13 @@ class PreparationMixin(TrainerParts):
         assert self.paths is not None
         last = latest_checkpoint(self.paths)
         if last is None:
-            raise UserError(f"--resume {self.paths.root}: it has no checkpoint to resume from")
+            raise UserError(msg("error.resume.no_checkpoint", root=self.paths.root))
         state = ckpt.load_state(last / "state.pt")
         saved_world = int(state.get("world_size", 1))
         if saved_world != self.dist.world_size:
             # the data position is a place in each rank's share of the epoch; another split has other shares
-            raise UserError(f"--resume {self.paths.root}: {last.name} was trained by {saved_world} process(es); "
-                            f"resume it with {saved_world} (torchrun --nproc_per_node {saved_world}), not "
-                            f"{self.dist.world_size}")
+            raise UserError(msg("error.resume.world_size", root=self.paths.root, checkpoint=last.name, saved=saved_world,
+                                now=self.dist.world_size))
         ckpt.restore(self, state)
         self.last_good = state
         if self.dist.is_main:  # rows past the checkpoint were never saved; they will be trained again

@@ -16,6 +16,7 @@ from typing import Any
 from trainer.config.schema import Config
 from trainer.doctor.held_out import best_so_far
 from trainer.errors import UserError
+from trainer.message import Msg, msg
 from trainer.run.events import (
     TERMINAL,
     Alert,
@@ -49,6 +50,7 @@ class RunState:
     events: list[RunEvent] = field(default_factory=list)  # everything but step rows
     progress: Progress | None = None
     message: str = ""
+    refusal: Msg | None = None  # ``message`` as a message to word, when the run was refused (a UserError)
     config: Config | None = None
     best_val: dict[str, Any] | None = None  # the lowest validation loss so far and its step (best_so_far)
 
@@ -75,6 +77,7 @@ class RunSnapshot:
     eta_seconds: float | None = None
     memory: dict[str, float | None] = field(default_factory=dict)
     best_val: dict[str, Any] | None = None  # {"step", "val_loss"}: the lowest validation loss so far
+    refusal: Msg | None = None  # ``message`` as a message to word in the reader's language, when there is one
 
     def to_json(self) -> dict[str, Any]:
         """The snapshot as plain JSON types, the dict ``snapshot`` returned before it was typed."""
@@ -83,6 +86,7 @@ class RunSnapshot:
             out[name] = [e.to_json() for e in out[name]]
         out["progress"] = self.progress.to_json() if self.progress is not None else None
         out["status"] = str(self.status)
+        out["refusal"] = self.refusal.to_json() if self.refusal is not None else None
         return out
 
 
@@ -130,6 +134,7 @@ class Runner:
             with self._lock:
                 self.state.status = RunStatus.FAILED
                 self.state.message = str(e)
+                self.state.refusal = e.msg.plain() if isinstance(e.msg, Msg) else None
                 self.version += 1
         except Exception as e:  # a bug must reach the user's screen, not vanish with the thread
             with self._lock:
@@ -159,7 +164,7 @@ class Runner:
         paths = RunPaths(Path(run_dir))
         status = run_status(paths.root).get("status")
         if status != "paused":
-            raise UserError(f"{paths.root}: only a paused run can be continued (this one is {status or 'unknown'})")
+            raise UserError(msg("error.run.not_paused", root=paths.root, status=status or "unknown"))
         return self.start(load_config(paths.config), resume=str(paths.root))
 
     def sample_now(self) -> bool:
@@ -210,9 +215,9 @@ class Runner:
             elif isinstance(ev, CheckpointSaved):
                 s.checkpoints.append(ev)
             elif isinstance(ev, Failed):
-                s.message = ev.error or ""
+                s.message, s.refusal = ev.error or "", None
             elif isinstance(ev, Stopped) and ev.message:
-                s.message = ev.message
+                s.message, s.refusal = ev.message, None
             self.version += 1
 
     # ---------------------------------------------------------------------------------- snapshot
@@ -229,7 +234,7 @@ class Runner:
                 version=self.version, active=self.active, status=s.status, run_dir=s.run_dir, step=s.step,
                 total_steps=s.total_steps, metrics=rows, rows=len(s.metrics), alerts=list(s.alerts),
                 samples=list(s.samples), checkpoints=list(s.checkpoints), events=list(s.events[-50:]),
-                progress=s.progress, message=s.message, best_val=s.best_val,
+                progress=s.progress, message=s.message, best_val=s.best_val, refusal=s.refusal,
             )
         sec = sum(recent) / len(recent) if recent else None
         out.it_per_sec = (1.0 / sec) if sec else None

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 
 from trainer.data.batches import LatentCache, Sample, image_tensor, samples_from_report
 from trainer.errors import UserError
+from trainer.message import msg
 from trainer.train.parts import TrainerParts
 from trainer.train.sampling import preserved_training_state
 
@@ -93,8 +94,7 @@ class ValidationMixin(TrainerParts):
         if cfg.validation.path:
             folder = scan_dataset(cfg.dataset.model_copy(update={"path": cfg.validation.path, "reg_path": ""}))
             if not folder.usable:
-                raise UserError(f"validation.path {cfg.validation.path}: no usable pictures (run check-dataset on "
-                                "it for details), or leave it empty")
+                raise UserError(msg("error.validation.no_usable", path=cfg.validation.path))
             items += [it for it in folder.items if not it.prior]
         samples = samples_from_report(replace(self.report, items=items), cfg.dataset.trigger)
         encoder = LatentCache(self.pipe.vae, self.device, self.precision.vae_dtype, None)

@@ -59,12 +59,12 @@ def wire(ui: UI) -> None:
         try:
             report, state = scan_for(ui, values, lang, report_state)
         except UserError as e:
-            out["plan_msg"] = error_box(t("err_scan_first", lang, error=str(e)))
+            out["plan_msg"] = error_box(t("err_scan_first", lang, error=e.say(lang)))
             return out
         try:
             plan = make_plan(cfg, report)
         except UserError as e:  # a setting that cannot work with this base, e.g. lora.conv_blocks
-            out["plan_msg"] = error_box(str(e))
+            out["plan_msg"] = error_box(e.say(lang))
             return out
         out.update(render_plan(plan, lang))
         out["report_state"] = state
@@ -148,7 +148,7 @@ def base_check(ui: UI, cfg: Config, lang: str) -> str:
     try:
         ui.ctx.policy.check_base(cfg.model.base, lang)
     except UserError as e:
-        return f"⚠️ {e}"
+        return f"⚠️ {e.say(lang)}"
     distilled, reason = detect_distilled(cfg.model.base)
     if distilled:
         return "⚠️ " + words.say("base.distilled", lang, reason=reason)
