@@ -91,7 +91,7 @@ def test_every_error_template_has_korean_of_its_own():
     # the ones made only of keys, values and punctuation
     assert no_korean <= {"error.and", "error.config.rule", "error.config.bad_value", "error.cli.check_dataset",
                          "error.kohya.bad_value", "error.kohya.bad_value_ours", "error.input.choices",
-                         "error.input.value_error"}, sorted(no_korean)
+                         "error.input.value_error", "error.validation.scan"}, sorted(no_korean)
 
 
 def test_a_refused_run_shows_its_reason_in_the_readers_language():

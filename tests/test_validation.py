@@ -244,3 +244,19 @@ def test_the_plan_says_when_the_held_out_pictures_are_scored(tmp_path):
     assert at_saves.to_json()["validation_steps"] == [3, 5, 6, 9, 10]
     assert "Validation loss on the held-out pictures at steps 3, 5, 6, 9, 10." in render_plan(at_saves, "en")["plan_formula"]
     assert "Validation loss" not in render_plan(plan(), "en")["plan_formula"]
+
+
+def test_a_wrong_validation_folder_is_refused_before_any_run_folder_or_model(tmp_path):
+    from trainer.run.events import MemorySink
+    from trainer.train.loop import run_training
+
+    data = write_toy_dataset(tmp_path / "data", n=4)
+    (tmp_path / "empty").mkdir()
+    for folder, said in [(tmp_path / "nope", "validation folder not found"),
+                         (tmp_path / "empty", "no images")]:
+        cfg = tiny_config(data, tmp_path / "runs", {"validation.path": str(folder)})
+        with pytest.raises(UserError) as refused:
+            run_training(cfg, MemorySink())
+        assert said in str(refused.value) and "validation.path" in str(refused.value)
+        assert "validation.path" in refused.value.say("ko") and "그림" in refused.value.say("ko")
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("config.toml"))

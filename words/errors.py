@@ -83,6 +83,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     # dataset folders
     "error.folder.dataset": ("dataset folder", "데이터셋 폴더"),
     "error.folder.prior": ("prior-image folder", "사전 보존 그림 폴더"),
+    "error.folder.validation": ("validation folder", "검증 그림 폴더"),
     "error.folder.unset": ("no {what} set; set {key} to the folder with your pictures",
                            "{what}이(가) 정해지지 않았습니다. {key}에 그림이 든 폴더를 지정하세요"),
     "error.folder.not_found": ("{what} not found: {root} ({key}; check the path, or create it and add pictures)",
@@ -143,6 +144,7 @@ TEXTS: dict[str, tuple[str, str]] = {
                               "try anyway", "model.base {base!r}은(는) 증류된 모델로 보입니다({reason}). LoRA 학습은 "
                               "증류를 되돌려 그림이 흐려집니다. 원래 모델로 학습하거나, 그래도 해 보려면 "
                               "model.allow_distilled = true로 하세요"),
+    "error.validation.scan": ("validation.path {path}: {reason}", "validation.path {path}: {reason}"),
     "error.validation.no_usable": ("validation.path {path}: no usable pictures (run check-dataset on it for details), "
                                    "or leave it empty", "validation.path {path}: 쓸 수 있는 그림이 없습니다(자세한 "
                                    "내용은 그 폴더에 check-dataset을 실행해 보세요). 아니면 비워 두세요"),

@@ -24,7 +24,8 @@ PRIOR_PREFIX = "reg/"  # prior images' folders and files are named reg/<folder>/
 
 def check_root(path: str, key: str = "dataset.path") -> Path:
     """The folder ``path`` (of config key ``key``) resolved, or a :class:`UserError` saying what is wrong with it."""
-    what = msg("error.folder.prior") if key == "dataset.reg_path" else msg("error.folder.dataset")
+    what = msg({"dataset.reg_path": "error.folder.prior", "validation.path": "error.folder.validation"}.get(
+        key, "error.folder.dataset"))
     if not path:
         raise UserError(msg("error.folder.unset", what=what, key=key))
     root = Path(path).expanduser()

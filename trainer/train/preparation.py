@@ -71,6 +71,7 @@ class PreparationMixin(TrainerParts):
         if not report.usable:
             raise UserError(msg("error.train.no_usable", path=cfg.dataset.path))
         report, self.held_out = split_holdout(report, cfg.validation.holdout, cfg.validation.seed)
+        self.held_out += self.held_out_folder()
         return report, make_plan(cfg, report, self.dist.world_size)
 
     def _write_journal(self, parent) -> None:

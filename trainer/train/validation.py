@@ -86,17 +86,28 @@ def validation_loss(vset: ValidationSet, unet, text, noise_scheduler, prediction
 class ValidationMixin(TrainerParts):
     """The Trainer's validation loss: the set built once with the data, evaluated at the scheduled steps."""
 
-    def validation_set(self) -> ValidationSet:
+    def held_out_folder(self) -> list[Any]:
+        """The pictures of ``validation.path`` (scanned like the dataset, before any model loads, so a wrong folder
+        is refused before the run starts); none when it is not set."""
         cfg = self.config
+        if not cfg.validation.path:
+            return []
+        from trainer.data.folders import check_root
         from trainer.data.scan import scan_dataset
 
-        items = list(self.held_out)
-        if cfg.validation.path:
+        check_root(cfg.validation.path, "validation.path")
+        try:
             folder = scan_dataset(cfg.dataset.model_copy(update={"path": cfg.validation.path, "reg_path": ""}))
-            if not folder.usable:
-                raise UserError(msg("error.validation.no_usable", path=cfg.validation.path))
-            items += [it for it in folder.items if not it.prior]
-        samples = samples_from_report(replace(self.report, items=items), cfg.dataset.trigger)
+        except UserError as e:  # the scan speaks of the dataset: say which folder it was
+            raise UserError(msg("error.validation.scan", path=cfg.validation.path, reason=e.msg)) from None
+        if not folder.usable:
+            raise UserError(msg("error.validation.no_usable", path=cfg.validation.path))
+        return [it for it in folder.items if not it.prior]
+
+    def validation_set(self) -> ValidationSet:
+        cfg = self.config
+
+        samples = samples_from_report(replace(self.report, items=list(self.held_out)), cfg.dataset.trigger)
         encoder = LatentCache(self.pipe.vae, self.device, self.precision.vae_dtype, None)
         timesteps = fixed_timesteps(cfg.validation.timesteps, self.noise_scheduler.config.num_train_timesteps)
         return build_validation_set(samples, encoder, timesteps, cfg.validation.seed, self.device)
