@@ -274,6 +274,11 @@ def test_troubleshoot_never_offers_a_change_the_wrong_way_and_turns_advice_into_
     assert "16 → 8" not in panel
     offered = [pid for _, pid in rx_choices(run, diag, "not_alike", "en")]
     assert "raise_steps" in offered and "conv_lora_on" not in offered
+    # advice the run already follows (its noise offset is 0, its clipping at 1) is struck through, never offered
+    nan_panel = symptom_markdown("loss_nan", run, "en", diag)
+    assert "~~Turn noise offset off~~ (already so in this run: train.noise_offset is 0.0)" in nan_panel
+    assert "(0 → 0)" not in nan_panel and "(1 → 1)" not in nan_panel
+    assert "noise_offset_off" not in [pid for _, pid in rx_choices(run, diag, "loss_nan", "en")]
     buttons = action_buttons(diag, "en")
     assert buttons["ts_go_dataset"].visible and buttons["ts_go_dataset"].value == "Go back to the dataset →"
     assert not buttons["ts_go_review"].visible  # every save is under: no earlier one to go back to

@@ -322,6 +322,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ui.weak_signal": ("weak evidence here", "여기서는 약한 근거"),
     "ui.no_earlier_checkpoint": ("this run has no earlier checkpoint to use", "이 실행에는 쓸 수 있는 앞 시점 체크포인트가 없습니다"),
     "ui.rx_wrong_way": ("not for this run: it would move {setting} the other way", "이 실행에는 해당 없음: {setting}을(를) 반대로 옮깁니다"),
+    "ui.rx_already": ("already so in this run: {setting} is {value}", "이 실행은 이미 그렇습니다: {setting} = {value}"),
     "ui.err_rx_wrong_way": ("in this run that change would move {setting} the other way ({old} → {new}); pick another change",
                             "이 실행에서는 그 변경이 {setting}을(를) 반대 방향으로 옮깁니다({old} → {new}). 다른 것을 고르세요"),
     "ui.confirm_title": ("These settings are far from the preset's. Start anyway?",
