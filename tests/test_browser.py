@@ -180,7 +180,10 @@ def test_a_run_that_goes_nan_shows_the_alert(page):
                  "Go back to the preset's learning rate"):  # not "halve it": half of 10 is still 1,667× too high
         assert part in text, text
     assert "stopped by the numerics guard" in wait_until_ended(page)
-    page.wait_for_timeout(1500)
+    # the plots are this run's, not the run this tab showed before it (lr 0.003): a new run's figures are drawn
+    # at once, whatever wait the throttle had set for the old ones
+    page.wait_for_function("""() => { const gd = document.querySelector('#ld-lr .js-plotly-plot');
+        return gd && gd.data.length && Math.max(...gd.data[0].y.filter(v => v !== null)) > 1; }""", timeout=5_000)
     shot(page, "4-train-nan-alert")
     button(page, "Go to Troubleshoot →").click()
     wait_text(page, "#ld-findings", "non-finite")

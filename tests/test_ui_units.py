@@ -363,12 +363,12 @@ def test_the_status_line_says_when_sample_pictures_are_drawn():
 def test_alert_box_says_what_broke_first_where_when_and_what_to_try():
     alert = {"type": "alert", "kind": "nonfinite_grad", "first": "grad", "broke_at_step": 4, "step": 4,
              "module": "unet.down_blocks.0.attn1.to_q", "files": [f"10_zxc/{i}.png" for i in range(10)],
-             "lr": 10.0, "loss_scale": None, "precision": "fp32", "action": "stop"}
+             "lr": 9.979871469976196, "loss_scale": None, "precision": "fp32", "action": "stop"}
     snap = _snap(status="guard_stopped", active=False, alerts=[alert])
     rx = live.top_prescription(None, snap.alerts[0], "en")
     assert rx and rx["title"]
     box = live.alert_html(snap, "en", rx)
     for part in ("Training stopped", "the gradient", "unet.down_blocks.0.attn1.to_q", "<td>4</td>",
-                 "10_zxc/0.png", "(+2)", "lr 10.0", "Try first:", rx["title"]):
+                 "10_zxc/0.png", "(+2)", "lr 9.98 · fp32 · loss scale —", "Try first:", rx["title"]):
         assert part in box, part
     assert live.alert_html(_snap(), "en", None) == ""

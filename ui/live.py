@@ -109,6 +109,13 @@ def top_prescription(run_dir: str | Path | None, alert: Alert, lang: str) -> dic
     return {**rx, "change": words.say(rx["change"], lang) if rx["change"] else ""} if rx else None
 
 
+def _short(v: Any) -> str:
+    """A number as people read it (lr 9.98, not 9.979871469976196); "—" when there is none."""
+    if v is None:
+        return "—"
+    return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+
 def alert_html(snap: RunSnapshot, lang: str, prescription: dict[str, str] | None) -> str:
     """The prominent box: what broke first, where, at which step, the batch files, the top prescription."""
     alert = guard_alert(snap)
@@ -125,8 +132,8 @@ def alert_html(snap: RunSnapshot, lang: str, prescription: dict[str, str] | None
         (t("alert_where", lang), f"<code>{e(str(alert.get('module') or '—'))}</code>"),
         (t("alert_step", lang), e(str(alert.get("broke_at_step", alert.get("step", "—"))))),
         (t("alert_files", lang), shown or "—"),
-        (t("alert_numbers", lang), e(f"lr {alert.get('lr')} · {alert.get('precision')} · loss scale "
-                                     f"{alert.get('loss_scale') if alert.get('loss_scale') is not None else '—'}")),
+        (t("alert_numbers", lang), e(f"lr {_short(alert.get('lr'))} · {alert.get('precision')} · loss scale "
+                                     f"{_short(alert.get('loss_scale'))}")),
     ]
     body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
     rx = ""

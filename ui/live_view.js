@@ -51,7 +51,9 @@
       live.full = msg.full;
       live.rows = msg.rows;
       for (const [name, fig] of Object.entries(msg.figures)) live.figs[name] = { data: fig.data, layout: fig.layout };
-      nextDraw = 0; // whole figures show at once
+      nextDraw = 0; // whole figures (a new run, a redraw) show at once, not when an earlier wait runs out
+      if (pending !== null) clearTimeout(pending);
+      pending = null;
     } else if (msg && msg.y && msg.full === live.full && msg.from === live.rows) {
       for (const [name, lines] of Object.entries(msg.y)) {
         const fig = live.figs[name];
