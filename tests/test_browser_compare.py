@@ -81,6 +81,11 @@ def test_pause_then_continue_ends_with_the_weights_of_a_run_never_paused(browser
             page.wait_for_function("() => document.body.innerText.includes('Training started')")
             button(page, "Pause").click()  # enabled by Start's answer; Playwright waits for that
             wait_text(page, "#ld-status", "paused", 240)
+            # the steps taken before the pause are drawn once it pauses, not when the plots' throttle next allows
+            page.wait_for_function("() => { const gd = document.querySelector('#ld-loss .js-plotly-plot');"
+                                   " return gd && gd.data.length && gd.data[0].x.length >= 1; }", timeout=5_000)
+            # a lone step shows as a point (a line of one point draws nothing)
+            assert page.evaluate("() => document.querySelectorAll('#ld-loss .scatterlayer .point').length") >= 1
             shot(page, "4-train-paused")
             run = Path(app.ctx.runner.snapshot().run_dir)
             button(page, "Continue").click()

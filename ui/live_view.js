@@ -21,11 +21,27 @@
   const plotOf = (name) => document.querySelector(`#${PLOTS[name]} .js-plotly-plot`);
   const drawn = (fig, gd) => !!gd && fig.gd === gd && gd.isConnected && gd.data === fig.data && !fig.stale;
 
+  // A line of one point draws nothing: until its second point it is drawn as a marker
+  const single = new WeakSet();
+  function markLonePoints(fig) {
+    for (const trace of fig.data) {
+      const lone = (trace.x || []).length === 1;
+      if (lone && trace.mode === "lines") {
+        trace.mode = "lines+markers";
+        single.add(trace);
+      } else if (!lone && single.has(trace)) {
+        trace.mode = "lines";
+        single.delete(trace);
+      }
+    }
+  }
+
   function draw(name) {
     const fig = live.figs[name];
     const gd = plotOf(name);
     // a hidden Train step (or tab) draws nothing: the figure waits here and is drawn once on showing
     if (!fig || !gd || !window.Plotly || gd.offsetParent === null || drawn(fig, gd)) return;
+    markLonePoints(fig);
     fig.layout.datarevision = ++revision; // its arrays may have grown in place
     fig.layout.autosize = true;
     window.Plotly.react(gd, fig.data, fig.layout, { responsive: true });
@@ -47,6 +63,11 @@
 
   // One poll's message (the same one may come twice: a poll with nothing new leaves the channel as it was).
   live.apply = (msg) => {
+    if (msg && msg.settle && pending !== null) { // the run paused or ended: no more points are coming, draw now
+      clearTimeout(pending);
+      pending = null;
+      nextDraw = 0;
+    }
     if (msg && msg.figures && msg.full !== live.full) {
       live.full = msg.full;
       live.rows = msg.rows;

@@ -297,6 +297,8 @@ def poll_view(ui: UI, state: dict[str, Any], lang: str, view: dict[str, Any] | N
     out: dict[str, Any] = {"poll_state": new, "status_md": live.status_line(snap, lang, run_label)}
     message, held = live_plots(runner, snap, state, lang, run_label or "idle", whole=fresh or lost)
     new.update(held)
+    if state.get("active") and not snap.active:  # paused or ended: the page draws its last points now
+        message = {**(message or {}), "settle": True}
     if message is not None:
         out["live_plots"] = message
     if fresh or len(samples) != state.get("samples"):
