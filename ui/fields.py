@@ -24,7 +24,7 @@ class Field:
     name: str
     path: str
     kind: str  # text | int | float | check | choice | lines | csv | base
-    step: str  # dataset | steps | preset | advanced | sample
+    step: str  # dataset | steps | preset | advanced | sample | validation
 
     @property
     def choices(self) -> tuple[str, ...]:
@@ -104,9 +104,9 @@ FIELDS: tuple[Field, ...] = (
     _f("sample_steps", "sample.steps", "int", "sample"),
     _f("images_per_prompt", "sample.images_per_prompt", "int", "sample"),
     _f("sample_prompts", "sample.prompts", "lines", "sample"),
-    _f("val_path", "validation.path", "text", "sample"),
-    _f("val_holdout", "validation.holdout", "int", "sample"),
-    _f("val_every", "validation.every_steps", "int", "sample"),
+    _f("val_path", "validation.path", "text", "validation"),
+    _f("val_holdout", "validation.holdout", "int", "validation"),
+    _f("val_every", "validation.every_steps", "int", "validation"),
 )
 BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
 NAMES: tuple[str, ...] = tuple(f.name for f in FIELDS)

@@ -64,6 +64,8 @@ def build(ui: UI) -> None:
                         field_widget(ui, BY_NAME[name], ctx.defaults.get(name))
         with gr.Row():
             field_widgets(ui, "sample")
+        with gr.Row():  # the validation loss's held-out pictures: a row of their own, the folder given room
+            field_widgets(ui, "validation")
     with gr.Accordion(t("config_and_cli", lang), open=True) as acc2:
         ui.add("config_acc", acc2, "config_and_cli")
         with gr.Row():
