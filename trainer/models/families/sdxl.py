@@ -25,14 +25,14 @@ class SDXL(ModelFamily):
     kohya_sdxl = True
     base_model_version = "sdxl_base_v1-0"
     modelspec_architecture = "stable-diffusion-xl-v1-base/lora"
-    # Measured in bf16 only (its fp32 UNet alone is ~10 GB, past the measuring machine's budget), on the CPU at the
-    # allocator, fitted on the 256 and 320 px cells at batch 1 and 128 px at batch 4 (bench/bench_memory.py --fit).
-    # fp32 is scaled by SD1.5's measured fp32 / bf16 ratios (1.80 without checkpointing, 1.92 with it).
+    # Measured in bf16 and fp32 (its fp32 UNet alone is ~10 GB) on the CPU at the allocator, fitted on the 256 and
+    # 320 px cells at batch 1 and 128 px at batch 4 (bench/bench_memory.py --fit). fp32 was first scaled by SD1.5's
+    # fp32 / bf16 ratios; measured, that read 14-127 % high without checkpointing.
     activations: ClassVar[Activations] = {
         ("half", False): (-46_448_640, 70_136_832, 396_154.0),
         ("half", True): (-2_220_028, 835_520, 16_415.0),
-        ("fp32", False): (-46_448_640, 1.80 * 70_136_832, 1.80 * 396_154.0),
-        ("fp32", True): (-2_220_028, 1.92 * 835_520, 1.92 * 16_415.0),
+        ("fp32", False): (-92_897_280, 51_963_904, 689_108.0),
+        ("fp32", True): (-2_841_710, 409_472, 30_561.1),
     }
     reference_widths = 320 + 640 + 1280
 
