@@ -40,9 +40,9 @@ def best_so_far(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def validation_observation(step: int, values: dict[int, float]) -> Observation | None:
     """"over" (moderate) when this save's validation loss rose past the lowest an earlier save reached; else,
-    when it is within :data:`VAL_RISE` of the lowest of all the saves, a weak "fit" line saying so (it can
-    never change a verdict: weak "fit" is what no evidence gives too), which is why the recommendation may be a
-    save other than the lowest one."""
+    when it is within :data:`VAL_RISE` of the lowest of all the saves, a line saying so that points nowhere (a
+    low validation loss says the LoRA is not memorising, not that it has learned enough), which is why the
+    recommendation may be a save other than the lowest one."""
     from trainer.doctor.verdict import Observation
 
     here = values.get(step)
@@ -56,9 +56,9 @@ def validation_observation(step: int, values: dict[int, float]) -> Observation |
                                msg("verdict.val_rising", val=here, best=best, best_step=best_step))
     low_step, low = min(values.items(), key=lambda kv: (kv[1], kv[0]))
     if low_step == step:
-        return Observation("numbers", "fit", "weak", msg("verdict.val_lowest", val=here))
+        return Observation("numbers", None, "weak", msg("verdict.val_lowest", val=here))
     if here <= low * (1 + VAL_RISE):
-        return Observation("numbers", "fit", "weak",
+        return Observation("numbers", None, "weak",
                            msg("verdict.val_near_lowest", val=here, best=low, best_step=low_step, share=VAL_RISE))
     return None
 
