@@ -84,10 +84,11 @@ TEXTS: dict[str, tuple[str, str]] = {
     "error.folder.dataset": ("dataset folder", "데이터셋 폴더"),
     "error.folder.prior": ("prior-image folder", "사전 보존 그림 폴더"),
     "error.folder.validation": ("validation folder", "검증 그림 폴더"),
+    # {what} is always a "… 폴더" (error.folder.dataset / prior / validation): 가 and 를 fit it
     "error.folder.unset": ("no {what} set; set {key} to the folder with your pictures",
-                           "{what}이(가) 정해지지 않았습니다. {key}에 그림이 든 폴더를 지정하세요"),
+                           "{what}가 정해지지 않았습니다. {key}에 그림이 든 폴더를 지정하세요"),
     "error.folder.not_found": ("{what} not found: {root} ({key}; check the path, or create it and add pictures)",
-                               "{what}을(를) 찾을 수 없습니다: {root} ({key}. 경로를 확인하거나, 폴더를 만들고 그림을 넣으세요)"),
+                               "{what}를 찾을 수 없습니다: {root} ({key}. 경로를 확인하거나, 폴더를 만들고 그림을 넣으세요)"),
     "error.folder.is_file": ("{key} is a file, not a folder: {root} (give the folder that holds the pictures)",
                              "{key}이(가) 폴더가 아니라 파일입니다: {root} (그림이 든 폴더를 주세요)"),
     "error.folder.unreadable": ("cannot read {what} {root}: {reason}", "{what} {root}을(를) 읽을 수 없습니다: {reason}"),
