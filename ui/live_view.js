@@ -57,24 +57,25 @@
     nextDraw = performance.now() + Math.max(MIN_GAP_MS, (performance.now() - start) / TIME_SHARE);
   }
 
+  // No wait for the throttle: whole figures (a new run, a redraw) and a run that paused or ended show at once
+  function drawNext() {
+    if (pending !== null) clearTimeout(pending);
+    pending = null;
+    nextDraw = 0;
+  }
+
   function schedule() {
     if (pending === null) pending = setTimeout(drawAll, Math.max(0, nextDraw - performance.now()));
   }
 
   // One poll's message (the same one may come twice: a poll with nothing new leaves the channel as it was).
   live.apply = (msg) => {
-    if (msg && msg.settle && pending !== null) { // the run paused or ended: no more points are coming, draw now
-      clearTimeout(pending);
-      pending = null;
-      nextDraw = 0;
-    }
+    if (msg && msg.settle) drawNext(); // the run paused or ended: no more points are coming
     if (msg && msg.figures && msg.full !== live.full) {
       live.full = msg.full;
       live.rows = msg.rows;
       for (const [name, fig] of Object.entries(msg.figures)) live.figs[name] = { data: fig.data, layout: fig.layout };
-      nextDraw = 0; // whole figures (a new run, a redraw) show at once, not when an earlier wait runs out
-      if (pending !== null) clearTimeout(pending);
-      pending = null;
+      drawNext();
     } else if (msg && msg.y && msg.full === live.full && msg.from === live.rows) {
       for (const [name, lines] of Object.entries(msg.y)) {
         const fig = live.figs[name];

@@ -324,11 +324,12 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     data: dict[str, Any] = read_toml(path) if path else {}
     data = apply_overrides(data, overrides)
     cfg = from_dict(data, origin=str(path) if path else "")
+    here = Path(path).parent if path else None
     for section, attr in ((cfg.dataset, "path"), (cfg.dataset, "reg_path"), (cfg.validation, "path")):
         folder = getattr(section, attr)
-        if path and folder and not Path(folder).is_absolute():
+        if here is not None and folder and not Path(folder).is_absolute():
             # A relative picture folder in a file means relative to that file, as users expect.
-            candidate = (Path(path).parent / folder).resolve()
+            candidate = (here / folder).resolve()
             if candidate.exists():
                 setattr(section, attr, str(candidate))
     return cfg

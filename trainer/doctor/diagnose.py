@@ -82,8 +82,26 @@ def earlier_checkpoint(verdict) -> int | None:
     return rec if rec is not None and steps and rec < max(steps) else None
 
 
+def change_refusal(config: Config, change: Any) -> str | None:
+    """Why this run cannot take ``change`` (a prescription's one config change): "out_of_range" (the new value
+    is refused), "wrong_way" (it would move the setting against what the prescription means), "already" (the
+    config is so already), "needs_bf16" (a device without bf16); None when it can."""
+    from trainer.doctor.kb import apply_change, moves_as_meant
+
+    try:
+        if not moves_as_meant(config, change):
+            return "wrong_way"
+        if not diff_configs(config, apply_change(config, change)):
+            return "already"
+    except (UserError, ValueError):
+        return "out_of_range"
+    if "bf16_supported" in change.requires and not bf16_available(config):
+        return "needs_bf16"
+    return None
+
+
 def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
-    from trainer.doctor.kb import describe_change, moves_as_meant
+    from trainer.doctor.kb import apply_change, describe_change
 
     out, seen = [], set()
     for rc in ranked:
@@ -100,19 +118,10 @@ def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[s
                 if step is not None:
                     detail = msg("diagnosis.at_step", step=step, text=detail)
             if p.change is not None:
-                if "bf16_supported" in p.change.requires and not bf16_available(config):
-                    applicable = False
-                try:
-                    from trainer.doctor.kb import apply_change
-
-                    new_cfg = apply_change(config, p.change)
-                    diff = diff_configs(config, new_cfg)
-                    if not moves_as_meant(config, p.change):
-                        diff = {}  # it would move the setting against the prescription's meaning
-                except (UserError, ValueError):
-                    diff = {}
-                if not diff:
-                    applicable = False  # already so in this config (or only the other way): no change to make
+                refusal = change_refusal(config, p.change)
+                applicable = applicable and refusal is None
+                # the change it would make (none when it cannot be made: out of range, the wrong way, already so)
+                diff = diff_configs(config, apply_change(config, p.change)) if refusal in (None, "needs_bf16") else {}
                 change = {
                     "key": p.change.key, "op": p.change.op, "value": p.change.value,
                     "requires": list(p.change.requires),

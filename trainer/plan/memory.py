@@ -242,8 +242,7 @@ def estimate_memory(cfg: Config, buckets: list[dict] | None = None, device: torc
 
     adapter = model_family(shapes.family)
     key = ("half" if half else "fp32", cfg.train.gradient_checkpointing)
-    regimes = [adapter.activations[key]] + ([adapter.small_latent_activations[key]]
-                                            if key in adapter.small_latent_activations else [])
+    regimes = [adapter.activations[key], adapter.small_latent_activations.get(key, (0.0, 0.0, 0.0))]
     scale = shapes.widths / adapter.reference_widths
     activations = max(0.0, *((per_step + batch * (per_sample + per_pixel * latent_pixels)) * scale * _rank_factor(cfg)
                              for per_step, per_sample, per_pixel in regimes))

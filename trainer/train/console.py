@@ -8,6 +8,7 @@ import threading
 
 import words
 from trainer.config.schema import Config
+from trainer.doctor.held_out import best_so_far
 from trainer.run.events import Alert, RunEvent, Started, StepRow
 from trainer.train.commands import Commands
 
@@ -16,7 +17,7 @@ class ConsoleSink:
     def __init__(self, quiet: bool = False):
         self.quiet = quiet
         self.bar = None
-        self.best_val: tuple[float, int] | None = None  # the lowest validation loss so far and its step
+        self.best_val: dict | None = None  # the lowest validation loss so far and its step (best_so_far)
 
     def __call__(self, ev: RunEvent) -> None:
         kind = ev.type
@@ -32,11 +33,11 @@ class ConsoleSink:
                 self.bar.n = ev.step
             self.bar.set_postfix(loss=f"{ev.loss:.4f}", lr=f"{ev.lr:.2e}", refresh=False)
             self.bar.refresh()
-        if isinstance(ev, StepRow) and isinstance(ev.val_loss, int | float) and ev.val_loss == ev.val_loss:
-            here = (float(ev.val_loss), int(ev.step or 0))
-            self.best_val = min(self.best_val or here, here)
-            self._write(f"validation loss: {here[0]:.4g} at step {here[1]} "
-                        f"(lowest so far {self.best_val[0]:.4g} at step {self.best_val[1]})")
+        here = best_so_far([{"step": ev.step, "val_loss": ev.val_loss}]) if isinstance(ev, StepRow) else None
+        if here is not None:
+            best = self.best_val = best_so_far([r for r in (self.best_val, here) if r]) or here
+            self._write(f"validation loss: {here['val_loss']:.4g} at step {here['step']} "
+                        f"(lowest so far {best['val_loss']:.4g} at step {best['step']})")
         if isinstance(ev, Alert):
             message = ev.message or ev.get("reason", "")
             self._write(f"[{ev.get('level', 'warning')}] {ev.kind}: "

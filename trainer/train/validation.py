@@ -106,7 +106,6 @@ class ValidationMixin(TrainerParts):
 
     def validation_set(self) -> ValidationSet:
         cfg = self.config
-
         samples = samples_from_report(replace(self.report, items=list(self.held_out)), cfg.dataset.trigger)
         encoder = LatentCache(self.pipe.vae, self.device, self.precision.vae_dtype, None)
         timesteps = fixed_timesteps(cfg.validation.timesteps, self.noise_scheduler.config.num_train_timesteps)

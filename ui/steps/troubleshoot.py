@@ -11,7 +11,7 @@ import gradio as gr
 
 import words
 from trainer.config.schema import diff_configs
-from trainer.doctor.diagnose import bf16_available, cause_strength, earlier_checkpoint
+from trainer.doctor.diagnose import cause_strength, change_refusal, earlier_checkpoint
 from trainer.doctor.kb import GROUPS, apply_change, describe_change, load_kb, moves_as_meant
 from trainer.doctor.verdict import STRENGTH_TEXT, symptom_causes, symptom_reading
 from trainer.errors import UserError
@@ -222,17 +222,14 @@ def _not_for_run(p: Any, cfg: Any, diag: dict[str, Any] | None, lang: str) -> st
     verdict = (diag or {}).get("verdict")
     if p.id == "earlier_checkpoint" and verdict is not None and earlier_checkpoint(verdict) is None:
         return t("no_earlier_checkpoint", lang)
-    if p.change is not None and cfg is not None:
-        if "bf16_supported" in p.change.requires and not bf16_available(cfg):
-            return t("err_needs_bf16", lang)
-        try:
-            if not moves_as_meant(cfg, p.change):
-                return t("rx_wrong_way", lang, setting=p.change.key)
-            if not diff_configs(cfg, apply_change(cfg, p.change)):  # "turn the noise offset off" where it is 0
-                return t("rx_already", lang, setting=p.change.key, value=cfg.get(p.change.key))
-        except (UserError, ValueError):
-            return None
-    return None
+    refusal = change_refusal(cfg, p.change) if p.change is not None and cfg is not None else None
+    if refusal == "needs_bf16":
+        return t("err_needs_bf16", lang)
+    if refusal == "wrong_way":
+        return t("rx_wrong_way", lang, setting=p.change.key)
+    if refusal == "already":  # "turn the noise offset off" where it is 0
+        return t("rx_already", lang, setting=p.change.key, value=cfg.get(p.change.key))
+    return None  # out of range for this config: offered as advice, never as a change (rx_choices)
 
 
 def kb_entry(kind: str, entry_id: str, lang: str) -> Any:
@@ -282,13 +279,9 @@ def rx_choices(run: Path | None, diag: dict[str, Any] | None, symptom: str | Non
     out = []
     for pid in dict.fromkeys(ids):
         p = kb.prescription(pid)
-        try:
-            change = words.say(describe_change(p.change, cfg), lang)
-            if cfg is not None and _not_for_run(p, cfg, diag, lang):
-                continue  # the wrong way, already so, or bf16 on a device without it
-        except (UserError, ValueError):
-            continue  # out of range for this config: not a change that can be made
-        out.append((f"{p.text('title', lang)} — {change}", pid))
+        if cfg is not None and change_refusal(cfg, p.change):
+            continue  # out of range, the wrong way, already so, or bf16 on a device without it
+        out.append((f"{p.text('title', lang)} — {words.say(describe_change(p.change, cfg), lang)}", pid))
     return out
 
 
