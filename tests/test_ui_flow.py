@@ -55,7 +55,9 @@ def api(app):
 
 PUBLIC = {"/scan", "/import_dataset", "/save_caption", "/plan", "/preset", "/save_preset", "/write_config", "/start",
           "/stop", "/sample_now", "/save_now", "/poll", "/status", "/review", "/sweep", "/download", "/troubleshoot",
-          "/symptom", "/start_change", "/memory", "/fit_memory", "/pause", "/continue", "/compare"}
+          "/symptom", "/start_change", "/memory", "/fit_memory", "/pause", "/continue", "/compare",
+          "/caption_preview", "/caption_all", "/caption_undo", "/caption_frequency", "/caption_replace",
+          "/caption_remove", "/caption_insert_trigger", "/caption_find"}
 
 
 def test_only_the_named_handlers_are_in_the_api(api):

@@ -1,4 +1,5 @@
-"""Headless CLI: ``python -m trainer {plan,check-dataset,tiny-model,train,diagnose,import-kohya,export-kohya} ...``.
+"""Headless CLI: ``python -m trainer {plan,check-dataset,tiny-model,train,diagnose,import-kohya,export-kohya,caption,
+tiny-captioner} ...``.
 
 Exit codes (DESIGN.md): 0 finished, 2 bad input (one line naming the key or file), 3 stopped by the numerics
 guard (diagnosis written), 130 stopped by the user.
@@ -286,6 +287,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="the report as JSON")
     p.add_argument("--lang", choices=["en", "ko"], default="en")
     p.set_defaults(func=cmd_export_kohya)
+
+    from trainer.caption.command import add_commands
+
+    add_commands(sub)  # caption, tiny-captioner
     return parser
 
 

@@ -24,7 +24,7 @@ class Field:
     name: str
     path: str
     kind: str  # text | int | float | check | choice | lines | csv | base
-    step: str  # dataset | steps | preset | advanced | sample | validation
+    step: str  # dataset | caption | steps | preset | advanced | sample | validation
 
     @property
     def choices(self) -> tuple[str, ...]:
@@ -58,6 +58,11 @@ FIELDS: tuple[Field, ...] = (
     _f("dataset_path", "dataset.path", "text", "dataset"),
     _f("trigger", "dataset.trigger", "text", "dataset"),
     _f("reg_path", "dataset.reg_path", "text", "dataset"),
+    # 1 Dataset, "Caption the pictures" accordion
+    _f("captioner", "caption.captioner", "choice", "caption"),
+    _f("caption_model", "caption.model", "text", "caption"),
+    _f("caption_general", "caption.general_threshold", "float", "caption"),
+    _f("caption_character", "caption.character_threshold", "float", "caption"),
     # 2 Steps
     _f("repeats", "dataset.repeats", "int", "steps"),
     _f("epochs", "train.epochs", "int", "steps"),

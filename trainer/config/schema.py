@@ -92,6 +92,20 @@ class DatasetConfig(_Section):
         return v
 
 
+class CaptionConfig(_Section):
+    """The captioner the Dataset step and ``python -m trainer caption`` run over bare pictures (trainer/caption/)."""
+
+    captioner: Literal["auto", "tagger", "florence2", "blip"] = "auto"
+    """auto: a WD14 tagger for an anime/illustration base (tags), Florence-2 otherwise (sentences)."""
+    model: PathText = ""
+    """A local folder or hub id; "" = the captioner's usual model (trainer.caption.models.DEFAULT_MODELS)."""
+    general_threshold: float = Field(0.35, ge=0.0, le=1.0)
+    """The tagger writes a general tag at or above this probability (SmilingWolf's suggested 0.35)."""
+    character_threshold: float = Field(0.85, ge=0.0, le=1.0)
+    """The tagger writes a character-name tag at or above this probability (0.85: a wrong name is worse)."""
+    batch_size: int = Field(8, ge=1, le=256)
+
+
 class LoraConfig(_Section):
     rank: int = Field(16, ge=1, le=1024)
     alpha: float = Field(16.0, gt=0.0, le=4096.0)
@@ -249,6 +263,7 @@ class Config(_Section):
     """The preset these values started from (informational once resolved)."""
     model: ModelConfig = Field(default_factory=ModelConfig)
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
+    caption: CaptionConfig = Field(default_factory=CaptionConfig)
     lora: LoraConfig = Field(default_factory=LoraConfig)
     optim: OptimConfig = Field(default_factory=OptimConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)

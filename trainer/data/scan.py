@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from trainer.config.invalid import input_reason
 from trainer.config.schema import DatasetConfig
 from trainer.data.buckets import Bucket, assign_bucket, buckets_for, upscale_factor
+from trainer.data.caption_doctor import check_captions
 from trainer.data.folders import PRIOR_PREFIX, Folder, check_root, discover_folders
 from trainer.data.images import bit_depth, exif_orientation, has_transparency
 from trainer.data.problems import problem as _problem
@@ -80,6 +81,8 @@ class DatasetReport:
     """How many of ``images`` are prior images (``dataset.reg_path``)."""
     held_out: int = 0
     """Pictures taken out for the validation loss (:func:`trainer.data.holdout.split_holdout`); not in ``items``."""
+    caption_findings: list[dict[str, Any]] = field(default_factory=list)
+    """The caption doctor's findings about the captions as a whole (:mod:`trainer.data.caption_doctor`)."""
 
     @property
     def own_images(self) -> int:
@@ -387,4 +390,6 @@ def _summarise(
         resolution=cfg.resolution,
         trigger=cfg.trigger,
         prior_images=sum(it.prior for it in items),
+        caption_findings=check_captions(captions, cfg.trigger, cfg.keep_tokens,
+                                        shuffled=cfg.shuffle_tags or cfg.tag_dropout > 0),
     )

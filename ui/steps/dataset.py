@@ -10,9 +10,10 @@ import gradio as gr
 from PIL import Image
 
 import words
+from trainer.caption.journal import apply_changes
 from trainer.data.scan import DatasetReport, scan_dataset
 from trainer.errors import UserError
-from trainer.io import atomic_write_text
+from trainer.message import msg
 
 from ..binding import UI, ok_box
 from ..context import DEMO_DATASET, DEMO_HELD_OUT, DEMO_PRIOR
@@ -21,7 +22,7 @@ from ..i18n import t
 from ..paths import import_uploads, safe_name
 from ..plots import histogram_figure
 from ..widgets import field_widgets
-from . import gates
+from . import captioning, gates
 
 MAX_THUMBS = 48
 THUMB_SIDE = 160
@@ -64,6 +65,7 @@ def build(ui: UI) -> None:
                                            elem_id="ld-cap-file"), "caption_file")
         ui.add("cap_text", gr.Textbox(label=t("caption_text", lang), scale=3, elem_id="ld-cap-text"), "caption_text")
         ui.add("cap_save", gr.Button(t("caption_save", lang), scale=0), "caption_save", "value")
+    captioning.build(ui)
 
 
 REPORT_OUTPUTS = ["report_state", "ds_summary", "ds_problems", "ds_size_hist", "ds_aspect_hist", "ds_buckets",
@@ -96,23 +98,30 @@ def _dropped_note(dropped: list[str], lang: str) -> str:
     return "".join(t(note, lang) for name, _, _, note in DEMO_FOLDERS if name in dropped)
 
 
+def scan_view(ui: UI, lang: str, values: dict[str, Any], progress: Any = None) -> dict[str, Any]:
+    """A new scan of the dataset and every view of it (:data:`REPORT_OUTPUTS`): after the Scan button, and after
+    anything that changed the captions (the editor, the captioner, the caption tools, Undo)."""
+    progress = progress or (lambda *a, **k: None)
+    progress(0, desc=t("scanning", lang))
+    dropped = demo_folders_left_behind(ui.ctx, values, lang)
+    values = {**values, **{name: "" for name in dropped}}
+    report, state = scan_for(ui, values, lang, force=True, progress=progress)
+    progress(1.0, desc=t("drawing_thumbnails", lang))
+    out = render_report(report, lang)
+    out["report_state"] = {**state, "lang": lang}
+    out["ds_msg"] = ok_box(t("scan_done", lang, n=report.own_images) + _dropped_note(dropped, lang))
+    out["dataset_path"] = report.root
+    out["reg_path"] = values.get("reg_path") or ""
+    out["val_path"] = values.get("val_path") or ""
+    out.update(gates.unlocks_after_scan(ui, values, report, lang))
+    return out
+
+
 def wire(ui: UI) -> None:
     ctx = ui.ctx
 
     def scan(*, lang: str, report_state: Any, progress=gr.Progress(), **values: Any) -> dict[str, Any]:  # noqa: B008
-        progress(0, desc=t("scanning", lang))
-        dropped = demo_folders_left_behind(ctx, values, lang)
-        values = {**values, **{name: "" for name in dropped}}
-        report, state = scan_for(ui, values, lang, force=True, progress=progress)
-        progress(1.0, desc=t("drawing_thumbnails", lang))
-        out = render_report(report, lang)
-        out["report_state"] = {**state, "lang": lang}
-        out["ds_msg"] = ok_box(t("scan_done", lang, n=report.own_images) + _dropped_note(dropped, lang))
-        out["dataset_path"] = report.root
-        out["reg_path"] = values.get("reg_path") or ""
-        out["val_path"] = values.get("val_path") or ""
-        out.update(gates.unlocks_after_scan(ui, values, report, lang))
-        return out
+        return scan_view(ui, lang, values, progress)
 
     scan_inputs = ["lang", "report_state", *NAMES]
     ui.on(ui["scan_btn"].click, scan, scan_inputs, REPORT_OUTPUTS, api_name="scan", message="ds_msg",
@@ -153,7 +162,9 @@ def wire(ui: UI) -> None:
             raise UserError(t("err_pick_picture", lang))
         cfg = config_from_values(values, ctx.runs_dir, [ctx.presets_dir])
         caption = caption_path(ui, report, cap_file, cfg.dataset.caption_ext, lang)
-        atomic_write_text(caption, checked_caption(cap_text, lang) + "\n")
+        # journaled like every caption change the app makes: Undo puts the caption back as it was
+        apply_changes(Path(report.root), {caption: checked_caption(cap_text, lang)},
+                      msg("caption.change.edit", file=cap_file))
         out = scan(lang=lang, report_state=report_state, progress=lambda *a, **k: None, **values)
         out["ds_msg"] = ok_box(t("caption_saved", lang, file=cap_file))
         return out
@@ -171,6 +182,7 @@ def wire(ui: UI) -> None:
 
     ui.on(ui["ds_next"].click, next_step, ["lang", "report_state", *NAMES], ["wizard", *gates.UNLOCKS],
           message="ds_msg")
+    captioning.wire(ui)
 
 
 def rerender_on(ui: UI, trigger: Any) -> None:
@@ -234,7 +246,7 @@ def render_report(report: DatasetReport, lang: str) -> dict[str, Any]:
     """Every view of a scan report, in ``lang``."""
     problems = [[p["file"], t(f"sev_{p['severity']}", lang), words.say(p["message"], lang)]
                 for p in sorted(report.problems, key=lambda p: ("error", "warning", "info").index(p["severity"]))]
-    warnings = [f"- ⚠️ {words.say(w['message'], lang)}" for w in report.tag_warnings]
+    warnings = caption_doctor_markdown(report, lang)
     tags = [[tag, n, f"{100 * n / max(1, report.captions):.0f}%"] for tag, n in list(report.tags.items())[:60]]
     buckets = [[f"{b['width']}×{b['height']}", b["images"], b["image_repeats"]] for b in report.buckets]
     gallery = thumbnails(report)
@@ -247,11 +259,22 @@ def render_report(report: DatasetReport, lang: str) -> dict[str, Any]:
         "ds_buckets": gr.Dataframe(value=buckets, headers=[t("col_bucket", lang), t("col_images", lang),
                                                              t("col_image_repeats", lang)]),
         "ds_tags": gr.Dataframe(value=tags, headers=[t("col_tag", lang), t("col_captions", lang), t("col_share", lang)]),
-        "ds_tag_warnings": "\n".join(warnings),
+        "ds_tag_warnings": warnings,
         "ds_gallery": gallery,
         "ds_thumbs_note": t("thumbs_shown", lang, shown=len(gallery), total=len(report.items))
         if len(gallery) < len(report.items) else "",
     }
+
+
+def caption_doctor_markdown(report: DatasetReport, lang: str) -> str:
+    """The caption doctor's findings (trainer/data/caption_doctor.py) under a heading; "" when it found nothing."""
+    if not report.caption_findings:
+        return ""
+    lines = [f"**{t('cap_doctor', lang)}**"]
+    for f in sorted(report.caption_findings, key=lambda f: f["severity"] != "warning"):
+        where = f" — {f['file']}" if f["file"] else ""
+        lines.append(f"- {'⚠️' if f['severity'] == 'warning' else 'ℹ️'} {words.say(f['message'], lang)}{where}")
+    return "\n".join(lines)
 
 
 def empty_report(lang: str) -> dict[str, Any]:
