@@ -8,12 +8,14 @@
 #   4. the guard and training tests on CUDA (fp16 loss scaling, bf16, NaN detection, rollback, resume);
 #   5. the memory plan against CUDA: real-size SD1.5 (and SDXL), bf16, 512 px (SDXL 1024), batch 1/2, gradient
 #      checkpointing off/on: torch.cuda.max_memory_allocated above the step's start vs the plan's
-#      activations + LoRA gradients (the coefficients were measured on a CPU, whose bf16 autocast differs).
+#      activations + LoRA gradients (the coefficients were measured on a CPU, whose bf16 autocast differs);
+#   6. what the doctor's model measures cost on the GPU: bench/bench_measures.py, the demo run's first 400 steps
+#      with them on against off.
 #
 # Here, once:  bash bench/gpu_wheels.sh                  (our stack's wheels for CPython 3.12 into .whl/)
-# There:       bash bench/gpu_check.sh [PART ...]        (with .whl carried; parts 1-5, default all)
+# There:       bash bench/gpu_check.sh [PART ...]        (with .whl carried; parts 1-6, default all)
 # Parts 1+3 take at most ~5 minutes and parts 2+4 ~6, so a 10-minute call limit fits each pair: run "1 3"
-# first (the benchmark's figures), then "2 4".
+# first (the benchmark's figures), then "2 4", then "5 6" (about 4 minutes each).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/gpu_check}"
@@ -25,7 +27,7 @@ if [ -d .whl ]; then
         || { echo "installing the carried wheels failed"; exit 1; }
     export PYTHONPATH=/tmp/site
 fi
-PARTS="${*:-1 2 3 4 5}"
+PARTS="${*:-1 2 3 4 5 6}"
 want() { [[ " $PARTS " == *" $1 "* ]]; }
 t0=$(date +%s)
 part() { echo; echo "== $* ($(( $(date +%s) - t0 )) s)"; }
@@ -104,5 +106,10 @@ for family, res in (("sd15", 512), ("sdxl", 1024)):
     del unet
     torch.cuda.empty_cache()
 PY
+fi
+if want 6; then
+part "6. the doctor's model measures on the GPU: the demo run with them on against off (400 steps)" | tee -a "$OUT/check.log"
+timeout 240 "$PY" bench/bench_measures.py --steps 400 2>&1 | grep -v -E "gemm_4bit|torchvision" \
+    | tee "$OUT/measures.txt" | tee -a "$OUT/check.log"
 fi
 part "done" | tee -a "$OUT/check.log"

@@ -40,6 +40,8 @@ def tiny_config(dataset: Path, output_dir: Path, overrides: dict[str, Any] | Non
         "train": {"precision": "fp32", "batch_size": 2, "max_steps": 6, "seed": 7},
         "save": {"output_dir": str(output_dir), "every_steps": 0},
         "sample": {"enabled": False, "steps": 2, "guidance": 3.0},
+        # the model measures cost a tiny run more than its steps: tests of them turn them on (test_model_measures)
+        "measure": {"enabled": False},
     }
     flat = [f"{k}={_toml(v)}" for k, v in (overrides or {}).items()]
     return from_dict(apply_overrides(data, flat))

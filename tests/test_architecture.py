@@ -107,3 +107,10 @@ def test_no_source_file_is_longer_than_a_reader_takes_in():
     long = {p.relative_to(REPO).as_posix(): n for p in _sources(TRAINER, REPO / "ui", REPO / "words")
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert not long, f"over {MAX_LINES} lines; split them along a seam: {long}"
+
+
+def test_the_doctor_judges_without_knowing_the_demo():
+    """The demo's picture measures register themselves as one more judge; nothing in doctor/ names demo/."""
+    named = {p.relative_to(REPO).as_posix(): [m for m in _imports(p) if m.startswith("trainer.demo")]
+             for p in _sources(TRAINER / "doctor")}
+    assert not {k: v for k, v in named.items() if v}

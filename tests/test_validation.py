@@ -114,8 +114,9 @@ def test_a_run_scores_its_held_out_pictures_at_each_save_and_review_reads_them(t
 
 def test_a_validation_loss_that_turns_up_points_to_overfitting_and_steers_the_pick():
     import words
+    from trainer.doctor.evidence import decide
     from trainer.doctor.held_out import lowest_validation, validation_observation
-    from trainer.doctor.verdict import CheckpointVerdict, decide
+    from trainer.doctor.verdict import CheckpointVerdict
 
     values = {100: 0.30, 200: 0.21, 300: 0.20, 400: 0.26}
     assert validation_observation(100, values) is None  # nothing earlier to compare with, far from the lowest

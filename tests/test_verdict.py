@@ -21,13 +21,12 @@ from trainer.doctor import pictures
 from trainer.doctor.diagnose import alert_prescription, diagnose
 from trainer.doctor.kb import describe_change, load_kb, moves_as_meant
 from trainer.doctor.risks import start_risks
+from trainer.doctor.symptoms import symptom_causes, symptom_reading
 from trainer.doctor.verdict import (
     LABEL_TEXT,
     checkpoint_verdicts,
     plan_verdict,
     run_verdict,
-    symptom_causes,
-    symptom_reading,
 )
 from trainer.io import atomic_write_text
 from trainer.plan.steps import plan_from_config
@@ -68,25 +67,37 @@ def _healthy_demo(step: int, kind: str) -> Image.Image:
     return _character()
 
 
+def _healthy_burnt_late(step: int, kind: str) -> Image.Image:
+    """:func:`_healthy_demo` whose last save's trigger pictures are harsher than the training pictures: the judge
+    still sees the character (likeness 1.0), so the burn is weak beside it."""
+    picture = _healthy_demo(step, kind)
+    return _burnt(picture) if step == 30 and kind != "no_trigger" else picture
+
+
 # ------------------------------------------------------------------------------------------ the verdict
 
 
-def test_a_healthy_demo_run_is_fit_although_its_saturated_character_raises_burn(tmp_path):
-    # burn of the character against step 0's world picture is ~0.58, over BURN_LIMIT: the demo's own colours
+def test_a_healthy_demo_run_is_fit_and_its_saturated_character_is_not_burn(tmp_path):
+    # burn is measured against the training pictures' own colours: the character drawn as the data shows it is
+    # not burnt (against step 0's world picture its magenta and yellow read ~0.58, over BURN_LIMIT)
     run = demo_run(tmp_path, _healthy_demo)
     rows = {r["step"]: r for r in pictures.measure_steps(run)}
-    assert rows[20]["burn"] > pictures.BURN_LIMIT
+    assert rows[20]["burn"] < pictures.BURN_LIMIT
     v = run_verdict(run)
     assert v.label == "fit" and v.recommended_step in (20, 30)
     assert [c.label for c in v.checkpoints] == ["under", "fit", "fit"]
-    assert any("weak" in words.say(e) and "burn" in words.say(e) for e in v.evidence)  # shown, weighed as weak
+    assert not any("burn" in words.say(e) for e in v.evidence)
     rec = review.recommend_checkpoint(run)
     assert rec["step"] == v.recommended_step
     # the old Review called every one of these saves damaged and asked for a lower dose
     assert "Lower the dose" not in words.say(rec["reason"], "en") and "burns or ignores" not in words.say(rec["reason"], "en")
 
 
-def test_the_same_burn_on_a_run_without_demo_measures_says_over(tmp_path):
+def test_burn_past_the_training_pictures_on_a_run_without_other_measures_says_over(tmp_path):
+    data = tmp_path / "data" / "1_world"
+    data.mkdir(parents=True)
+    for i in range(3):
+        _world().save(data / f"{i}.png")
     run = fake_run(tmp_path, [10, 20], lambda step, kind: _burnt(_world()) if step == 20 and kind != "no_trigger"
                    else _world(), lr=1e-3, fit=(0.005, 0.05))
     labels = {c.step: c.label for c in checkpoint_verdicts(run)}
@@ -137,7 +148,7 @@ def test_the_plan_speaks_the_run_verdicts_words():
 
 
 def test_a_fit_run_never_shows_overtraining_as_its_top_cause(tmp_path):
-    run = demo_run(tmp_path, _healthy_demo)
+    run = demo_run(tmp_path, _healthy_burnt_late)
     d = diagnose(run, write=False)
     assert d["verdict"]["label"] == "fit"
     over = {"overtraining", "lr_too_high", "alpha_rank_aggressive", "concept_bleed"}
@@ -254,7 +265,7 @@ def test_a_far_lr_or_dose_asks_first_naming_the_number_and_the_presets(demo_conf
 def test_troubleshoot_shows_the_verdict_and_causes_in_words_not_scores(tmp_path):
     from ui.steps.troubleshoot import findings_markdown
 
-    run = demo_run(tmp_path, _healthy_demo)
+    run = demo_run(tmp_path, _healthy_burnt_late)
     text = findings_markdown(diagnose(run, write=False), "en")
     assert "Verdict: fit" in text and "Nothing to change" in text
     assert "Also weighed, less likely for this run" in text and "weak evidence" in text

@@ -164,7 +164,7 @@ def cmd_diagnose(args) -> int:
 
 def _format_diagnosis(result: dict, lang: str = "en") -> str:
     """``diagnosis.json`` as text: the verdict, what was observed, the likely causes and the prescriptions."""
-    from trainer.doctor.verdict import STRENGTH_TEXT
+    from trainer.doctor.evidence import STRENGTH_TEXT
 
     def say(message) -> str:
         return words.say(message, lang)

@@ -94,13 +94,21 @@ def burn(img: ImageLike, ref_img: ImageLike) -> dict[str, float]:
     (+0.15 = full) and harsher edges (+0.25 = full). Identical pictures score 0; less of anything scores 0.
     Pictures of different content also differ in these numbers: compare samples of the same prompt and seed.
     """
-    now, ref = colour_stats(img), colour_stats(ref_img)
+    return burn_from_stats(colour_stats(img), colour_stats(ref_img))
+
+
+def burn_from_stats(now: dict[str, float], ref: dict[str, float], same_content: bool = True) -> dict[str, float]:
+    """:func:`burn` from two :func:`colour_stats`. ``same_content=False`` when the reference is other pictures
+    (the training pictures' highest): contrast and clipping then depend on what is drawn (a prompt's snow is white
+    and bright), so only deeper colours and rougher edges count."""
     sat = now["mean_saturation"] - ref["mean_saturation"]
     # +0.05 on both sides: a near-flat reference would turn a little noise into a large ratio
     contrast = (now["contrast"] + 0.05) / (ref["contrast"] + 0.05)
     clipped = now["clipped"] - ref["clipped"]
     rough = now["roughness"] - ref["roughness"]
     parts = np.clip([sat / 0.25, np.log2(max(contrast, 1e-6)), clipped / 0.15, rough / 0.25], 0, 1)
+    if not same_content:
+        parts = parts[[0, 3]]
     score = 1.0 - float(np.prod(1.0 - parts))
     return {"saturation_drift": sat, "contrast_ratio": contrast, "clipped_drift": clipped,
             "roughness_drift": rough, "burn_score": score}

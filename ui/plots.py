@@ -354,3 +354,36 @@ def histogram_figure(bins: Sequence[dict], title: str, lang: str = "en") -> go.F
                       paper_bgcolor="white", plot_bgcolor="white",
                       margin={"l": 40, "r": 10, "t": 40, "b": 40}, yaxis={"title": tr("count", lang)})
     return fig
+
+
+def model_measures_figure(rows: dict[int, dict], recommended: int | None, hold_shows: float, drift_limit: float,
+                          lang: str = "en") -> go.Figure:
+    """The run's own model over its saves (``rows``: :func:`trainer.doctor.model_measures.measures_by_step`):
+    trigger hold (does the trigger alone bring the subject, left axis) and prior drift (how far what the model
+    draws without the trigger moved, right axis), each with the line the verdict reads it against, and the
+    recommended save marked."""
+    steps = sorted(rows)
+    fig = go.Figure()
+    gain = [rows[s].get("trigger_hold") for s in steps]
+    drift = [rows[s].get("prior_drift") for s in steps]
+    fig.add_trace(go.Scatter(x=steps, y=gain, name=tr("trigger_hold", lang), mode="lines+markers",
+                             line={"color": BLUE, "width": 2}))
+    fig.add_trace(go.Scatter(x=steps, y=drift, name=tr("prior_drift", lang), mode="lines+markers", yaxis="y2",
+                             line={"color": ORANGE, "width": 2}))
+    fig.add_hline(y=hold_shows, line={"color": BLUE, "dash": "dot", "width": 1})
+    fig.add_hline(y=drift_limit, line={"color": ORANGE, "dash": "dot", "width": 1}, yref="y2")
+    if recommended is not None and recommended in rows:
+        fig.add_vline(x=recommended, line={"color": GREEN, "dash": "dash", "width": 2})
+        fig.add_trace(go.Scatter(x=[recommended], y=[rows[recommended].get("trigger_hold")], mode="markers",
+                                 name=tr("recommended", lang), marker={"symbol": "star", "size": 14, "color": GREEN}))
+    top_drift = max([d for d in drift if d is not None] + [drift_limit]) * 1.15
+    fig.update_layout(
+        title={"text": tr("model_measures", lang), "font": {"size": 14}}, height=300, template=_TEMPLATE,
+        paper_bgcolor="white", plot_bgcolor="white", margin={"l": 50, "r": 50, "t": 40, "b": 40},
+        legend={"orientation": "h", "y": -0.25},
+        xaxis={**_AXIS, "title": tr("step", lang)},
+        yaxis={**_AXIS, "title": tr("trigger_hold", lang)},
+        yaxis2={"title": tr("prior_drift", lang), "overlaying": "y", "side": "right", "range": [0, top_drift],
+                "showgrid": False},
+    )
+    return fig

@@ -146,6 +146,13 @@ TEXTS: dict[str, tuple[str, str]] = {
                               "증류를 되돌려 그림이 흐려집니다. 원래 모델로 학습하거나, 그래도 해 보려면 "
                               "model.allow_distilled = true로 하세요"),
     "error.validation.scan": ("validation.path {path}: {reason}", "validation.path {path}: {reason}"),
+    "error.judge.load": ("measure.judge {name}: the picture judge could not be loaded ({reason}). Give a local folder "
+                         "or hub id of a CLIP or SigLIP model, or leave measure.judge empty",
+                         "measure.judge {name}: 그림 판정 모델을 불러오지 못했습니다 ({reason}). CLIP이나 SigLIP 모델의 "
+                         "로컬 폴더나 허브 id를 주거나 measure.judge를 비워 두세요"),
+    "error.judge.kind": ("measure.judge {name} is a {kind}, not a CLIP or SigLIP model (it has no image and text "
+                         "features)",
+                         "measure.judge {name}: {kind} 모델이라 CLIP이나 SigLIP 모델이 아닙니다 (그림·글 특징이 없음)"),
     "error.validation.no_usable": ("validation.path {path}: no usable pictures (run check-dataset on it for details), "
                                    "or leave it empty", "validation.path {path}: 쓸 수 있는 그림이 없습니다(자세한 "
                                    "내용은 그 폴더에 check-dataset을 실행해 보세요). 아니면 비워 두세요"),

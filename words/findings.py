@@ -15,16 +15,18 @@ TEXTS = {
                                    "overflows",
                                    "fp16 손실 스케일이 계속 커져 {step}스텝에 {peak}(2^{power:.0f})까지 올라감: 그라디언트가 오래 "
                                    "아주 작았다는 뜻이고, 이제는 {limit:.2g}보다 큰 fp16 그라디언트는 모두 넘침(overflow)"),
-    "finding.grad_spike": ("{n} gradient-norm spike(s) over {factor:g}× the running median, first at step {step}",
-                           "그라디언트 norm이 최근 중앙값의 {factor:g}배를 넘은 스텝 {n}개, 처음은 {step}스텝"),
+    "finding.grad_spike": ("{n} gradient-norm spike(s) over {factor:g}× the largest of the steps before it (their 95th "
+                           "percentile), first at step {step}",
+                           "그라디언트 norm이 직전 스텝들의 큰 값(95번째 백분위수)의 {factor:g}배를 넘은 스텝 {n}개, "
+                           "처음은 {step}스텝"),
     "finding.clip_saturated": ("{share:.0%} of steps were clipped at {max_norm:g}: clipping, not the lr, sets the step size",
                                "스텝의 {share:.0%}가 {max_norm:g}에서 잘림: 학습률이 아니라 클리핑이 보폭을 정하고 있음"),
     "finding.loss_trending_up": ("the loss is trending up: late mean {late:.4g} vs early {early:.4g}",
                                  "손실이 오르는 추세: 후반 평균 {late:.4g}, 초반 {early:.4g}"),
     "finding.weight_norm_growth": ("the LoRA weights' norm grew {growth:.0%} (step {s0}: {first:.4g} → step {s1}: {last:.4g}); "
-                                   "the seeds' 'burnt colours, rough lines' over-training",
+                                   "the weights are being pushed far from where they started",
                                    "LoRA 가중치 norm이 {growth:.0%} 커짐 ({s0}스텝 {first:.4g} → {s1}스텝 {last:.4g}); "
-                                   "색이 타고 선이 거칠어지는 과적합 신호"),
+                                   "가중치가 시작점에서 멀리 밀려나는 중"),
     "finding.dose_over": ("dose lr × steps × alpha/rank = {dose:.3g}, above the preset's zone ({low:g}–{high:g}): "
                           "expect over-training (memorised poses, burnt colours)",
                           "학습량(학습률 × 스텝 × alpha/rank) = {dose:.3g}, 프리셋 권장 구간({low:g}–{high:g})보다 큼: "
@@ -43,8 +45,27 @@ TEXTS = {
     "finding.slowdown_memory": ("; training held {reserved:.2f} GiB of device memory{free}",
                                 ". 학습이 장치 메모리 {reserved:.2f} GiB를 쓰는 중{free}"),
     "finding.slowdown_free": (", {free:.2f} GiB left free on the device", ", 장치에 남은 메모리 {free:.2f} GiB"),
-    "finding.sample_burn": ("samples drift in saturation/contrast from step 0 (burn {burn:.2f} at step {step}, {kind})",
-                            "샘플의 채도·대비가 0스텝보다 과해짐 ({step}스텝 {kind}, 탐 지수 {burn:.2f})"),
+    "finding.sample_burn": ("samples are more saturated or harsher than the training pictures (burn {burn:.2f} at step {step}, {kind})",
+                            "샘플의 채도·대비가 학습 그림보다 과해짐 ({step}스텝 {kind}, 탐 지수 {burn:.2f})"),
+    "finding.prior_drift": ("what the model draws without the trigger moved: prior drift {drift:.2f} at step {step} "
+                            "(limit {limit:g}); prompts without the trigger are changing",
+                            "트리거 없이 그리는 것이 움직임: {step}스텝 기반 이탈 {drift:.2f} (한도 {limit:g}). 트리거 "
+                            "없는 프롬프트가 바뀌고 있음"),
+    "finding.memorising": ("the training pictures' loss fell away from the held-out pictures' ({mem:+.0%} at step "
+                           "{step}, limit {limit:+.0%}): the LoRA is memorising its pictures",
+                           "학습 그림의 손실만 검증 그림보다 크게 내려감 ({step}스텝 {mem:+.0%}, 한도 {limit:+.0%}): "
+                           "LoRA가 그림을 외우는 중"),
+    "finding.picture_outlier": ("the trigger learned {count} training picture(s) unlike the rest: {pictures}. Open "
+                                "them beside their captions: a picture that does not show the subject, or a caption "
+                                "that leaves out what the picture shows, is the usual cause; fix the caption or "
+                                "remove the picture",
+                                "트리거가 학습 그림 {count}장을 나머지와 다르게 배움: {pictures}. 캡션과 나란히 열어 "
+                                "보세요. 대상이 없는 그림이나 그림에 보이는 것을 빠뜨린 캡션이 흔한 원인입니다. 캡션을 "
+                                "고치거나 그림을 빼세요"),
+    "finding.picture_outlier.high": ("{picture} (the trigger carries it far more than the others)",
+                                     "{picture} (트리거가 다른 그림보다 훨씬 많이 떠맡음)"),
+    "finding.picture_outlier.low": ("{picture} (the trigger carries it far less: does its caption describe the subject's look?)",
+                                    "{picture} (트리거가 훨씬 덜 떠맡음: 캡션이 대상의 생김새를 적고 있지 않은가?)"),
     "finding.leakage": ("the no-trigger sample drifts from the base model's (leakage {leak:.2f} at step {step}): "
                         "the LoRA is leaking into everything",
                         "트리거 없는 샘플이 기반 모델의 그림에서 멀어짐 ({step}스텝 누출 {leak:.2f}): 다른 것까지 물들고 있음"),

@@ -19,5 +19,10 @@ TEXTS = {
     "plot.count": ("pictures", "그림 수"),
     "plot.val_loss": ("Validation loss", "검증 손실"),
     "plot.val_best": ("lowest validation loss", "가장 낮은 검증 손실"),
+    "plot.trigger_hold": ("trigger hold", "트리거 장악"),
+    "plot.prior_drift": ("prior drift", "기반 이탈"),
+    "plot.recommended": ("recommended save", "추천 체크포인트"),
+    "plot.model_measures": ("What the model learned, per save (dotted: the verdict's lines)",
+                            "체크포인트별로 모델이 배운 것 (점선: 판정 기준선)"),
     "plot.no_series": ("neither run has this", "두 실행 모두 이 값이 없습니다"),
 }

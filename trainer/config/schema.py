@@ -233,6 +233,22 @@ class ValidationConfig(_Section):
         return bool(self.path) or self.holdout > 0
 
 
+class MeasureConfig(_Section):
+    """The doctor's measures from the run's own model (trainer/train/probes.py), at fixed pictures, timesteps and
+    noise: does the trigger alone bring the subject, how far no-trigger predictions moved, which picture the
+    trigger learns unlike the rest."""
+
+    enabled: bool = True
+    pictures: int = Field(24, ge=1, le=1000)
+    """At most this many pictures of each set (the subject's, the prior's) are scored, spread over the folder."""
+    timesteps: int = Field(3, ge=1, le=50)
+    """Fixed timesteps, spread evenly over the noise schedule, each picture is scored at."""
+    seed: int = Field(0, ge=0, le=2**32 - 1)
+    """The fixed noise's seed."""
+    judge: str = ""
+    """A CLIP or SigLIP model (local folder or hub id) that reads the sample pictures too; "" = none."""
+
+
 class GuardConfig(_Section):
     enabled: bool = True
     """Off: no finiteness checks or decisions (benchmarks only; a NaN then reaches the weights)."""
@@ -271,6 +287,7 @@ class Config(_Section):
     save: SaveConfig = Field(default_factory=SaveConfig)
     sample: SampleConfig = Field(default_factory=SampleConfig)
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
+    measure: MeasureConfig = Field(default_factory=MeasureConfig)
     guard: GuardConfig = Field(default_factory=GuardConfig)
     dose: DoseConfig = Field(default_factory=DoseConfig)
 

@@ -10,6 +10,7 @@ import hashlib
 import json
 import math
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,15 @@ def epoch_batches(samples: list[Sample], batch_size: int, seed: int, epoch: int)
         batches.extend(pool[i : i + batch_size] for i in range(0, len(pool), batch_size))
     rng.shuffle(batches)
     return batches
+
+
+def without_trigger(caption: str, trigger: str) -> str:
+    """``caption`` with every whole-word ``trigger`` taken out, and the commas it leaves tidied."""
+    if not trigger.strip():
+        return caption
+    bare = re.sub(rf"(?<!\w){re.escape(trigger.strip())}(?!\w)", "", caption)
+    parts = [" ".join(p.split()) for p in bare.split(",")]
+    return ", ".join(p for p in parts if p)
 
 
 def process_caption(caption: str, cfg, rng: random.Random) -> str:

@@ -4,6 +4,7 @@ shows (the LoRA dataset), and measures computed from its pictures (likeness, adh
 ``world`` draws and captions; ``datasets`` writes its datasets to disk; ``measures`` reads pictures back. See each module's docstring.
 """
 
+from trainer.demo import judge  # registers the demo's picture measures as a judge  # noqa: F401
 from trainer.demo.datasets import write_character_dataset, write_prior_dataset, write_world_dataset
 from trainer.demo.measures import (
     adherence,

@@ -18,11 +18,18 @@ from trainer.doctor.guard import MIN_LOSS_SCALE
 from trainer.message import Msg, msg
 from trainer.run.events import as_float
 
-SPIKE_FACTOR = 10.0  # a grad-norm this many times the running median is a spike
+# A grad-norm this many times the 95th percentile of the steps before it is a spike. A diffusion LoRA's gradient
+# norm is heavy-tailed (each step draws its own timesteps): on healthy demo runs of the character's pictures in a
+# plain folder (scripts/doctor_calibration.py: 0.1x and 1x the lr, three seeds) single steps reached 33x the
+# running median but at most 7.8x its 95th percentile (11.8x with no convolution LoRA); 10x the lr stayed under 5x.
+SPIKE_FACTOR = 20.0
+SPIKE_QUANTILE = 0.95
 SPIKE_WINDOW = 50
 CLIP_SATURATED_SHARE = 0.8  # most steps clipped: clipping sets the step size, not the lr
 LOSS_UP_RATIO = 1.25  # late loss this much above the early loss (after warmup)
-WEIGHT_GROWTH_RATIO = 0.5  # ‖B·A‖-like growth: the LoRA's weight norm grew by this share of its start
+# The LoRA's weight norm grew by this share of its start. Measured on the demo character in a plain folder: healthy
+# runs grew 0.05-0.15 (0.1x the lr) and 0.6-0.7 (1x), one without convolution LoRA 2.0, 10x the lr 3.7.
+WEIGHT_GROWTH_RATIO = 2.5
 STALLED_UPDATE_RATIO = 1e-6  # ‖Δw over 10 steps‖ / ‖w‖ below this: nothing is being learned
 EMA_DRIFT_LIMIT = 0.5
 # The fp16 loss scale (torch GradScaler: an overflow skips the step and halves the scale; growth_interval clean
@@ -179,12 +186,12 @@ def grad_spike_finding(rows: list[dict]) -> Finding | None:
     norms = [(r["step"], _f(r, "grad_norm")) for r in _applied(rows)]
     spikes = []
     for i in range(10, len(norms)):
-        window = [v for _, v in norms[max(0, i - SPIKE_WINDOW) : i] if v is not None and math.isfinite(v)]
+        window = sorted(v for _, v in norms[max(0, i - SPIKE_WINDOW) : i] if v is not None and math.isfinite(v))
         step, v = norms[i]
         if window and v is not None and math.isfinite(v):
-            med = statistics.median(window)
-            if med > 0 and v > SPIKE_FACTOR * med:
-                spikes.append((step, v, med))
+            high = window[min(len(window) - 1, int(SPIKE_QUANTILE * len(window)))]
+            if high > 0 and v > SPIKE_FACTOR * high:
+                spikes.append((step, v, high))
     if not spikes:
         return None
     return Finding(

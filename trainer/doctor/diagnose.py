@@ -29,6 +29,9 @@ LEVEL_WEIGHT = {"error": 1.0, "warning": 0.6, "info": 0.3}
 NONFINITE_WEIGHT = 5.0
 # An lr a hundred times the preset's explains more than anything it caused, the non-finite values included.
 LR_FIRST_WEIGHT = 6.0
+# Ten times off, it weighs as much as the strongest measure: a model measure saying "under" on a run at 100x the
+# lr (the weights wrecked before the trigger learned anything) must not come before "back to the preset's lr".
+LR_FAR_WEIGHT = 1.0
 WEAK_SIGNAL_FACTOR = 0.25  # a signal that is weak evidence on this run's model (trainer.doctor.verdict.weak_signals)
 CAUSE_STRENGTH = ((1.0, "strong"), (0.5, "moderate"), (0.0, "weak"))  # a cause's score, in words
 
@@ -61,8 +64,10 @@ def collect_findings(run_dir: Path, config: Config | None = None, with_samples: 
         from trainer.doctor.pictures import sample_findings  # numpy and PIL: only when there are pictures
 
         findings += sample_findings(paths.samples)
+    from trainer.doctor.model_measures import model_findings
     from trainer.doctor.risks import lr_far_finding
 
+    findings += model_findings(paths.root)
     lr_far = lr_far_finding(config)
     findings += [lr_far] if lr_far else []
     for ev in events:
@@ -75,11 +80,13 @@ def collect_findings(run_dir: Path, config: Config | None = None, with_samples: 
 
 def earlier_checkpoint(verdict) -> int | None:
     """The checkpoint "use an earlier checkpoint" means for this run (a Verdict or its JSON): the verdict's, when
-    a later one exists; None when the run has no earlier checkpoint to use."""
+    a later one exists and it is a fit save; None when the run has no earlier checkpoint worth using."""
     v = verdict if isinstance(verdict, dict) else verdict.to_json()
     steps = [c["step"] for c in v.get("checkpoints") or []]
     rec = v.get("recommended_step")
-    return rec if rec is not None and steps and rec < max(steps) else None
+    fit = {c["step"] for c in v.get("checkpoints") or [] if c["label"] == "fit"}
+    # an earlier save that is itself over-trained fixes nothing: then the dose has to come down
+    return rec if rec is not None and steps and rec < max(steps) and rec in fit else None
 
 
 def change_refusal(config: Config, change: Any) -> str | None:
@@ -112,6 +119,8 @@ def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[s
             change = None
             applicable = True
             detail: Msg | dict[str, str] = {"en": p.text("detail", "en"), "ko": p.text("detail", "ko")}
+            if p.unless_set and _setting(config, p.unless_set):
+                applicable = False  # the run already does it (prior images on a run that had them)
             if p.id == "earlier_checkpoint" and verdict is not None:
                 step = earlier_checkpoint(verdict)
                 applicable = step is not None  # never a checkpoint the run does not have
@@ -135,6 +144,11 @@ def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[s
                 "lesser": rc.cause.id in lesser, "step": p.step,
             })
     return out
+
+
+def _setting(config: Config, key: str) -> Any:
+    section, name = key.split(".", 1)
+    return getattr(getattr(config, section), name)
 
 
 def _loss_summary(rows: list[dict]) -> dict[str, Any]:
@@ -178,7 +192,8 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
         raise UserError(msg("error.run.not_a_run", run_dir=run_dir))
     config = _load_config(paths)
     findings = collect_findings(paths.root, config)
-    from trainer.doctor.verdict import LABEL_TEXT, run_verdict, symptom_lean
+    from trainer.doctor.symptoms import symptom_lean
+    from trainer.doctor.verdict import LABEL_TEXT, run_verdict
 
     verdict = run_verdict(paths.root, findings=findings)
     kb = load_kb()
@@ -187,8 +202,8 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
         if f.signal in kb.signals:
             # A non-finite failure outranks any number of softer findings: it is what stopped the run.
             weight = NONFINITE_WEIGHT if f.signal.startswith("nonfinite_") else LEVEL_WEIGHT[f.level]
-            if f.signal == "lr_far_from_preset" and f.level == "error":
-                weight = LR_FIRST_WEIGHT
+            if f.signal == "lr_far_from_preset":
+                weight = LR_FIRST_WEIGHT if f.level == "error" else LR_FAR_WEIGHT
             if f.signal in verdict.weak_signals:
                 weight *= WEAK_SIGNAL_FACTOR
             signals[f.signal] = max(signals.get(f.signal, 0.0), weight)

@@ -12,7 +12,8 @@ from trainer.message import msg
 from trainer.run.rundir import RunPaths
 
 if TYPE_CHECKING:
-    from trainer.doctor.verdict import CheckpointVerdict, Observation
+    from trainer.doctor.evidence import Observation
+    from trainer.doctor.verdict import CheckpointVerdict
 
 VAL_RISE = 0.05  # a validation loss this far (relative) above the lowest of an earlier save counts as a rise
 
@@ -43,7 +44,7 @@ def validation_observation(step: int, values: dict[int, float]) -> Observation |
     when it is within :data:`VAL_RISE` of the lowest of all the saves, a line saying so that points nowhere (a
     low validation loss says the LoRA is not memorising, not that it has learned enough), which is why the
     recommendation may be a save other than the lowest one."""
-    from trainer.doctor.verdict import Observation
+    from trainer.doctor.evidence import Observation
 
     here = values.get(step)
     if here is None or len(values) < 2:

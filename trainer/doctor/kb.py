@@ -102,6 +102,7 @@ class Prescription(Entry):
     TEXTS = ("title", "detail")
     change: Change | None = None
     step: Literal["dataset", "review"] | None = None  # where the user acts on advice that is no setting
+    unless_set: str | None = None  # a config key (section.name): advice that does not apply once it is set
 
 
 class Checklist(Entry):

@@ -1,10 +1,11 @@
-"""What a run's sample pictures show, step by step: leakage, burn, and on the demo character likeness and adherence;
-the dose each step reached; and the same pictures' findings while the run trains."""
+"""What a run's sample pictures show, step by step: burn (colours past the training pictures' own), pixel drift
+of no-trigger pictures from the base model's, and what a registered picture judge reads (likeness, adherence,
+leakage: :mod:`trainer.doctor.judges`); the dose each step reached; and the same pictures' findings while the
+run trains."""
 
 from __future__ import annotations
 
 import functools
-import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -15,10 +16,11 @@ from PIL import Image
 
 from trainer.config.schema import Config
 from trainer.doctor.detectors import Finding
+from trainer.doctor.judges import SamplePicture, reader_for
 from trainer.errors import UserError
 from trainer.io import read_jsonl
 from trainer.message import msg
-from trainer.picture_measures import burn, leakage_scores
+from trainer.picture_measures import burn_from_stats, colour_stats, leakage_scores
 from trainer.run.contents import load_run_config, sample_manifests
 from trainer.run.rundir import RunPaths
 from trainer.run.samples import prompt_kind, sample_key
@@ -26,16 +28,16 @@ from trainer.run.samples import prompt_kind, sample_key
 LEAKAGE_LIMIT = 0.5  # the no-trigger sample has drifted this far from the base model's: the LoRA leaks
 
 
-BURN_LIMIT = 0.5  # trigger samples this burnt against step 0: colours deepen, lines roughen
+BURN_LIMIT = 0.5  # trigger samples this far past the training pictures' own saturation, contrast, clipping, edges
 
 
 ADHERENCE_SLACK = 0.15  # adherence this far under its best counts as "the prompt starts to be ignored"
 
 
-BASE_LIKENESS_LIMIT = 0.3  # step 0 looking this much like the character: the likeness measure is void
-
-
 MEASURE_SIDE = 128  # pictures are measured at most this big: the measures need shapes and colours, not detail
+
+
+DATA_PICTURES = 64  # the training pictures' colours are read from at most this many of them
 
 
 def _picture(path: str | Path) -> np.ndarray:
@@ -44,25 +46,6 @@ def _picture(path: str | Path) -> np.ndarray:
         if max(im.size) > MEASURE_SIDE:
             im.thumbnail((MEASURE_SIDE, MEASURE_SIDE), Image.Resampling.BICUBIC)
         return np.asarray(im)
-
-
-def trains_the_demo_character(config: Config) -> bool:
-    """Whether the run trained the built-in demo character: the demo's dataset folder and trigger. Only then are
-    the demo world's measures used (and the demo imported)."""
-    if not (Path(config.dataset.path) / "demo_manifest.json").is_file():
-        return False
-    from trainer.demo import TRIGGER
-
-    return config.dataset.trigger == TRIGGER
-
-
-def _demo_expectations(config: Config) -> dict[str, dict[str, Any]] | None:
-    """prompt text → what a good demo picture shows, when this run trained the built-in demo character."""
-    if not trains_the_demo_character(config):
-        return None
-    from trainer.demo import demo_prompt_specs
-
-    return {p.prompt: p.expected for p in demo_prompt_specs()}
 
 
 def measure_steps(run_dir: str | Path) -> list[dict[str, Any]]:
@@ -94,56 +77,119 @@ def _measured(root: Path, stamp: tuple) -> tuple[dict[str, Any], ...]:
     return tuple(_measure_steps(root))
 
 
-def _measure_steps(run_dir: Path) -> list[dict[str, Any]]:
+def _base_pictures(base: dict[str, Any]) -> dict[tuple, tuple[dict[str, Any], Path]]:
+    """Step 0's live samples (the base model's pictures) by prompt and seed."""
+    return {sample_key(s): (s, Path(base["dir"]) / s["file"]) for s in base["samples"]
+            if s.get("weights", "live") == "live" and (Path(base["dir"]) / s["file"]).is_file()}
+
+
+def _step_pictures(m: dict[str, Any], ref: dict[tuple, tuple[dict[str, Any], Path]]) -> list[SamplePicture]:
+    out = []
+    for s in m["samples"]:
+        path = Path(m["dir"]) / s["file"]
+        if s.get("weights", "live") != "live" or sample_key(s) not in ref or not path.is_file():
+            continue
+        out.append(SamplePicture(s, _picture(path), _picture(ref[sample_key(s)][1])))
+    return out
+
+
+def _run_pictures(run_dir: Path) -> tuple[list[dict[str, Any]], dict[tuple, Any], Config | None] | None:
+    """The run's sample manifests, step 0's pictures by prompt and seed, and its config (None when unreadable);
+    None when step 0 was never sampled."""
     manifests = sample_manifests(run_dir)
     base = next((m for m in manifests if m["step"] == 0), None)
     if base is None:
-        return []
+        return None
     try:
-        expected = _demo_expectations(load_run_config(run_dir))
+        config: Config | None = load_run_config(run_dir)
     except UserError:
-        expected = None
-    # a picture is compared with step 0's of the same prompt and seed (several seeds per prompt: each its own)
-    ref = {sample_key(s): Path(base["dir"]) / s["file"] for s in base["samples"] if s.get("weights", "live") == "live"}
-    if expected is not None:
-        from trainer.demo import measures as demo
+        config = None
+    return manifests, _base_pictures(base), config
 
-        # likeness only means something where the base model does not already "show" the character (pure
-        # noise from an untrained tiny model is full of magenta and yellow)
-        base_like = [demo.likeness(_picture(ref[sample_key(s)])) for s in base["samples"]
-                     if sample_key(s) in ref and s["kind"] != "no_trigger" and ref[sample_key(s)].is_file()]
-        if not base_like or float(np.mean(base_like)) >= BASE_LIKENESS_LIMIT:
-            expected = None
+
+def judge_rows(run_dir: Path, reader_of: Callable[[Config | None, list[SamplePicture]], Any]) -> list[dict[str, Any]]:
+    """Per sampled step after 0, the means of what ``reader_of(config, step-0 pictures)``'s reader says of each
+    sample (nothing when it returns None)."""
+    found = _run_pictures(run_dir)
+    if found is None:
+        return []
+    manifests, ref, config = found
+    base_pics = [SamplePicture(s, _picture(p), _picture(p)) for s, p in ref.values()]
+    read = reader_of(config, base_pics)
+    if read is None:
+        return []
+    out = []
+    for m in manifests:
+        if m["step"] == 0:
+            continue
+        values: dict[str, list[float]] = {}
+        for pic in _step_pictures(m, ref):
+            for k, v in read(pic).items():
+                values.setdefault(k, []).append(v)
+        out.append({"step": m["step"], **{k: float(np.mean(v)) for k, v in values.items()}})
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _data_colours(folder: str, stamp: tuple) -> dict[str, float] | None:
+    from trainer.data.folders import IMAGE_SUFFIXES
+
+    files = sorted(p for p in Path(folder).rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
+    step = max(1, len(files) // DATA_PICTURES)
+    stats = []
+    for p in files[::step][:DATA_PICTURES]:
+        try:
+            stats.append(colour_stats(_picture(p)))
+        except (OSError, ValueError):
+            continue
+    if not stats:
+        return None
+    # the data's own most: a LoRA that draws the subject in its own colours has not burnt it
+    return {k: float(np.percentile([s[k] for s in stats], 90)) for k in stats[0]}
+
+
+def data_colours(config: Config | None) -> dict[str, float] | None:
+    """The training pictures' colour statistics (the 90th percentile of each): what burn is measured against.
+    None when the dataset folder is not here (a run from another machine)."""
+    if config is None or not Path(config.dataset.path).is_dir():
+        return None
+    root = Path(config.dataset.path)
+    return _data_colours(str(root.resolve()), (root.stat().st_mtime_ns,))
+
+
+def _measure_steps(run_dir: Path) -> list[dict[str, Any]]:
+    run = _run_pictures(run_dir)
+    if run is None:
+        return []
+    manifests, ref, config = run
+    data = data_colours(config)
+    found: list = []
+
+    def reader(config, base_pictures):
+        hit = reader_for(config, base_pictures)
+        found.append(hit[0] if hit else None)
+        return hit[1] if hit else None
+
+    judged = {r["step"]: {**r, "judge": found[0].name} for r in judge_rows(run_dir, reader)}
     out = []
     for m in manifests:
         if m["step"] == 0:
             continue
         row: dict[str, Any] = {"step": m["step"], "leakage": None, "drift": None, "burn": None,
-                               "likeness": None, "adherence": None}
-        burns, likes, adh, leaks, drifts = [], [], [], [], []
-        for s in m["samples"]:
-            if s.get("weights", "live") != "live" or sample_key(s) not in ref:
-                continue
-            path = Path(m["dir"]) / s["file"]
-            if not path.is_file() or not ref[sample_key(s)].is_file():
-                continue
-            img, ref_img = _picture(path), _picture(ref[sample_key(s)])
-            if s["kind"] == "no_trigger":
-                # the demo world's pictures can be read: count what changed rather than pixels that moved
-                scores = (demo.world_leakage_scores if expected is not None else leakage_scores)(img, ref_img)
-                leaks.append(scores["leakage"])
-                drifts.append(scores["drift"])
-            else:
-                burns.append(burn(img, ref_img)["burn_score"])
-                if expected is not None:
-                    likes.append(demo.likeness(img))
-                    if s["prompt"] in expected:
-                        adh.append(demo.adherence(img, expected[s["prompt"]]))
+                               "likeness": None, "adherence": None, "judge": None}
+        by_kind: dict[str, list[float]] = {}  # a prompt kind's burn over its pictures (seeds)
+        leaks = []
+        for pic in _step_pictures(m, ref):
+            if pic.record["kind"] == "no_trigger":
+                leaks.append(leakage_scores(pic.image, pic.base_image)["drift"])
+            elif data is not None:
+                by_kind.setdefault(pic.record["kind"], []).append(burn_from_stats(colour_stats(pic.image), data, same_content=False)["burn_score"])
         if leaks:
-            row["leakage"], row["drift"] = float(np.mean(leaks)), float(np.mean(drifts))
+            row["leakage"] = row["drift"] = float(np.mean(leaks))
+        burns = [b for values in by_kind.values() for b in values]
         row["burn"] = float(np.mean(burns)) if burns else None
-        row["likeness"] = float(np.mean(likes)) if likes else None
-        row["adherence"] = float(np.mean(adh)) if adh else None
+        row["burn_by_kind"] = {k: float(np.mean(v)) for k, v in by_kind.items()}
+        row.update(judged.get(m["step"], {}))
         out.append(row)
     return out
 
@@ -171,49 +217,14 @@ def dose_by_step(run_dir: str | Path, config: Config | None = None) -> dict[int,
 # ------------------------------------------------------------------------------- live findings
 
 
-def _leakage_measure(run_dir: Path) -> Callable[[Any, Any], dict[str, float]]:
-    """Pixel drift from step 0 on any run; on the demo character's run the character showing up counts too (the
-    demo's measure looks for its magenta body, which means nothing on a user's pictures)."""
-    try:
-        demo = trains_the_demo_character(load_run_config(run_dir))
-    except UserError:
-        demo = False
-    if not demo:
-        return leakage_scores
-    from trainer.demo.measures import leakage_scores as demo_leakage_scores
-
-    return demo_leakage_scores
-
-
 def sample_findings(samples_dir: Path) -> list[Finding]:
-    """Burn (saturation/contrast drift from step 0) and leakage (the no-trigger sample drifting from the base), as
-    findings while the run trains; the verdict reads :func:`measure_steps`."""
-    manifests = sorted(samples_dir.glob("step-*/manifest.json"))
-    if len(manifests) < 2:
-        return []
-    leakage_of = _leakage_measure(samples_dir.parent)
-    base_dir = manifests[0].parent
-    base = {sample_key(s): s for s in json.loads(manifests[0].read_text())["samples"] if s["weights"] == "live"}
-    burn_hits, leak_hits = [], []
-    for m in manifests[1:]:
-        data = json.loads(m.read_text())
-        burns: dict[tuple[int, str], list[float]] = {}  # (prompt index, kind) -> burn per seed
-        leaks: list[float] = []
-        for s in data["samples"]:
-            if s["weights"] != "live" or sample_key(s) not in base:
-                continue
-            img = Image.open(m.parent / s["file"]).convert("RGB")
-            ref = Image.open(base_dir / base[sample_key(s)]["file"]).convert("RGB")
-            burns.setdefault((s["index"], s["kind"]), []).append(burn(img, ref)["burn_score"])
-            if s["kind"] == "no_trigger":
-                leaks.append(leakage_of(img, ref)["leakage"])
-        for (_, kind), values in burns.items():  # a prompt's pictures over their seeds
-            b = sum(values) / len(values)
-            if b > BURN_LIMIT:
-                burn_hits.append((data["step"], kind, b))
-        leak = sum(leaks) / len(leaks) if leaks else 0.0
-        if leak > LEAKAGE_LIMIT:
-            leak_hits.append((data["step"], leak))
+    """Burn (trigger samples past the training pictures' own colours) and leakage (the no-trigger sample moving
+    from the base model's: a judge's reading where one applies, else its pixels), as findings while the run
+    trains; the verdict reads :func:`measure_steps`."""
+    rows = measure_steps(samples_dir.parent)
+    burn_hits = [(r["step"], kind, b) for r in rows for kind, b in (r.get("burn_by_kind") or {}).items()
+                 if b > BURN_LIMIT]
+    leak_hits = [(r["step"], r["leakage"]) for r in rows if r["leakage"] is not None and r["leakage"] > LEAKAGE_LIMIT]
     out = []
     if burn_hits:
         step, kind, b = burn_hits[0]

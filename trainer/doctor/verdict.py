@@ -3,12 +3,15 @@
 Plan, Review, Troubleshoot and the guard's alert all read it from here, so they cannot disagree. The seeds'
 rule is "judge by pictures, not by the loss", so the evidence is weighed by how much it can be trusted:
 
-- **strong**: the guard's non-finite alert (the run broke), and on the demo character the measures of what
-  the pictures show (likeness, adherence to the prompt, whether no-trigger pictures still show the world);
-- **moderate**: the dose ``lr × steps × alpha/rank`` against the preset's zone (a rule of thumb), and for any
-  other run the pixel measures of the pictures (leakage, burn against step 0);
-- **weak**: burn on the demo character (its own saturated magenta and yellow raise it against the base's
-  pictures: README, "Demo status") and trends of the numbers (loss, weight norm, gradient spikes).
+- **strong**: the guard's non-finite alert (the run broke); the run's own model at each save, for any subject
+  (:mod:`trainer.doctor.model_measures`: does the trigger carry the subject, did what the model draws without it
+  move, is it memorising); and a picture judge's reading where one applies (:mod:`trainer.doctor.judges`:
+  likeness, adherence to the prompt, whether no-trigger pictures still show what the base drew);
+- **moderate**: where nothing strong was measured, the dose ``lr × steps × alpha/rank`` against the preset's zone
+  (a rule of thumb) and the pixel measures of the pictures (drift of no-trigger pictures, burn past the training
+  pictures' colours);
+- **weak**: the same dose and pixels once a strong measure exists (supporting evidence, never the decider), and
+  trends of the numbers (loss, weight norm, gradient spikes).
 
 The strongest tier that says anything decides; within a tier, broken > over > under > fit. A weak score never
 decides while anything stronger speaks: it is listed as a weak observation, not shown as the verdict.
@@ -25,38 +28,29 @@ from typing import Any
 
 from trainer.config.choices import optimizer_spec
 from trainer.config.schema import Config
+from trainer.doctor.evidence import (  # the evidence's vocabulary, used by every reader of a verdict
+    LABEL_TEXT,
+    STRENGTH_WEIGHT,
+    Observation,
+    decide,
+)
 from trainer.io import read_jsonl
 from trainer.message import Msg, msg
 from trainer.run.rundir import RunPaths
 
-LABELS = ("fit", "under", "over", "broken")
-STRENGTHS = ("strong", "moderate", "weak")
-# how much a score of each strength counts when checkpoints are compared (likeness + adherence - leakage - burn)
-STRENGTH_WEIGHT = {"strong": 1.0, "moderate": 0.6, "weak": 0.25}
-LIKENESS_SHOWS = 0.5  # demo: at this likeness the character is there (stripes, eyes, hat), see measures.likeness
-# On the demo character the pictures are read for what they show; the pixel scores the detectors compute for any
-# run (burn, pixel leakage) move with its own saturated colours and with any weight change on a model this small.
-DEMO_WEAK_SIGNALS = ("sample_burn", "leakage")
-
-# each label and strength for people (worded in words/verdict.py)
-LABEL_TEXT = {label: Msg(f"verdict.label.{label}") for label in LABELS}
-STRENGTH_TEXT = {strength: Msg(f"verdict.strength.{strength}") for strength in STRENGTHS}
-
-
-@dataclass(frozen=True)
-class Observation:
-    """One piece of evidence: what was seen, which verdict it points to (None: no direction), how far to trust it."""
-
-    source: str  # guard | pictures | dose | numbers
-    points_to: str | None  # one of LABELS, or None
-    strength: str  # one of STRENGTHS
-    text: Msg | dict[str, str]  # a dict: a finding worded before codes
-    signal: str | None = None  # the knowledge-base signal it is, when it is one (the diagnosis ranks causes by it)
-
-    def line(self, outweighed: bool = False) -> Msg:
-        """The observation for people, with its strength in words; ``outweighed`` when the verdict went the other way."""
-        return msg("verdict.line_outweighed" if outweighed else "verdict.line", text=self.text,
-                   strength=STRENGTH_TEXT[self.strength])
+LIKENESS_SHOWS = 0.5  # a judge's likeness from which the subject is there (the demo's: stripes, eyes, hat)
+# Calibrated on the demo world's pictures in a plain folder (scripts/doctor_calibration.py, README "Is the doctor
+# right?"): the model-only verdict against the demo's picture measures at every save of 0.1x / 1x / 10x the lr.
+# Demo saves the pictures call under reached a trigger hold of at most 0.471, fit ones at least 0.476: a thin margin
+# at three timesteps (measure.timesteps), so a save near the line is read beside its neighbours.
+HOLD_SHOWS = 0.475  # trigger hold from which the trigger alone brings the subject
+# Healthy demo saves drifted 0.25-0.94 (one 1.07), without prior images 1.2-1.7, at 10x the lr 1.9-5.3.
+DRIFT_LIMIT = 1.1  # prior drift past which what the model draws without the trigger has moved
+HOLD_GROWS = 0.05  # an under-trained save whose hold is not this far above an earlier save's has stopped learning
+MEMO_LIMIT = 0.5  # memorisation past which the training pictures pull away from the held-out ones
+# Once something strong was measured, the pixel scores (they move with any weight change on a small model and
+# with a subject's own colours) are weak beside it.
+PIXEL_SIGNALS = ("sample_burn", "leakage")
 
 
 @dataclass(frozen=True)
@@ -103,16 +97,6 @@ class Verdict:
         return out
 
 
-def decide(observations: list[Observation] | tuple[Observation, ...]) -> str:
-    """The label the strongest tier of evidence gives; within a tier broken > over > under > fit."""
-    for tier in STRENGTHS:
-        said = {o.points_to for o in observations if o.strength == tier and o.points_to in LABELS}
-        for label in ("broken", "over", "under", "fit"):
-            if label in said:
-                return label
-    return "fit"
-
-
 # ------------------------------------------------------------------------------------------------- plan
 
 
@@ -156,42 +140,76 @@ def _fmt(v: float | None) -> str:
     return "—" if v is None else f"{v:.2f}"
 
 
-def _picture_observations(row: dict[str, Any], demo: bool, best_adherence: float | None) -> list[Observation]:
+def _picture_observations(row: dict[str, Any], measured: bool, best_adherence: float | None) -> list[Observation]:
+    """A judge's reading, as strong as that judge is trusted, where one applied; the pixel scores, moderate alone
+    and weak beside a strong measure (``measured``: the model measures or a judge)."""
+    from trainer.doctor.judges import judge_named
     from trainer.doctor.pictures import ADHERENCE_SLACK, BURN_LIMIT, LEAKAGE_LIMIT
 
+    judge = judge_named(row.get("judge"))
+    judged = judge is not None
+    trust = judge.strength if judge is not None else "moderate"
     obs = []
     like, adh, leak, burn = row.get("likeness"), row.get("adherence"), row.get("leakage"), row.get("burn")
-    if demo and like is not None:
+    if judged and like is not None:
         if like < LIKENESS_SHOWS:
-            obs.append(Observation("pictures", "under", "strong",
+            obs.append(Observation("pictures", "under", trust,
                                    msg("verdict.no_likeness", like=like, shows=LIKENESS_SHOWS), "low_likeness"))
         else:
-            obs.append(Observation("pictures", "fit", "strong", msg("verdict.likeness", like=like)))
-    # a save that has not learned the character follows the prompt no better: adherence drops mean overfitting
-    # only once the character is there (the seeds' "more alike, but poses drift to the data's")
+            obs.append(Observation("pictures", "fit", trust, msg("verdict.likeness", like=like)))
+    # a save that has not learned the subject follows the prompt no better: adherence drops mean overfitting
+    # only once the subject is there (the seeds' "more alike, but poses drift to the data's")
     shows = like is None or like >= LIKENESS_SHOWS
-    if demo and shows and adh is not None and best_adherence is not None and adh < best_adherence - ADHERENCE_SLACK:
-        obs.append(Observation("pictures", "over", "strong", msg("verdict.low_adherence", adh=adh, best=best_adherence),
+    if judged and shows and adh is not None and best_adherence is not None and adh < best_adherence - ADHERENCE_SLACK:
+        obs.append(Observation("pictures", "over", trust, msg("verdict.low_adherence", adh=adh, best=best_adherence),
                                "low_adherence"))
+    pixel = "weak" if measured and not judged else "moderate"
     if leak is not None:
-        strength = "strong" if demo else "moderate"  # the demo reads what a picture shows; others count pixels
+        strength = trust if judged else pixel  # a judge reads what a picture shows; without one, pixels
         if leak > LEAKAGE_LIMIT:
             obs.append(Observation("pictures", "over", strength, msg("verdict.leakage", leak=leak, limit=LEAKAGE_LIMIT),
                                    "leakage"))
-        elif demo:
+        elif judged:
             obs.append(Observation("pictures", "fit", "moderate", msg("verdict.no_leakage", leak=leak)))
     if burn is not None and burn > BURN_LIMIT:
-        if demo:
-            obs.append(Observation("pictures", "over", "weak", msg("verdict.demo_burn", burn=burn), "sample_burn"))
+        obs.append(Observation("pictures", "over", "weak" if measured else "moderate",
+                               msg("verdict.burn", burn=burn, limit=BURN_LIMIT), "sample_burn"))
+    return obs
+
+
+def model_observations(m: dict[str, Any], dose_reached_zone: bool = True) -> list[Observation]:
+    """What the run's own model says of one save (a row of :func:`trainer.doctor.model_measures.measures_by_step`).
+    ``dose_reached_zone``: the save's dose is at least the bottom of the preset's zone; a hold that stopped growing
+    below it is explained by the dose (0.1x the lr), from there on by the LoRA's room (no convolution LoRA)."""
+    obs = []
+    hold, drift, mem, before = m.get("trigger_hold"), m.get("prior_drift"), m.get("memorisation"), m.get("hold_before")
+    if hold is not None:
+        if hold < HOLD_SHOWS and dose_reached_zone and before is not None and hold <= before + HOLD_GROWS:
+            # more dose no longer helps: what is missing is room in the LoRA, not steps
+            obs.append(Observation("model", "under", "strong",
+                                   msg("verdict.hold_plateau", hold=hold, before=before, shows=HOLD_SHOWS),
+                                   "trigger_hold_plateau"))
+        elif hold < HOLD_SHOWS:
+            obs.append(Observation("model", "under", "strong", msg("verdict.low_trigger_hold", hold=hold, shows=HOLD_SHOWS),
+                                   "low_trigger_hold"))
         else:
-            obs.append(Observation("pictures", "over", "moderate", msg("verdict.burn", burn=burn, limit=BURN_LIMIT),
-                                   "sample_burn"))
+            obs.append(Observation("model", "fit", "strong", msg("verdict.trigger_hold", hold=hold)))
+    if drift is not None:
+        if drift > DRIFT_LIMIT:
+            obs.append(Observation("model", "over", "strong", msg("verdict.prior_drift", drift=drift, limit=DRIFT_LIMIT),
+                                   "prior_drift"))
+        else:
+            obs.append(Observation("model", "fit", "moderate", msg("verdict.prior_kept", drift=drift)))
+    if mem is not None and mem > MEMO_LIMIT:
+        obs.append(Observation("model", "over", "strong", msg("verdict.memorising", mem=mem, limit=MEMO_LIMIT),
+                               "memorising"))
     return obs
 
 
 def checkpoint_verdicts(run_dir: str | Path, config: Config | None = None) -> list[CheckpointVerdict]:
     """A verdict for every saved checkpoint (live weights; the final save when there is no other), oldest first."""
     from trainer.doctor.held_out import val_loss_by_step, validation_observation
+    from trainer.doctor.model_measures import measures_by_step
     from trainer.doctor.pictures import dose_by_step, measure_steps
     from trainer.run.contents import load_run_config
 
@@ -201,23 +219,31 @@ def checkpoint_verdicts(run_dir: str | Path, config: Config | None = None) -> li
     if not steps:
         return []
     measured = {r["step"]: r for r in measure_steps(run_dir)}
+    model = measures_by_step(run_dir)
     vals = val_loss_by_step(run_dir)
     doses = dose_by_step(run_dir, config)
-    demo = any(r.get("likeness") is not None for r in measured.values())
-    # an optimizer that sets its own step size (a dose note) makes the lr a multiplier: the dose is not comparable
-    dose_strength = "weak" if optimizer_spec(config.optim.optimizer).dose_note else "moderate"
+    judged = any(r.get("likeness") is not None for r in measured.values())
+    strong = judged or any(m.get("trigger_hold") is not None for m in model.values())
+    # an optimizer that sets its own step size (a dose note) makes the lr a multiplier: the dose is not comparable;
+    # and once the model or a judge was measured, the dose only supports
+    dose_strength = "weak" if strong or optimizer_spec(config.optim.optimizer).dose_note else "moderate"
     out = []
     best_adh: float | None = None  # the best adherence up to this save: overfitting is a fall from an earlier peak
     for step in steps:
         obs: list[Observation] = []
-        row = {**measured.get(step, {}), **({"val_loss": vals[step]} if step in vals else {})} or None
+        mrow = {k: v for k, v in model.get(step, {}).items()
+                if k in ("trigger_hold", "trigger_gain", "prior_drift", "memorisation")}
+        mrow["hold_before"] = max((m["trigger_hold"] for s, m in model.items()
+                                   if 0 < s < step and m.get("trigger_hold") is not None), default=None)
+        row = {**measured.get(step, {}), **mrow, **({"val_loss": vals[step]} if step in vals else {})} or None
+        dose = doses.get(step)
         if row is not None:
             adh, like = row.get("adherence"), row.get("likeness")
             if adh is not None and (like is None or like >= LIKENESS_SHOWS):
                 best_adh = adh if best_adh is None else max(best_adh, adh)
-            obs += _picture_observations(row, demo, best_adh)
+            obs += model_observations(row, dose is None or dose >= config.dose.fit_low)
+            obs += _picture_observations(row, strong, best_adh)
         obs += [o for o in [validation_observation(step, vals)] if o is not None]
-        dose = doses.get(step)
         if dose is not None:
             obs.append(_dose_observation(dose, config.dose.fit_low, config.dose.fit_high, dose_strength,
                                          msg("verdict.where_step", step=step)))
@@ -229,10 +255,13 @@ def checkpoint_verdicts(run_dir: str | Path, config: Config | None = None) -> li
 
 
 def _score(c: CheckpointVerdict) -> float:
-    """likeness + adherence − leakage − burn on the demo character, burn weighted as the weak score it is there."""
+    """How good a fit save is: a judge's likeness + adherence − leakage − burn (weak), else the model's trigger
+    gain and prior drift, each against its threshold."""
     m = c.measures
-    return ((m.get("likeness") or 0.0) + (m.get("adherence") or 0.0) - (m.get("leakage") or 0.0)
-            - STRENGTH_WEIGHT["weak"] * (m.get("burn") or 0.0))
+    if m.get("likeness") is not None:
+        return ((m.get("likeness") or 0.0) + (m.get("adherence") or 0.0) - (m.get("leakage") or 0.0)
+                - STRENGTH_WEIGHT["weak"] * (m.get("burn") or 0.0))
+    return (m.get("trigger_hold") or 0.0) / HOLD_SHOWS - (m.get("prior_drift") or 0.0) / DRIFT_LIMIT
 
 
 def _recommend(cvs: list[CheckpointVerdict], config: Config) -> int | None:
@@ -242,7 +271,7 @@ def _recommend(cvs: list[CheckpointVerdict], config: Config) -> int | None:
         return None
     fits = lowest_validation([c for c in cvs if c.label == "fit"])
     if fits:
-        if any(c.measures.get("likeness") is not None for c in fits):
+        if any(c.measures.get("likeness") is not None or c.measures.get("trigger_hold") is not None for c in fits):
             return max(fits, key=lambda c: (_score(c), -c.step)).step
         middle = math.sqrt(config.dose.fit_low * config.dose.fit_high)
         return min(fits, key=lambda c: (abs(math.log(max(c.dose or 1e-12, 1e-12) / middle)), -c.step)).step
@@ -323,10 +352,10 @@ def run_verdict(run_dir: str | Path, findings: list[Any] | None = None) -> Verdi
     for c in others:
         lines.append(msg("verdict.other_checkpoint", step=c.step, label=LABEL_TEXT[c.label], evidence=c.evidence[0]))
     lines += [o.line(outweighed=o.points_to not in (None, label)) for o in run_obs if o.points_to != "broken"]
-    demo = any(c.measures.get("likeness") is not None for c in cvs)
-    # where the pictures were measured, the trends of the numbers are weak beside them (the seeds: judge by
-    # pictures, not by the loss); on the demo so are the pixel scores
-    weak = (DEMO_WEAK_SIGNALS if demo else ()) + (WEAK_NUMBER_SIGNALS if any(c.measures for c in cvs) else ())
+    strong = any(c.measures.get("likeness") is not None or c.measures.get("trigger_hold") is not None for c in cvs)
+    # where the pictures or the model were measured, the trends of the numbers are weak beside them (the seeds:
+    # judge by pictures, not by the loss), and so are the pixel scores
+    weak = (PIXEL_SIGNALS if strong else ()) + (WEAK_NUMBER_SIGNALS if any(c.measures for c in cvs) else ())
     deciding = next((c for c in cvs if c.label == label), rec)  # the first save that shows the run's verdict
     observations = tuple(run_obs) + (rec.observations if rec else ()) + (
         deciding.observations if deciding is not None and deciding is not rec else ())
@@ -348,49 +377,3 @@ def _summary(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken: 
         return msg("verdict.summary.under", last=last)
     where = msg("verdict.least_pushed", step=rec) if rec is not None else ""
     return msg("verdict.summary.over", where=where)
-
-
-# ----------------------------------------------------------------------------------- reading a symptom
-
-
-def _json(verdict: Verdict | dict[str, Any]) -> dict[str, Any]:
-    return verdict.to_json() if isinstance(verdict, Verdict) else verdict
-
-
-def symptom_causes(symptom_id: str, verdict: Verdict | dict[str, Any] | None, config: Config | None = None):
-    """A symptom's causes as (cause, lesser): those that agree with the run's verdict first in the knowledge
-    base's order, then those that point away from it ("undertrained" for "not alike" on a run judged over)."""
-    from trainer.doctor.kb import load_kb
-
-    causes = load_kb().causes_for(symptom_id, config)
-    label = None if verdict is None or _json(verdict).get("forecast") else _json(verdict)["label"]
-    marked = [(c, bool(label and c.leans and label not in c.leans)) for c in causes]
-    return [m for m in marked if not m[1]] + [m for m in marked if m[1]]
-
-
-def symptom_lean(symptom_id: str, config: Config | None = None) -> str | None:
-    """The verdict a symptom points to by itself: its most likely cause's, when that cause points to one."""
-    from trainer.doctor.kb import load_kb
-
-    causes = load_kb().causes_for(symptom_id, config)
-    return causes[0].leans[0] if causes and len(causes[0].leans) == 1 else None
-
-
-def symptom_reading(symptom_id: str, verdict: Verdict | dict[str, Any] | None,
-                    config: Config | None = None) -> Msg | None:
-    """How to read a symptom the user picked when the run's evidence says otherwise: None when they agree (or the
-    symptom points nowhere in particular), else one paragraph saying what it more likely means and why."""
-    from trainer.doctor.kb import load_kb
-
-    lean = symptom_lean(symptom_id, config)
-    if verdict is None or lean is None:
-        return None
-    v = _json(verdict)
-    if v.get("forecast") or lean == v["label"]:
-        return None
-    title = {lang: load_kb().symptom(symptom_id).text("title", lang) for lang in ("en", "ko")}
-    why = v["evidence"][0] if v.get("evidence") else ""
-    rec = v.get("recommended_step")
-    use = msg("verdict.check_step", step=rec) if rec is not None and v["label"] in ("fit", "over") else ""
-    return msg("verdict.reading", label=LABEL_TEXT[v["label"]], why=why, title=title,
-               meaning=Msg(f"verdict.meaning.{v['label']}"), use=use)

@@ -132,3 +132,26 @@ def save_pipeline(pipe, out_dir: str | Path, single_file: bool = False) -> Path:
     path = out / "model.safetensors"
     save_single_file(pipe, path)
     return path
+
+
+def save_tiny_clip_judge(out_dir: str | Path, seed: int = 0) -> Path:
+    """A random-weight ``CLIPModel`` of the real class with its processor (the offline CLIP tokenizer, a 32 px image
+    processor), saved as a folder ``measure.judge`` loads the way it loads a real one from the hub."""
+    import torch
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor
+
+    from trainer.models.tokenizer import clip_tokenizer
+
+    torch.manual_seed(seed)
+    config = CLIPConfig(
+        text_config={"hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 4, "num_hidden_layers": 2,
+                     "vocab_size": 49408, "max_position_embeddings": 77},
+        vision_config={"hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 4, "num_hidden_layers": 2,
+                       "image_size": 32, "patch_size": 8},
+        projection_dim=16,
+    )
+    out = Path(out_dir)
+    CLIPModel(config).save_pretrained(out)
+    images = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    CLIPProcessor(image_processor=images, tokenizer=clip_tokenizer()).save_pretrained(out)
+    return out

@@ -38,6 +38,11 @@ class RunPaths:
         return self.root / "metrics.jsonl"
 
     @property
+    def measures(self) -> Path:
+        """The doctor's model measures, one row per measured step (trainer/train/probes.py)."""
+        return self.root / "measures.jsonl"
+
+    @property
     def events(self) -> Path:
         return self.root / "events.jsonl"
 

@@ -28,10 +28,12 @@ from trainer.train.commands import Commands
 from trainer.train.distributed import Dist
 from trainer.train.ema import LoraEMA
 from trainer.train.feeding import FeedingMixin
+from trainer.train.hooks import Hooks
 from trainer.train.loss import LossMixin
 from trainer.train.measures import MeasuresMixin
 from trainer.train.outputs import OutputsMixin
 from trainer.train.preparation import PreparationMixin
+from trainer.train.probes import ProbesMixin
 from trainer.train.recovery import RecoveryMixin
 from trainer.train.state import DataPosition, TrainState
 from trainer.train.validation import ValidationMixin
@@ -52,22 +54,6 @@ class RunResult:
     @property
     def exit_code(self) -> int:
         return EXIT_CODES[self.status]
-
-
-class Hooks:
-    """Test seams: override to inject faults. Production runs use this no-op base."""
-
-    def before_step(self, trainer: Trainer) -> None: ...
-
-    def after_backward(self, trainer: Trainer) -> None: ...
-
-    def batch_latents(self, trainer: Trainer, latents: torch.Tensor) -> torch.Tensor:
-        return latents
-
-    def noise(self, trainer: Trainer, noise: torch.Tensor) -> torch.Tensor:
-        return noise
-
-    def after_step(self, trainer: Trainer) -> None: ...
 
 
 def run_training(
@@ -103,7 +89,7 @@ def run_training(
     return result
 
 
-class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, ValidationMixin, RecoveryMixin,
+class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, ValidationMixin, ProbesMixin, RecoveryMixin,
               OutputsMixin):
     def __init__(self, config: Config, sink: Sink | None, commands: Commands, dist: Dist, hooks: Hooks):
         self.config = config
@@ -124,6 +110,7 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Validati
         self._pixels: dict[tuple[int, int], Any] = {}
         self._findings_emitted: set[str] = set()
         self.held_out, self.validation = [], None  # the validation loss's pictures (prepare_data)
+        self.probes, self.probe_timesteps = {}, []  # the model measures' pictures (prepare_data, step 0)
 
     # The run state's parts, read (and, for counters, written) through the one TrainState.
     @property
@@ -204,6 +191,8 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Validati
         accum = cfg.train.grad_accum
         if self.global_step == 0 and cfg.sample.enabled and 0 in self.plan.sample_steps:
             self.sample(0)
+        if self.global_step == 0 and self.probes_due(0):
+            self.probe(0)
         assert self.state is not None  # built by prepare_optimization
         pos = self.state.position
         while self.global_step < self.total_steps:
@@ -327,6 +316,10 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Validati
         if cfg.sample.enabled and ((step in self.plan.sample_steps and step < self.total_steps)
                                    or self.commands.take_sample()):
             self.sample(step)
+        if self.probes_due(step):
+            self.probe(step)
+            if cfg.guard.detectors:
+                self.run_detectors()  # what the model measures warn of, at once
         return "stop" if stop else "pause" if pause else "continue"
 
     # ------------------------------------------------------------------------------------- endings

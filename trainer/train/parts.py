@@ -76,6 +76,8 @@ class TrainerParts:
     # the validation loss's held-out pictures (preparation) and their encoded set; None without validation
     held_out: list[Any]
     validation: Any
+    probes: dict[str, Any]  # the model measures' picture sets (probes.ProbesMixin.build_probes)
+    probe_timesteps: list[int]
     # the step's pictures when latents are not cached (feeding)
     hooks: Any
     _loader: ThreadPoolExecutor | None
@@ -111,5 +113,7 @@ class TrainerParts:
         def _encoder(self) -> LatentCache: ...
 
         def validation_set(self) -> Any: ...
+
+        def build_probes(self) -> None: ...
 
         def held_out_folder(self) -> list[Any]: ...

@@ -127,6 +127,7 @@ class PreparationMixin(TrainerParts):
                                     cache=te_frozen and not captions_are_augmented(cfg.dataset))
         self.latents: LatentCache | None = None
         self.validation = self.validation_set() if cfg.validation.enabled else None  # while the VAE is here
+        self.build_probes()
         if cfg.dataset.cache_latents:
             disk = Path(cfg.save.output_dir) / ".cache" / "latents" if cfg.dataset.cache_to_disk else None
             if disk is not None:

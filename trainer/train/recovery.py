@@ -25,6 +25,10 @@ class RecoveryMixin(TrainerParts):
 
         found = metric_findings(list(self._rows), self.plan.to_json(), self.config)
         assert self.paths is not None
+        if self.probes:
+            from trainer.doctor.model_measures import model_findings
+
+            found += model_findings(self.paths.root)
         if final and self.paths.samples.is_dir():
             found += sample_findings(self.paths.samples)
         for f in found:

@@ -43,6 +43,8 @@ def build(ui: UI) -> None:
     ui.add("rec_md", gr.Markdown("", elem_id="ld-recommend"))
     ui.add("grid_html", gr.HTML("", elem_id="ld-grid"))
     ui.add("leak_df", gr.Dataframe(interactive=False, label=t("measures", lang), elem_id="ld-measures"), "measures")
+    ui.add("model_plot", gr.Plot(visible=False, elem_id="ld-model-measures", show_label=False))
+    ui.add("model_md", gr.Markdown("", elem_id="ld-model-meaning"))
     with gr.Row():
         ui.add("ckpt", gr.Dropdown(choices=[], label=t("checkpoint", lang), scale=3, allow_custom_value=True), "checkpoint")
         ui.add("sweep_btn", gr.Button(t("sweep", lang), scale=0), "sweep", "value")
@@ -147,7 +149,7 @@ def wire(ui: UI) -> None:
           api_name="download", message="review_msg")
 
 
-VIEW_OUTPUTS = ["grid_html", "leak_df", "rec_md", "ckpt", "review_msg"]
+VIEW_OUTPUTS = ["grid_html", "leak_df", "model_plot", "model_md", "rec_md", "ckpt", "review_msg"]
 
 
 def review_view(ui: UI, review_run: str | None, lang: str) -> dict[str, Any]:
@@ -163,6 +165,7 @@ def review_view(ui: UI, review_run: str | None, lang: str) -> dict[str, Any]:
     return {
         "grid_html": grid_html(grid, rec["step"] if rec else None, lang, verdicts),
         "leak_df": measures_table(run, lang, rec),
+        **model_measures_view(run, rec["step"] if rec else None, lang),
         "rec_md": recommendation_markdown(rec, lang),
         "ckpt": gr.Dropdown(choices=labels, value=value),
         "review_msg": "",
@@ -213,21 +216,41 @@ def grid_html(grid: dict[str, Any], recommended: int | None, lang: str, verdicts
             f"<tbody>{''.join(rows)}</tbody></table>")
 
 
+def model_measures_view(run: Path, recommended: int | None, lang: str) -> dict[str, Any]:
+    """The model measures' chart over the saves, and one line on what each means (hidden without them)."""
+    from trainer.doctor import verdict
+    from trainer.doctor.model_measures import measures_by_step
+
+    from ..plots import model_measures_figure
+
+    rows = {s: r for s, r in measures_by_step(run).items() if r.get("trigger_hold") is not None}
+    if len(rows) < 2:
+        return {"model_plot": gr.Plot(visible=False), "model_md": ""}
+    fig = model_measures_figure(rows, recommended, verdict.HOLD_SHOWS, verdict.DRIFT_LIMIT, lang)
+    return {"model_plot": gr.Plot(value=fig, visible=True),
+            "model_md": t("model_measures_meaning", lang, shows=verdict.HOLD_SHOWS, limit=verdict.DRIFT_LIMIT)}
+
+
 def measures_table(run: Path, lang: str, rec: dict[str, Any] | None = None) -> Any:
+    from trainer.doctor.model_measures import measures_by_step
+
     doses = pictures.dose_by_step(run)
     verdicts = checkpoint_labels(rec.get("verdict") if rec else None, lang)
     measured = {r["step"]: r for r in pictures.measure_steps(run)}
+    model = {s: r for s, r in measures_by_step(run).items() if s > 0}
     vals = val_loss_by_step(run)  # the validation loss, when the run held pictures out for it
     best = min(vals, key=lambda s: (vals[s], s)) if vals else None
     rows = []
-    for step in sorted(set(measured) | set(vals)):
-        r = measured.get(step, {})
-        row = [step, verdicts.get(step, "—"), _num(doses.get(step)), _num(r.get("leakage")), _num(r.get("burn")),
+    for step in sorted(set(measured) | set(vals) | set(model)):
+        r, m = measured.get(step, {}), model.get(step, {})
+        row = [step, verdicts.get(step, "—"), _num(doses.get(step)), _num(m.get("trigger_hold")),
+               _num(m.get("trigger_gain")), _num(m.get("prior_drift")), _num(r.get("leakage")), _num(r.get("burn")),
                _num(r.get("likeness")), _num(r.get("adherence"))]
         if vals:  # the lowest so far is marked: advisory, nothing is deleted
             row.append(_num(vals.get(step)) + (" ★" if step == best else ""))
         rows.append(row)
-    headers = [t("step", lang), t("col_verdict", lang), t("col_dose", lang), t("col_leakage", lang),
+    headers = [t("step", lang), t("col_verdict", lang), t("col_dose", lang), t("col_trigger_hold", lang),
+               t("col_trigger_gain", lang), t("col_prior_drift", lang), t("col_leakage", lang),
                t("col_burn", lang), t("col_likeness", lang), t("col_adherence", lang)]
     return gr.Dataframe(value=rows, headers=headers + ([t("col_val_loss", lang)] if vals else []))
 

@@ -12,8 +12,9 @@ import gradio as gr
 import words
 from trainer.config.schema import diff_configs
 from trainer.doctor.diagnose import cause_strength, change_refusal, earlier_checkpoint
+from trainer.doctor.evidence import STRENGTH_TEXT
 from trainer.doctor.kb import GROUPS, apply_change, describe_change, load_kb, moves_as_meant
-from trainer.doctor.verdict import STRENGTH_TEXT, symptom_causes, symptom_reading
+from trainer.doctor.symptoms import symptom_causes, symptom_reading
 from trainer.errors import UserError
 from trainer.run.contents import load_run_config
 from trainer.run.rundir import list_runs, run_status

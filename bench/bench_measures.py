@@ -1,0 +1,85 @@
+"""What the doctor's model measures cost: the demo run with them on against off, side by side.
+
+    python bench/bench_measures.py [--threads 2] [--pairs 1] [--steps 0]
+
+Each run is the README's default demo run (preset ``demo-character``: the character's 20 pictures, the 30 prior
+scenes, checkpoints and samples at 400 / 800 / 1200 / 1392 steps) in its own process, alternating on and off so a
+busy machine slows both alike. Printed: wall time of each run, the seconds the measures themselves took (from
+``measures.jsonl``) and the on/off ratio. ``--steps N`` trains N steps instead of the preset's (a quick look).
+Measure alone: two torch processes on 2 cores slow each other far more than 2x. Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+CHILD = r"""
+import json, sys, time
+from pathlib import Path
+sys.path.insert(0, {repo!r})
+import torch
+torch.set_num_threads({threads})
+from trainer.config.schema import from_dict
+from trainer.demo.datasets import write_character_dataset, write_prior_dataset
+from trainer.train.loop import run_training
+root = Path({root!r})
+if not (root / "data").is_dir():
+    write_character_dataset(root / "data")
+    write_prior_dataset(root / "prior")
+raw = {{"preset": "demo-character", "dataset": {{"path": str(root / "data"), "trigger": "zxc",
+       "reg_path": str(root / "prior")}}, "save": {{"output_dir": str(root / "runs-{label}")}},
+       "measure": {{"enabled": {enabled}}}}}
+if {steps}:
+    raw["train"] = {{"max_steps": {steps}}}
+t0 = time.perf_counter()
+result = run_training(from_dict(raw))
+wall = time.perf_counter() - t0
+rows = [json.loads(l) for l in open(result.run_dir / "measures.jsonl")] if (result.run_dir / "measures.jsonl").is_file() else []
+print(json.dumps({{"wall": wall, "status": result.status, "measured": sum(r["seconds"] for r in rows),
+                   "points": len(rows)}}))
+"""
+
+
+def one(label: str, enabled: bool, root: Path, threads: int, steps: int) -> dict:
+    code = CHILD.format(repo=str(REPO), threads=threads, root=str(root), label=label,
+                        enabled="True" if enabled else "False", steps=steps)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(threads)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--pairs", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=0)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        ons, offs = [], []
+        for i in range(args.pairs):
+            for enabled in ((True, False) if i % 2 == 0 else (False, True)):
+                r = one(f"{'on' if enabled else 'off'}{i}", enabled, root, args.threads, args.steps)
+                (ons if enabled else offs).append(r)
+                print(f"pair {i + 1}: measures {'on ' if enabled else 'off'}: {r['wall']:.1f} s"
+                      + (f" (the measures themselves: {r['measured']:.1f} s at {r['points']} points)" if enabled else ""),
+                      flush=True)
+        on = sum(r["wall"] for r in ons) / len(ons)
+        off = sum(r["wall"] for r in offs) / len(offs)
+        measured = sum(r["measured"] for r in ons) / len(ons)
+        print(f"demo run, model measures on/off: {on:.1f} s / {off:.1f} s = {on / off:.3f} "
+              f"(measures {measured:.1f} s = {measured / off:.1%} of the run without them)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

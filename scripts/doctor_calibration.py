@@ -1,0 +1,187 @@
+#!/usr/bin/env python
+"""Is the doctor right on a run that is not the demo? The demo character's pictures as a user's folder.
+
+    python scripts/doctor_calibration.py                     # train what is missing, then print the tables
+    python scripts/doctor_calibration.py --print-only        # the tables from the runs already in --work
+
+The demo character's 20 pictures and the 30 prior scenes are written into plain folders (no demo manifest), and
+the ``demo-character`` preset trains on them at 0.1x, 1x and 10x its lr with training seeds 42, 1 and 2, then
+with one thing wrong whose dose stays in the zone (no convolution LoRA; no prior images). The app judges each
+save as it would judge a user's run: from the model measures alone (``trainer.doctor.model_measures``). Because
+the pictures are the demo world's, the truth can be measured afterwards with the demo's own picture measures
+(likeness, prompt adherence, leakage: ``trainer.demo.judge``), which the app never sees on such a folder.
+
+Printed: per save, the model measures, the demo measures, both verdicts and whether they agree; the run's
+verdict and the diagnosis's first cause in both languages; Spearman rank correlations across saves between each
+model measure and its demo counterpart (trigger gain ~ likeness, prior drift ~ leakage).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np
+
+from trainer.config.schema import from_dict
+
+PRESET = "demo-character"
+FAILURES = {  # name -> settings that break the run while its dose stays in the zone
+    "no-conv": {"lora.conv_rank": 0},
+    "no-prior": {"dataset.reg_path": ""},
+    "one-wrong-picture": {"dataset.path": "my-character-one-wrong"},  # a healthy run, one picture not the subject
+}
+WRONG_PICTURE = "zxc_007.png"
+
+
+def write_plain_folders(root: Path) -> tuple[Path, Path]:
+    """The demo character's pictures and the prior scenes as a user would have them: no demo manifest."""
+    from trainer.demo.datasets import write_character_dataset, write_prior_dataset
+
+    data, prior = root / "my-character", root / "my-prior"
+    if not data.is_dir():
+        write_character_dataset(data)
+        (data / "demo_manifest.json").unlink()
+    if not prior.is_dir():
+        write_prior_dataset(prior)
+        for extra in prior.glob("*.json"):
+            extra.unlink()
+    wrong = root / "my-character-one-wrong"
+    if not wrong.is_dir():  # one picture that is not the character, its caption unchanged
+        from trainer.demo.world import Scene, render_scene
+
+        shutil.copytree(data, wrong)
+        render_scene(Scene("square", "blue", "sky", "center", "large"), 64).save(wrong / "10_zxc" / WRONG_PICTURE)
+    return data, prior
+
+
+def run_config(data: Path, prior: Path, out: Path, factor: float, seed: int, extra: dict):
+    from trainer.config.schema import apply_overrides
+
+    raw = {"preset": PRESET, "dataset": {"path": str(data), "trigger": "zxc", "reg_path": str(prior)},
+           "save": {"output_dir": str(out)}, "train": {"seed": seed}}
+    extra = {k: str(data.parent / v) if k == "dataset.path" else v for k, v in extra.items()}
+    cfg = from_dict(apply_overrides(raw, [f"{k}={json.dumps(v)}" for k, v in extra.items()]))
+    cfg.optim.lr = cfg.optim.lr * factor
+    return cfg
+
+
+def runs(args) -> list[tuple[str, dict, float, int]]:
+    out = [(f"lr{f:g}x-seed{s}", {}, f, s) for s in args.seeds for f in args.factors]
+    out.sort(key=lambda r: (r[2] != 1.0, r[3] != 42))  # the preset's own run first
+    if not args.skip_failures:
+        out[1:1] = [(f"{name}-seed42", extra, 1.0, 42) for name, extra in FAILURES.items()]
+    return out
+
+
+def train_missing(args, data: Path, prior: Path) -> None:
+    from trainer.train.loop import run_training
+
+    for name, extra, factor, seed in runs(args):
+        folder = args.work / "runs" / name
+        if any(folder.glob("*/*/final/lora.safetensors")):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        t0 = time.perf_counter()
+        result = run_training(run_config(data, prior, folder, factor, seed, extra))
+        print(f"{name}: {result.status} in {time.perf_counter() - t0:.0f} s", flush=True)
+
+
+def spearman(a: list[float], b: list[float]) -> float:
+    ra, rb = (np.argsort(np.argsort(x)).astype(float) for x in (a, b))
+    if ra.std() == 0 or rb.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def report(args) -> int:
+    from trainer.demo.judge import demo_checkpoint_labels, demo_measure_steps
+    from trainer.doctor.diagnose import diagnose
+    from trainer.doctor.model_measures import measures_by_step
+    from trainer.doctor.verdict import checkpoint_verdicts, run_verdict
+
+    pairs: dict[str, list[tuple[float, float, bool]]] = {"trigger hold ~ likeness": [], "prior drift ~ leakage": []}
+    agree = total = sweep_agree = sweep_total = 0
+    lines = ["| run | step | trigger hold | trigger gain | prior drift | likeness | adherence | leakage | demo verdict | "
+             "model verdict |", "|---|---|---|---|---|---|---|---|---|---|"]
+    verdict_lines = ["| run | the app's verdict | recommended | warnings | first cause (en) | first cause (ko) | "
+                     "first prescription |", "|---|---|---|---|---|---|---|"]
+    for name, _extra, _factor, _seed in runs(args):
+        run_dirs = sorted((args.work / "runs" / name).glob("*/*/final/lora.safetensors"))
+        if not run_dirs:
+            print(f"{name}: no finished run in {args.work}", file=sys.stderr)
+            continue
+        run_dir = run_dirs[-1].parent.parent
+        model = measures_by_step(run_dir)
+        demo = {r["step"]: r for r in demo_measure_steps(run_dir, force=True)}
+        demo_labels = demo_checkpoint_labels(run_dir, force=True)
+        for cv in checkpoint_verdicts(run_dir):
+            m, d = model.get(cv.step, {}), demo.get(cv.step, {})
+            truth = demo_labels.get(cv.step)
+            ok = truth == cv.label
+            agree += ok
+            total += truth is not None
+            if name.startswith("lr"):
+                sweep_agree += ok
+                sweep_total += truth is not None
+            lines.append(f"| {name} | {cv.step} | {_f(m.get('trigger_hold'))} | {_f(m.get('trigger_gain'))} | "
+                         f"{_f(m.get('prior_drift'))} | "
+                         f"{_f(d.get('likeness'))} | {_f(d.get('adherence'))} | {_f(d.get('leakage'))} | {truth} | "
+                         f"{cv.label}{'' if ok else ' ✗'} |")
+            for key, (mk, dk) in {"trigger hold ~ likeness": ("trigger_hold", "likeness"),
+                                  "prior drift ~ leakage": ("prior_drift", "leakage")}.items():
+                if m.get(mk) is not None and d.get(dk) is not None:
+                    pairs[key].append((m[mk], d[dk], truth == "over" or cv.label == "over"))
+        v = run_verdict(run_dir)
+        dg = diagnose(run_dir, write=False)
+        warned = sorted({f["signal"] + (" (weak)" if f["weak"] else "") for f in dg["observed"]
+                         if f["level"] in ("warning", "error")})
+        first = next((c for c in dg["causes"] if not c["lesser"]), None)
+        rx = next((p for p in dg["prescriptions"] if p["applicable"] and not p["lesser"]), None)
+        verdict_lines.append(f"| {name} | {v.label} | {v.recommended_step} | {', '.join(warned) or 'none'} | "
+                             f"{first['title']['en'] if first else '—'} | {first['title']['ko'] if first else '—'} | "
+                             f"{rx['title']['en'] if rx else '—'} |")
+    print("\n".join(lines))
+    print()
+    print("\n".join(verdict_lines))
+    print()
+    print(f"model-only verdict = demo-measure verdict at {sweep_agree} of {sweep_total} saves of the 0.1x / 1x / 10x "
+          f"runs, {agree} of {total} with the failing runs")
+    for key, values in pairs.items():
+        if values:
+            a, b, _ = zip(*values)
+            kept = [(x, y) for x, y, o in values if not o]
+            print(f"Spearman {key}: {spearman(list(a), list(b)):.2f} over all {len(values)} saves; "
+                  f"{spearman(*map(list, zip(*kept))):.2f} over the {len(kept)} that neither calls over")
+    return 0 if agree == total else 1
+
+
+def _f(v) -> str:
+    return "—" if v is None else f"{v:.2f}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--work", type=Path, default=Path("runs/doctor-calibration"))
+    ap.add_argument("--seeds", type=int, nargs="+", default=[42, 1, 2])
+    ap.add_argument("--factors", type=float, nargs="+", default=[0.1, 1.0, 10.0])
+    ap.add_argument("--skip-failures", action="store_true")
+    ap.add_argument("--print-only", action="store_true")
+    args = ap.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    data, prior = write_plain_folders(args.work)
+    if not args.print_only:
+        train_missing(args, data, prior)
+    return report(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,50 @@
+"""The doctor on a run that is not the demo: the demo character's pictures in a plain folder (no demo manifest),
+one of them replaced by a picture that is not the character, trained with the demo preset as a user would.
+
+The demo's own picture measures do not apply to such a folder, so the verdict rests on the run's own model; the
+truth is known (scripts/doctor_calibration.py measured it: the last saves are fit). A demo-size run: about
+2.5 minutes on 2 cores."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from trainer.config.schema import from_dict
+from trainer.demo.datasets import write_character_dataset, write_prior_dataset
+from trainer.demo.world import Scene, render_scene
+from trainer.doctor.diagnose import diagnose
+from trainer.train.loop import run_training
+
+WRONG = "zxc_007.png"
+
+
+@pytest.mark.slow
+def test_a_healthy_run_of_your_own_pictures_is_fit_warns_of_nothing_but_names_the_wrong_picture(tmp_path):
+    data, prior = tmp_path / "my-pictures", tmp_path / "my-prior"
+    write_character_dataset(data)
+    (data / "demo_manifest.json").unlink()  # a user's folder: nothing says it is the demo
+    write_prior_dataset(prior)
+    for extra in prior.glob("*.json"):
+        extra.unlink()
+    render_scene(Scene("square", "blue", "sky", "center", "large"), 64).save(data / "10_zxc" / WRONG)
+    cfg = from_dict({"preset": "demo-character",
+                     "dataset": {"path": str(data), "trigger": "zxc", "reg_path": str(prior)},
+                     "save": {"output_dir": str(tmp_path / "runs")}})
+    result = run_training(cfg)
+    assert result.status == "finished"
+    d = diagnose(result.run_dir)
+    v = d["verdict"]
+    assert v["label"] == "fit" and v["recommended_step"] in (1200, 1392)
+    assert any("trigger alone brings the subject" in e["en"] for e in v["evidence"])
+    # nothing the demo once silenced: no grad spikes, weight growth or burn on a healthy run
+    warned = {f["signal"] for f in d["observed"] if f["level"] in ("warning", "error")}
+    assert warned == {"picture_outlier"}, warned
+    outlier = next(f for f in d["observed"] if f["signal"] == "picture_outlier")
+    assert [p["picture"] for p in outlier["values"]["pictures"]] == [f"10_zxc/{WRONG}"]
+    assert WRONG in outlier["message"]["en"] and WRONG in outlier["message"]["ko"]
+    first = next(c for c in d["causes"] if not c["lesser"])
+    assert first["id"] == "data_problem"
+    shutil.rmtree(tmp_path / "runs", ignore_errors=True)

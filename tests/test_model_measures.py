@@ -1,0 +1,193 @@
+"""The doctor's measures from the run's own model (trainer/train/probes.py writes measures.jsonl,
+trainer/doctor/model_measures.py reads it) and the verdict they decide, on runs that are not the demo."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+import words
+from tests.helpers import tiny_config, write_toy_dataset
+from trainer.data.batches import without_trigger
+from trainer.doctor import model_measures, verdict
+from trainer.doctor.verdict import checkpoint_verdicts, run_verdict
+from trainer.io import atomic_write_text
+from trainer.run.rundir import RunPaths
+from trainer.train.probes import spread
+
+
+def test_the_trigger_is_taken_out_of_a_caption_as_a_whole_word():
+    assert without_trigger("zxc, on grass, left", "zxc") == "on grass, left"
+    assert without_trigger("a photo of zxc on grass", "zxc") == "a photo of on grass"
+    assert without_trigger("zxcv, zxc", "zxc") == "zxcv"  # a longer word that starts like it stays
+    assert without_trigger("zxc", "zxc") == ""
+    assert without_trigger("ohwx man, smiling", "ohwx man") == "smiling"
+    assert without_trigger("on grass", "") == "on grass"
+
+
+def test_spread_takes_pictures_from_the_whole_folder():
+    assert spread(list(range(10)), 4) == [0, 2, 5, 7]
+    assert spread([1, 2], 5) == [1, 2]
+
+
+def _write_measures(run: Path, rows: list[dict]) -> None:
+    atomic_write_text(RunPaths(run).measures, "".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _pic(with_t: float, without: float, alone: float | None = None) -> dict:
+    """One subject picture's row: its losses at two timesteps with the caption, without the trigger and with the
+    trigger alone."""
+    alone = with_t if alone is None else alone
+    return {"caption": [with_t] * 2, "bare": [without] * 2, "trigger": [alone] * 2}
+
+
+def _subject(with_t: float, without: float, n: int = 8, odd: dict[str, float] | None = None) -> dict:
+    out = {f"p{i}.png": _pic(with_t, without) for i in range(n)}
+    for k, v in (odd or {}).items():
+        out[k] = _pic(v, v)
+    return out
+
+
+def _moved(lora: float, base: float, move: float) -> dict:
+    return {"lora": [lora] * 2, "base": [base] * 2, "move": [move] * 2}
+
+
+def test_gain_drift_and_memorisation_are_read_against_step_0(tmp_path):
+    _write_measures(tmp_path, [
+        {"step": 0, "subject": {"a.png": _pic(0.10, 0.10, 0.12)}, "base_samples": {"s.png": _moved(0.2, 0.2, 0.0)},
+         "held_out": {"h.png": [0.10, 0.10]}},
+        {"step": 10, "subject": {"a.png": _pic(0.05, 0.08, 0.06)}, "base_samples": {"s.png": _moved(0.21, 0.2, 0.1)},
+         "prior": {"p.png": _moved(0.1, 0.2, 0.5)}, "held_out": {"h.png": [0.10, 0.10]}},
+        {"step": 10, "subject": {"a.png": _pic(0.04, 0.08, 0.06)}, "base_samples": {"s.png": _moved(0.21, 0.2, 0.1)},
+         "held_out": {"h.png": [0.10, 0.10]}},  # a rollback measured step 10 again: the last row wins
+    ])
+    m = model_measures.measures_by_step(tmp_path)
+    assert m[0]["trigger_gain"] == 0.0 and m[0]["prior_drift"] == 0.0 and m[0]["memorisation"] == 0.0
+    assert m[10]["trigger_gain"] == pytest.approx(0.5)  # (0.08 - 0.04) / 0.08
+    assert m[10]["trigger_hold"] == pytest.approx(0.5)  # 1 - 0.06 / 0.12: the trigger alone, against step 0
+    # the base model's own samples, never trained on, are preferred to the (trained) prior pictures
+    assert m[10]["prior_source"] == "base_samples" and m[10]["prior_drift"] == pytest.approx(0.5)
+    assert m[10]["memorisation"] == pytest.approx((0.10 / 0.04) / (0.10 / 0.10) - 1)
+
+
+def test_no_measures_file_means_no_measures(tmp_path):
+    assert model_measures.measures_by_step(tmp_path) == {}
+    assert model_measures.picture_outliers(tmp_path) == []
+
+
+def test_a_picture_the_trigger_learns_unlike_the_rest_is_named_and_a_tight_spread_names_none(tmp_path):
+    first = {f"p{i}.png": _pic(0.10, 0.10) for i in range(10)}
+    last = {f"p{i}.png": _pic(0.05 - 0.0005 * i, 0.06) for i in range(10)}  # gains 0.17-0.24
+    last["p0.png"] = _pic(0.01, 0.06)  # gain 0.83: the trigger carries this one (not the subject?)
+    last["p1.png"] = _pic(0.06, 0.06)  # gain 0: the caption explains it without the trigger
+    _write_measures(tmp_path, [{"step": 0, "subject": first}, {"step": 20, "subject": last}])
+    found = {o["picture"]: o["side"] for o in model_measures.picture_outliers(tmp_path)}
+    assert found == {"p0.png": "high"}  # p1 is 0.2 from the median: under OUTLIER_MIN_GAP
+    last["p1.png"] = _pic(0.12, 0.06)  # gain -1: far less
+    _write_measures(tmp_path, [{"step": 0, "subject": first}, {"step": 20, "subject": last}])
+    found = {o["picture"]: o["side"] for o in model_measures.picture_outliers(tmp_path)}
+    assert found == {"p0.png": "high", "p1.png": "low"}
+    even = {f"p{i}.png": _pic(0.05 - 0.0005 * i, 0.06) for i in range(10)}
+    _write_measures(tmp_path, [{"step": 0, "subject": first}, {"step": 20, "subject": even}])
+    assert model_measures.picture_outliers(tmp_path) == []
+
+
+def test_the_model_decides_the_save_and_the_dose_only_supports(tmp_path):
+    from tests.test_review import _world, fake_run
+
+    # a dose far over the zone: alone it would call every save over
+    run = fake_run(tmp_path, [10, 20, 30], lambda step, kind: _world(), lr=1.0, fit=(0.005, 0.05))
+    hold = verdict.HOLD_SHOWS
+    drift = verdict.DRIFT_LIMIT
+    _write_measures(run, [
+        {"step": 0, "subject": _subject(0.10, 0.10), "base_samples": {"s.png": _moved(0.2, 0.2, 0.0)}},
+        {"step": 10, "subject": _subject(0.10 * (1 - hold / 2), 0.10), "base_samples": {"s.png": _moved(0.2, 0.2, 0.0)}},
+        {"step": 20, "subject": _subject(0.10 * (1 - hold * 1.5), 0.10),
+         "base_samples": {"s.png": _moved(0.2, 0.2, 0.2 * drift / 2)}},
+        {"step": 30, "subject": _subject(0.10 * (1 - hold * 1.6), 0.10),
+         "base_samples": {"s.png": _moved(0.2, 0.2, 0.2 * drift * 2)}},
+    ])
+    labels = {c.step: c.label for c in checkpoint_verdicts(run)}
+    assert labels == {10: "under", 20: "fit", 30: "over"}
+    v = run_verdict(run)
+    assert v.label == "fit" and v.recommended_step == 20
+    text = " ".join(words.say(e, "en") for e in v.evidence)
+    assert "trigger alone brings the subject" in text and "outweighed" in text and "dose" in text
+    ko = " ".join(words.say(e, "ko") for e in v.evidence)
+    assert "트리거만으로 대상이 나옴" in ko
+    assert "prior_drift" in {o.signal for c in v.checkpoints if c.step == 30 for o in c.observations}
+
+
+@pytest.mark.slow
+def test_a_run_measures_its_own_model_at_step_0_each_save_and_the_end(tmp_path):
+    from trainer.train.loop import Hooks, run_training
+
+    class Twice(Hooks):
+        def __init__(self):
+            self.rows: list[dict] = []
+
+        def after_step(self, trainer):
+            if trainer.global_step == 3:
+                self.rows = [trainer.probe(3), trainer.probe(3)]
+
+    data = write_toy_dataset(tmp_path / "data", n=6)
+    cfg = tiny_config(data, tmp_path / "out", {"train.max_steps": 6, "save.every_steps": 3, "sample.enabled": True,
+                                                "measure.enabled": True,
+                                                "validation.holdout": 2})
+    hooks = Twice()
+    result = run_training(cfg, hooks=hooks)
+    assert result.status == "finished"
+    rows = model_measures.read_rows(result.run_dir)
+    assert sorted(rows) == [0, 3, 6]
+    first = rows[0]
+    assert len(first["subject"]) == 4 and len(first["held_out"]) == 2 and first["base_samples"]
+    assert all(v["move"] == [0.0] * 3 for v in first["base_samples"].values())  # step 0 is the base model
+    m = model_measures.measures_by_step(result.run_dir)
+    assert m[0]["trigger_gain"] == 0.0 and m[6]["prior_drift"] > 0.0
+    assert all(math.isfinite(m[s]["trigger_gain"]) for s in m)
+    # fixed pictures, timesteps and noise: the same weights give the same numbers
+    a, b = ({k: v for k, v in r.items() if k != "seconds"} for r in hooks.rows)
+    assert a == b and a["subject"] != first["subject"]
+    cvs = checkpoint_verdicts(result.run_dir)
+    assert [c.step for c in cvs] == [3, 6] and all(c.measures.get("trigger_hold") is not None for c in cvs)
+
+
+def test_a_clip_judge_reads_any_runs_pictures_against_the_base_models(tmp_path):
+    from tests.test_review import _world, fake_run
+    from tests.test_verdict import _character, _set_config
+    from trainer.doctor import pictures
+    from trainer.models.tiny import save_tiny_clip_judge
+
+    judge = save_tiny_clip_judge(tmp_path / "judge")
+    data = tmp_path / "data" / "1_mine"
+    data.mkdir(parents=True)
+    for i in range(3):
+        _character().save(data / f"{i}.png")
+
+    def picture(step: int, kind: str):
+        return _character() if step == 20 and kind != "no_trigger" else _world()
+
+    run = fake_run(tmp_path, [10, 20], picture)
+    assert all(r["judge"] is None for r in pictures.measure_steps(run))  # off unless set
+    _set_config(run, measure={"judge": str(judge)})
+    rows = {r["step"]: r for r in pictures.measure_steps(run)}
+    assert {r["judge"] for r in rows.values()} == {"clip"}
+    assert rows[10]["leakage"] == pytest.approx(0.0, abs=1e-5)  # the no-trigger picture is the base model's own
+    assert rows[10]["likeness"] == pytest.approx(0.0, abs=1e-5)  # and so is every trigger picture at step 10
+    assert rows[20]["likeness"] > 0.0  # the training pictures themselves: as close as the data
+    assert all(0.0 <= r[k] <= 1.0 for r in rows.values() for k in ("likeness", "adherence", "leakage"))
+    # an uncalibrated judge is moderate evidence: the run's model measures (when there are some) decide
+    obs = [o for c in checkpoint_verdicts(run) for o in c.observations if o.source == "pictures"]
+    assert obs and all(o.strength == "moderate" for o in obs if o.signal in ("low_likeness", None))
+
+
+def test_a_judge_that_cannot_be_loaded_is_named_with_what_to_do(tmp_path):
+    from trainer.doctor.clip_judge import load_judge
+    from trainer.errors import UserError
+
+    with pytest.raises(UserError) as e:
+        load_judge(str(tmp_path / "no-such-model"))
+    assert "measure.judge" in str(e.value) and "CLIP or SigLIP" in str(e.value)

@@ -1,0 +1,181 @@
+"""What the run's own model says about each measured step (``measures.jsonl``, written by
+:mod:`trainer.train.probes`), for any subject and any family:
+
+- ``trigger_hold``: how much better the model, given the trigger alone, denoises the subject's pictures than the
+  base model did with it (1 − the loss's ratio to step 0's, at the middle timesteps): does the trigger alone
+  bring the subject. This is what the verdict reads for "under": on the demo world's pictures in a plain folder
+  it follows the demo's likeness (scripts/doctor_calibration.py).
+- ``trigger_gain``: how much better the subject's pictures are denoised with the trigger in their captions than
+  with it taken out, relative to the loss without it, less the same at step 0 (0 at step 0). A trigger that
+  carries the subject makes the caption with it predict the picture better. Shown, not judged by: it follows the
+  trigger's own embedding more than the pictures (at 0.1x the lr it was the highest of all runs).
+- ``prior_drift``: how far the LoRA moved the prediction on pictures without the trigger (the base model's own
+  step-0 no-trigger samples, which it never trains on; without them the prior pictures), as a share of the base
+  model's own error on them (0 at step 0).
+- ``memorisation``: the held-out pictures' loss against the training pictures' at the same timesteps, as a change
+  from step 0's ratio (None without held-out pictures).
+- per picture: each training picture's own trigger gain, so one the trigger learned unlike the rest (a picture
+  that is not the subject, a caption that leaves out what it shows) can be named.
+
+Pure Python over the file: no torch, so Review and the diagnosis read it cheaply.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+from trainer.io import read_jsonl
+from trainer.message import chained, msg
+from trainer.run.rundir import RunPaths
+
+# A picture whose own trigger gain is this many robust deviations (MAD × 1.4826) from the others' stands apart.
+# Measured (scripts/doctor_calibration.py): one picture of the demo's 20 replaced by a world scene, its caption
+# kept, stood 9-11 deviations apart at every save; in healthy runs no picture stood more than 3.3 apart.
+OUTLIER_Z = 5.0
+OUTLIER_MIN_PICTURES = 6  # fewer pictures than this: no "the others" to stand apart from
+OUTLIER_MIN_GAP = 0.5  # and at least this far from the median gain: a tiny spread flags nothing
+
+
+def read_rows(run_dir: str | Path) -> dict[int, dict[str, Any]]:
+    """The measures file's rows by step (the last row of a step wins: a rollback measures a step again)."""
+    return {int(r["step"]): r for r in read_jsonl(RunPaths(Path(run_dir)).measures) if "step" in r}
+
+
+def _total(pictures: dict[str, dict], name: str, at: list[int] | None = None) -> float:
+    """The sum over pictures and timesteps (``at``: their indices; all when None) of one kind of loss in a row's
+    set."""
+    return sum(sum(x for i, x in enumerate(v[name]) if at is None or i in at) for v in pictures.values())
+
+
+def middle_timesteps(timesteps: list[int], num_train_timesteps: int = 1000) -> list[int]:
+    """The indices of the timesteps in the middle half of the schedule, where a picture's shapes and details are
+    decided (at low noise the picture is all but given, at high noise only its layout is); all of them when none
+    falls there."""
+    mid = [i for i, t in enumerate(timesteps) if 0.25 * num_train_timesteps <= t <= 0.75 * num_train_timesteps]
+    return mid or list(range(len(timesteps)))
+
+
+def _hold(subject: dict[str, dict], subject0: dict[str, dict], at: list[int]) -> float | None:
+    start = _total(subject0, "trigger", at)
+    return 1.0 - _total(subject, "trigger", at) / start if start > 0 else None
+
+
+def _relative_gain(subject: dict[str, dict], without: str, with_: str) -> float | None:
+    base = _total(subject, without)
+    return (base - _total(subject, with_)) / base if base > 0 else None
+
+
+def _drift(prior: dict[str, dict]) -> float | None:
+    base = _total(prior, "base")
+    return _total(prior, "move") / base if base > 0 else None
+
+
+def _mean_loss(pictures: dict[str, Any], name: str | None = "caption") -> float | None:
+    values = [x for v in pictures.values() for x in (v[name] if name else v)]
+    return sum(values) / len(values) if values else None
+
+
+def measures_by_step(run_dir: str | Path) -> dict[int, dict[str, Any]]:
+    """step → ``trigger_hold`` (the trigger alone against the base model's, what the verdict reads),
+    ``trigger_gain`` (the caption against the same caption without the trigger), ``prior_drift``,
+    ``prior_source``, ``subject_loss``, ``memorisation`` (None where the pictures it needs were not measured), for
+    every measured step; {} without a measures file."""
+    rows = read_rows(run_dir)
+    base = rows.get(0)
+    if base is None:
+        return {}
+    gains = {"trigger_gain": ("bare", "caption")}
+    mid = middle_timesteps(base.get("timesteps") or [500])
+    start = {k: _relative_gain(base["subject"], *v) if base.get("subject") else None for k, v in gains.items()}
+    ratio0 = _held_ratio(base)
+    out = {}
+    for step, r in sorted(rows.items()):
+        source = next((name for name in ("base_samples", "prior") if r.get(name)), None)
+        ratio = _held_ratio(r)
+        out[step] = {"trigger_hold": _hold(r["subject"], base["subject"], mid) if r.get("subject") and base.get("subject")
+                     else None,
+                     "prior_drift": _drift(r[source]) if source else None, "prior_source": source,
+                     "subject_loss": _mean_loss(r["subject"]) if r.get("subject") else None,
+                     "memorisation": None if ratio is None or ratio0 is None else ratio / ratio0 - 1.0,
+                     "seconds": r.get("seconds")}
+        for key, (without, with_) in gains.items():
+            g, g0 = _relative_gain(r["subject"], without, with_) if r.get("subject") else None, start[key]
+            out[step][key] = None if g is None or g0 is None else g - g0
+    return out
+
+
+def _held_ratio(row: dict[str, Any]) -> float | None:
+    held, subject = row.get("held_out"), row.get("subject")
+    if not held or not subject:
+        return None
+    train, other = _mean_loss(subject), _mean_loss(held, None)
+    return other / train if train and other is not None else None
+
+
+def _picture_gain(v: dict[str, list[float]]) -> float | None:
+    bare = sum(v["bare"])
+    return (bare - sum(v["caption"])) / bare if bare > 0 else None
+
+
+def picture_outliers(run_dir: str | Path, step: int | None = None) -> list[dict[str, Any]]:
+    """The training pictures the trigger learned unlike the others between step 0 and ``step`` (the last
+    measured step by default): each picture's own trigger gain (its caption against the same caption without
+    the trigger) is compared with the others'. ``side`` "high": the trigger carries this picture far more than
+    the rest (the picture is not the subject, or its caption leaves out what it shows, so the trigger is made to
+    carry it); "low": far less (the caption already describes the subject's look, or the subject is missing).
+    With its robust ``z`` and ``gain``; most apart first."""
+    rows = read_rows(run_dir)
+    if not rows.get(0, {}).get("subject"):
+        return []
+    step = max(rows) if step is None else step
+    if step == 0 or not rows.get(step, {}).get("subject"):
+        return []
+    first, last = rows[0]["subject"], rows[step]["subject"]
+    gains = {}
+    for key, v in last.items():
+        g, g0 = _picture_gain(v), _picture_gain(first[key]) if key in first else None
+        if g is not None and g0 is not None:
+            gains[key] = g - g0
+    if len(gains) < OUTLIER_MIN_PICTURES:
+        return []
+    median = statistics.median(gains.values())
+    mad = statistics.median(abs(v - median) for v in gains.values()) * 1.4826
+    out = []
+    for key, v in gains.items():
+        gap = v - median
+        z = gap / mad if mad > 0 else math.inf if gap else 0.0
+        if abs(z) >= OUTLIER_Z and abs(gap) >= OUTLIER_MIN_GAP:
+            out.append({"picture": key, "side": "high" if gap > 0 else "low", "z": round(z, 2),
+                        "gain": round(v, 4), "median_gain": round(median, 4)})
+    return sorted(out, key=lambda o: -abs(o["z"]))
+
+
+def model_findings(run_dir: str | Path) -> list[Any]:
+    """What the model measures warn of, as the detectors' findings (live after each measured step, and in the
+    diagnosis): no-trigger predictions that moved past the verdict's line, training pictures pulling away from
+    the held-out ones, and pictures that learn unlike the rest."""
+    from trainer.doctor.detectors import Finding
+    from trainer.doctor.verdict import DRIFT_LIMIT, MEMO_LIMIT
+
+    measured = measures_by_step(run_dir)
+    out = []
+    drifted = [(s, m["prior_drift"]) for s, m in measured.items() if (m["prior_drift"] or 0.0) > DRIFT_LIMIT]
+    if drifted:
+        step, drift = drifted[0]
+        out.append(Finding("prior_drift", "warning", msg("finding.prior_drift", drift=drift, step=step, limit=DRIFT_LIMIT),
+                           [s for s, _ in drifted], {"prior_drift": [[s, v] for s, v in drifted]}))
+    memorised = [(s, m["memorisation"]) for s, m in measured.items() if (m["memorisation"] or 0.0) > MEMO_LIMIT]
+    if memorised:
+        step, mem = memorised[0]
+        out.append(Finding("memorising", "warning", msg("finding.memorising", mem=mem, step=step, limit=MEMO_LIMIT),
+                           [s for s, _ in memorised], {"memorisation": [[s, v] for s, v in memorised]}))
+    outliers = picture_outliers(run_dir)
+    if outliers:
+        named = [msg(f"finding.picture_outlier.{o['side']}", picture=o["picture"]) for o in outliers[:5]]
+        out.append(Finding("picture_outlier", "warning",
+                           msg("finding.picture_outlier", count=len(outliers), pictures=chained("error.and", named)),
+                           [], {"pictures": outliers}))
+    return out

@@ -1,0 +1,251 @@
+"""The doctor's measures from the run's own model, for any subject: what the trigger carries, how far the LoRA
+moved what the base draws without it, and each picture's loss.
+
+The training guide judges a LoRA by its pictures: does the trigger bring the subject, do prompts without it stay
+the base model's. Both questions can be asked of the denoiser itself, with the same fixed pictures, timesteps
+and noise at every measured step (as the validation loss does), so two steps' numbers differ only because the
+weights did:
+
+- **subject**: every scored picture of the dataset is denoised with its caption as written, with the trigger
+  taken out of it and with the trigger alone. Once the trigger carries the subject, a caption
+  with it predicts the noise better than the same caption without it; at step 0 they are nearly the same.
+- **base_samples** (or, without them, **prior**): the base model's own step-0 no-trigger samples, pictures the
+  LoRA never trains on (the prior pictures are trained on, so the LoRA is pulled to fit them), are denoised with
+  the LoRA and with it switched off; how far the prediction moved, against the base model's own error, is how
+  far the LoRA drifted from what the base draws without the trigger.
+- **held_out**: the held-out pictures, where there are some, at the same timesteps: training pictures against
+  held-out ones tell memorising from learning.
+
+One row per measured step goes to ``measures.jsonl``; :mod:`trainer.doctor.model_measures` reads the verdict's
+numbers from it. Nothing here depends on what the pictures show, so it holds for any family's subject.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+
+from trainer.data.batches import LatentCache, image_tensor, samples_from_report, without_trigger
+from trainer.io import append_jsonl
+from trainer.models.family import family as model_family
+from trainer.models.lora import set_lora_scale
+from trainer.train.parts import TrainerParts
+from trainer.train.sampling import preserved_training_state
+from trainer.train.validation import fixed_timesteps
+
+
+def spread(items: list[Any], count: int) -> list[Any]:
+    """At most ``count`` of ``items``, evenly spread over them (all of them when there are few)."""
+    if len(items) <= count:
+        return list(items)
+    return [items[int(i * len(items) / count)] for i in range(count)]
+
+
+@dataclass
+class ProbeSet:
+    """Pictures encoded once, with the captions they are scored with and one fixed noise per timestep."""
+
+    keys: list[str]  # the picture's path relative to its folder (its name in measures.jsonl)
+    latents: list[torch.Tensor]  # (1, C, h, w) each, on the training device
+    captions: list[str]
+    bare: list[str]  # the captions with the trigger taken out (the subject set) or the same captions
+    buckets: list[tuple[int, int]]
+    noise: list[torch.Tensor]  # (len(timesteps), C, h, w) each
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+def build_probe_set(pictures: list[tuple[str, Any, tuple[int, int], str]], encoder: LatentCache, timesteps: int,
+                    seed: int, device: torch.device, trigger: str = "") -> ProbeSet:
+    """``pictures``: (key, path or PIL image, bucket, caption). The noise of each picture comes from ``seed`` and
+    its key on the CPU, so a resumed run, another device or a later read gets the same numbers."""
+    latents, noise, keys, captions, buckets = [], [], [], [], []
+    for key, source, bucket, caption in pictures:
+        with torch.no_grad():
+            lat = LatentCache.encode(encoder, image_tensor(source, bucket).unsqueeze(0))
+        gen = torch.Generator().manual_seed((seed * 1_000_003 + _stable_hash(key)) & 0x7FFF_FFFF)
+        noise.append(torch.randn((timesteps, *lat.shape[1:]), generator=gen).to(device))
+        latents.append(lat.to(device))
+        keys.append(key)
+        captions.append(caption)
+        buckets.append(bucket)
+    bare = [without_trigger(c, trigger) for c in captions] if trigger else list(captions)
+    return ProbeSet(keys, latents, captions, bare, buckets, noise)
+
+
+def _stable_hash(text: str) -> int:
+    h = 0
+    for ch in text.encode("utf-8"):
+        h = (h * 131 + ch) & 0x7FFF_FFFF
+    return h
+
+
+class Denoiser:
+    """The run's denoiser on fixed inputs, as the training loss calls it (the family's target), several pictures
+    of one bucket in one batch."""
+
+    def __init__(self, unet, text, scheduler, family: str, prediction_type: str, precision: Any, chunk: int = 8):
+        self.unet, self.text, self.scheduler = unet, text, scheduler
+        self.family, self.prediction_type, self.precision = family, prediction_type, precision
+        self.chunk = chunk  # pictures per forward pass (each with every timestep)
+
+    def __call__(self, latents: list[torch.Tensor], noise: list[torch.Tensor], timesteps: list[int],
+                 captions: list[str], bucket: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """(prediction, target) for pictures of one bucket, each (n, len(timesteps), C, h, w) in fp32."""
+        n, t = len(latents), len(timesteps)
+        ts = torch.tensor(timesteps, device=latents[0].device).repeat(n)
+        x0 = torch.cat([lat.expand(t, *lat.shape[1:]) for lat in latents])
+        eps = torch.cat(noise)
+        noisy = self.scheduler.add_noise(x0, eps, ts)
+        target = model_family(self.family).loss_target(self.scheduler, x0, eps, ts, self.prediction_type)
+        with self.precision.autocast():
+            hidden, pooled = self.text([c for c in captions for _ in range(t)])
+            added = self.text.added_cond_kwargs(pooled, [bucket] * (n * t))
+            pred = self.unet(noisy.to(self.precision.weight_dtype), ts, hidden, added_cond_kwargs=added).sample
+        return pred.float().unflatten(0, (n, t)), target.float().unflatten(0, (n, t))
+
+    def batches(self, pset: ProbeSet) -> list[list[int]]:
+        """The set's pictures by bucket, ``chunk`` at a time (indices into the set)."""
+        by_bucket: dict[tuple[int, int], list[int]] = {}
+        for i, b in enumerate(pset.buckets):
+            by_bucket.setdefault(b, []).append(i)
+        return [idx[k:k + self.chunk] for _, idx in sorted(by_bucket.items()) for k in range(0, len(idx), self.chunk)]
+
+    def run(self, pset: ProbeSet, idx: list[int], timesteps: list[int], captions: list[str]):
+        return self(
+            [pset.latents[i] for i in idx], [pset.noise[i] for i in idx], timesteps, [captions[i] for i in idx],
+            pset.buckets[idx[0]])
+
+
+def _per_step(a: torch.Tensor, b: torch.Tensor) -> list[list[float]]:
+    """Mean squared difference per picture and timestep of (n, T, C, h, w) tensors, rounded for the file."""
+    return [[round(v, 6) for v in row] for row in (a - b).pow(2).flatten(2).mean(dim=2).tolist()]
+
+
+SUBJECT_CAPTIONS = ("caption", "bare", "trigger")  # what each subject picture is denoised with
+
+
+@torch.no_grad()
+def subject_losses(pset: ProbeSet, denoise: Denoiser, timesteps: list[int], trigger: str) -> dict[str, dict]:
+    """key → {"caption": the loss per timestep with the caption as written, "bare": with the trigger taken out,
+    "trigger": with the trigger alone}: the guide's "does the trigger alone bring the subject" asked of the
+    denoiser, beside the caption's own words."""
+    out: dict[str, dict] = {}
+    texts = {"caption": pset.captions, "bare": pset.bare, "trigger": [trigger] * len(pset)}
+    for idx in denoise.batches(pset):
+        per: dict[str, list[list[float]]] = {}
+        target = None
+        for name in SUBJECT_CAPTIONS:
+            pred, target = denoise.run(pset, idx, timesteps, texts[name])
+            per[name] = _per_step(pred, target)
+        for j, i in enumerate(idx):
+            out[pset.keys[i]] = {name: per[name][j] for name in SUBJECT_CAPTIONS}
+    return out
+
+
+@torch.no_grad()
+def prior_losses(pset: ProbeSet, denoise: Denoiser, timesteps: list[int], lora) -> dict[str, dict]:
+    """key → {"lora": the loss per timestep with the LoRA, "base": with it off (the base model), "move": the mean
+    squared move of the prediction between the two}."""
+    out = {}
+    for idx in denoise.batches(pset):
+        pred, target = denoise.run(pset, idx, timesteps, pset.captions)
+        set_lora_scale(lora, 0.0)
+        try:
+            base_pred, _ = denoise.run(pset, idx, timesteps, pset.captions)
+        finally:
+            set_lora_scale(lora, 1.0)
+        for i, lo, ba, mv in zip(idx, _per_step(pred, target), _per_step(base_pred, target), _per_step(pred, base_pred)):
+            out[pset.keys[i]] = {"lora": lo, "base": ba, "move": mv}
+    return out
+
+
+@torch.no_grad()
+def plain_losses(pset: ProbeSet, denoise: Denoiser, timesteps: list[int]) -> dict[str, list[float]]:
+    """key → the loss per timestep with the caption as written."""
+    out = {}
+    for idx in denoise.batches(pset):
+        pred, target = denoise.run(pset, idx, timesteps, pset.captions)
+        for i, loss in zip(idx, _per_step(pred, target)):
+            out[pset.keys[i]] = loss
+    return out
+
+
+class ProbesMixin(TrainerParts):
+    """The Trainer's model measures: the sets built with the data, measured at step 0 and at every checkpoint,
+    sample point and the end (rank 0 alone, as the validation loss)."""
+
+    def build_probes(self) -> None:
+        cfg = self.config
+        self.probes = {}
+        if not cfg.measure.enabled or not self.dist.is_main:
+            return
+        self.probe_timesteps = fixed_timesteps(cfg.measure.timesteps, self.noise_scheduler.config.num_train_timesteps)
+        encoder = LatentCache(self.pipe.vae, self.device, self.precision.vae_dtype, None)
+        own = sorted((s for s in self.samples if not s.prior), key=lambda s: s.rel)
+        prior = sorted((s for s in self.samples if s.prior), key=lambda s: s.rel)
+        m = cfg.measure
+        sets = {"subject": (own, cfg.dataset.trigger), "prior": (prior, "")}
+        for name, (items, trigger) in sets.items():
+            chosen = spread(items, m.pictures)
+            if chosen:
+                self.probes[name] = build_probe_set([(s.rel, s.path, s.bucket, s.caption) for s in chosen], encoder,
+                                                    m.timesteps, m.seed, self.device, trigger)
+        if self.held_out:
+            held = samples_from_report(replace(self.report, items=list(self.held_out)), cfg.dataset.trigger)
+            self.probes["held_out"] = build_probe_set([(s.rel, s.path, s.bucket, s.caption) for s in held], encoder,
+                                                      m.timesteps, m.seed, self.device)
+        self.probe_base_samples()  # a resumed run: step 0 was sampled before
+
+    def probe_base_samples(self) -> None:
+        """The base model's own step-0 no-trigger samples: what it draws without the trigger, on pictures the LoRA
+        never trains on, read back from the sample folder once step 0 was sampled."""
+        if not self.probes or "base_samples" in self.probes or self.paths is None:
+            return
+        manifest = self.paths.sample_dir(0) / "manifest.json"
+        if not manifest.is_file():
+            return
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        shots = [s for s in data["samples"] if s.get("kind") == "no_trigger" and s.get("weights", "live") == "live"]
+        if not shots:
+            return
+        size = tuple(data.get("size") or (self.config.dataset.resolution,) * 2)
+        encoder = LatentCache(self.pipe.vae, self.device, self.precision.vae_dtype, None)
+        pics = [(f"samples/step-000000/{s['file']}", manifest.parent / s["file"], size, s["prompt"]) for s in shots]
+        self.probes["base_samples"] = build_probe_set(pics, encoder, self.config.measure.timesteps,
+                                                      self.config.measure.seed, self.device)
+
+    def probes_due(self, step: int) -> bool:
+        if not self.probes or not self.dist.is_main:
+            return False
+        return step == 0 or step >= self.total_steps or step in self.plan.checkpoint_steps \
+            or step in self.plan.sample_steps
+
+    def probe(self, step: int) -> dict[str, Any]:
+        """Measure every set at ``step`` and append the row to ``measures.jsonl``."""
+        t0 = time.perf_counter()
+        if step == 0:
+            self.probe_base_samples()
+        denoise = Denoiser(self.unet, self.text, self.noise_scheduler, self.family, self.base_info.prediction_type,
+                           self.precision, chunk=max(1, 2 * self.config.train.batch_size))
+        ts = self.probe_timesteps
+        row: dict[str, Any] = {"step": step, "timesteps": ts}
+        with preserved_training_state(list(self.lora.models.values())):
+            if "subject" in self.probes:
+                row["subject"] = subject_losses(self.probes["subject"], denoise, ts, self.config.dataset.trigger)
+            # the base model's own samples where there are some (never trained on); else the prior pictures
+            for name in ("base_samples", "prior"):
+                if name in self.probes:
+                    row[name] = prior_losses(self.probes[name], denoise, ts, self.lora)
+                    break
+            if "held_out" in self.probes:
+                row["held_out"] = plain_losses(self.probes["held_out"], denoise, ts)
+        row["seconds"] = round(time.perf_counter() - t0, 3)
+        if self.paths is not None:
+            append_jsonl(self.paths.measures, row)
+        return row
