@@ -8,7 +8,6 @@ truth is known (scripts/doctor_calibration.py measured it: the last saves are fi
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 

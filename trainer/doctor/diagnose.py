@@ -27,11 +27,10 @@ from trainer.run.worded import worded
 
 LEVEL_WEIGHT = {"error": 1.0, "warning": 0.6, "info": 0.3}
 NONFINITE_WEIGHT = 5.0
-# An lr a hundred times the preset's explains more than anything it caused, the non-finite values included.
+# An lr more than ten times off the preset's explains more than anything it caused, the non-finite values included:
+# a model measure saying "under" on a run at 100x the lr (the weights wrecked before the trigger learned anything)
+# must not put "train longer" before "back to the preset's lr", nor "halve the lr" when halving is still far off.
 LR_FIRST_WEIGHT = 6.0
-# Ten times off, it weighs as much as the strongest measure: a model measure saying "under" on a run at 100x the
-# lr (the weights wrecked before the trigger learned anything) must not come before "back to the preset's lr".
-LR_FAR_WEIGHT = 1.0
 WEAK_SIGNAL_FACTOR = 0.25  # a signal that is weak evidence on this run's model (trainer.doctor.verdict.weak_signals)
 CAUSE_STRENGTH = ((1.0, "strong"), (0.5, "moderate"), (0.0, "weak"))  # a cause's score, in words
 
@@ -203,7 +202,7 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
             # A non-finite failure outranks any number of softer findings: it is what stopped the run.
             weight = NONFINITE_WEIGHT if f.signal.startswith("nonfinite_") else LEVEL_WEIGHT[f.level]
             if f.signal == "lr_far_from_preset":
-                weight = LR_FIRST_WEIGHT if f.level == "error" else LR_FAR_WEIGHT
+                weight = LR_FIRST_WEIGHT
             if f.signal in verdict.weak_signals:
                 weight *= WEAK_SIGNAL_FACTOR
             signals[f.signal] = max(signals.get(f.signal, 0.0), weight)
@@ -265,7 +264,7 @@ def alert_prescription(run_dir: str | Path | None, signal: str, lang: str = "en"
     signals = {signal: NONFINITE_WEIGHT if signal.startswith("nonfinite_") else LEVEL_WEIGHT["warning"]}
     lr_far = lr_far_finding(config) if config is not None else None
     if lr_far is not None:
-        signals[lr_far.signal] = LR_FIRST_WEIGHT if lr_far.level == "error" else LEVEL_WEIGHT[lr_far.level]
+        signals[lr_far.signal] = LR_FIRST_WEIGHT
     for rc in kb.rank_causes(signals, config):
         for p in kb.prescriptions_for(rc.cause.id):
             change: Msg | str = ""

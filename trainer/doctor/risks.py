@@ -13,7 +13,7 @@ from trainer.errors import UserError
 from trainer.message import Msg, msg
 
 LR_FAR = 10.0  # an lr more than this many times the preset's, or that many times smaller, asks first
-LR_FIRST = 100.0  # this far off, going back to the preset's lr is the diagnosis' first prescription
+LR_FIRST = 100.0  # this far off it is an error, not a warning (from LR_FAR on, the preset's lr is the first prescription)
 DOSE_FAR = 3.0  # a dose this many times the top of the preset's zone asks first
 
 
@@ -49,7 +49,7 @@ def _times(ratio: float) -> Msg:
 
 def lr_far_finding(cfg: Config, extra_dirs: list[Path] | None = None) -> Finding | None:
     """The lr more than ``LR_FAR`` times the preset's (or that many times smaller): a warning, an error past
-    ``LR_FIRST`` (then the diagnosis names it before anything it caused)."""
+    ``LR_FIRST``; either way the diagnosis names it before anything it caused."""
     found = lr_ratio(cfg, extra_dirs)
     if found is None or not _far(found[0], LR_FAR):
         return None
