@@ -49,10 +49,11 @@ def _picture(path: str | Path) -> np.ndarray:
 
 
 def measure_steps(run_dir: str | Path) -> list[dict[str, Any]]:
-    """Per sampled step after 0: ``leakage`` (no-trigger sample vs step 0's, the base model's picture: its pixel
-    drift; for the demo character, what the picture shows rather than its pixels),
-    ``burn`` (mean over trigger samples vs step 0), and for the demo character ``likeness`` and ``adherence``
-    (means over trigger samples). Values are None where the pictures needed are missing.
+    """Per sampled step after 0: ``leakage`` (the no-trigger sample against step 0's, the base model's picture:
+    its pixel drift, or what a judge reads in it where one applies), ``burn`` (trigger samples past the training
+    pictures' own colours; ``burn_by_kind`` per prompt kind), and where a judge applies ``likeness`` and
+    ``adherence`` (means over trigger samples) with the judge's name. Values are None where the pictures needed
+    are missing.
 
     Measured once per state of the run's files: Review, its recommendation, the verdict and the diagnosis
     each ask, and a page visit asked several times for the same pictures."""
