@@ -19,11 +19,10 @@ from trainer.config.schema import Config
 from trainer.demo.measures import adherence, likeness, world_leakage_scores
 from trainer.demo.world import TRIGGER, demo_prompt_specs
 from trainer.doctor.judges import PictureJudge, SamplePicture, register_judge
+from trainer.doctor.pictures import ADHERENCE_SLACK, LEAKAGE_LIMIT, judge_rows
+from trainer.doctor.verdict import LIKENESS_SHOWS  # the lines the verdict reads a judge's numbers against
 
 BASE_LIKENESS_LIMIT = 0.3  # step 0 looking this much like the character: the likeness measure is void
-LIKENESS_SHOWS = 0.5  # at this likeness the character is there (stripes, eyes, hat), see measures.likeness
-ADHERENCE_SLACK = 0.15  # adherence this far under its earlier best: the prompt starts to be ignored
-LEAKAGE_LIMIT = 0.5  # a no-trigger picture reads this differently from the base model's
 
 
 def trains_the_demo_character(config: Config) -> bool:
@@ -59,8 +58,6 @@ register_judge(PictureJudge("demo", demo_reader))
 
 def demo_measure_steps(run_dir: str | Path, force: bool = False) -> list[dict[str, Any]]:
     """Per sampled step after 0, the demo's likeness, adherence and leakage (means over the samples)."""
-    from trainer.doctor.pictures import judge_rows
-
     return judge_rows(Path(run_dir), lambda config, base: demo_reader(config, base, force=force))
 
 

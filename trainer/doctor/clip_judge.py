@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -93,12 +92,9 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 
 def _data_embedding(embed: Embedder, config: Config) -> np.ndarray | None:
-    from trainer.data.folders import IMAGE_SUFFIXES
-    from trainer.doctor.pictures import _picture
+    from trainer.doctor.pictures import _picture, training_pictures
 
-    root = Path(config.dataset.path)
-    files = sorted(p for p in root.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()) if root.is_dir() else []
-    files = files[:: max(1, len(files) // DATA_PICTURES)][:DATA_PICTURES]
+    files = training_pictures(config, DATA_PICTURES)
     if not files:
         return None
     return _unit(np.mean([embed.image(_picture(p)) for p in files], axis=0))

@@ -17,8 +17,6 @@ import numpy as np
 
 from trainer.config.schema import Config
 
-JUDGE_KEYS = ("likeness", "adherence", "leakage")
-
 
 @dataclass(frozen=True)
 class SamplePicture:
@@ -33,7 +31,7 @@ class SamplePicture:
 class PictureJudge:
     """``reader(config, base_pictures)`` returns None when the judge does not apply to this run (given the step-0
     pictures, e.g. to see that the base does not draw the subject already), else a function that reads one
-    :class:`SamplePicture` into any of :data:`JUDGE_KEYS`."""
+    :class:`SamplePicture` into any of ``likeness``, ``adherence`` and ``leakage``."""
 
     name: str
     reader: Callable[[Config, list[SamplePicture]], Callable[[SamplePicture], dict[str, float]] | None]
@@ -45,10 +43,6 @@ _JUDGES: dict[str, PictureJudge] = {}
 
 def register_judge(judge: PictureJudge) -> None:
     _JUDGES[judge.name] = judge
-
-
-def judges() -> list[PictureJudge]:
-    return list(_JUDGES.values())
 
 
 def judge_named(name: str | None) -> PictureJudge | None:

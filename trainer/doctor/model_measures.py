@@ -80,30 +80,26 @@ def _mean_loss(pictures: dict[str, Any], name: str | None = "caption") -> float 
 
 def measures_by_step(run_dir: str | Path) -> dict[int, dict[str, Any]]:
     """step → ``trigger_hold`` (the trigger alone against the base model's, what the verdict reads),
-    ``trigger_gain`` (the caption against the same caption without the trigger), ``prior_drift``,
-    ``prior_source``, ``subject_loss``, ``memorisation`` (None where the pictures it needs were not measured), for
-    every measured step; {} without a measures file."""
+    ``trigger_gain`` (the caption against the same caption without the trigger, less step 0's), ``prior_drift``,
+    ``prior_source`` and ``memorisation`` (None where the pictures it needs were not measured), for every measured
+    step; {} without a measures file."""
     rows = read_rows(run_dir)
     base = rows.get(0)
     if base is None:
         return {}
-    gains = {"trigger_gain": ("bare", "caption")}
+    subject0 = base.get("subject")
     mid = middle_timesteps(base.get("timesteps") or [500])
-    start = {k: _relative_gain(base["subject"], *v) if base.get("subject") else None for k, v in gains.items()}
+    gain0 = _relative_gain(subject0, "bare", "caption") if subject0 else None
     ratio0 = _held_ratio(base)
     out = {}
     for step, r in sorted(rows.items()):
+        subject = r.get("subject")
         source = next((name for name in ("base_samples", "prior") if r.get(name)), None)
-        ratio = _held_ratio(r)
-        out[step] = {"trigger_hold": _hold(r["subject"], base["subject"], mid) if r.get("subject") and base.get("subject")
-                     else None,
+        gain, ratio = _relative_gain(subject, "bare", "caption") if subject else None, _held_ratio(r)
+        out[step] = {"trigger_hold": _hold(subject, subject0, mid) if subject and subject0 else None,
+                     "trigger_gain": None if gain is None or gain0 is None else gain - gain0,
                      "prior_drift": _drift(r[source]) if source else None, "prior_source": source,
-                     "subject_loss": _mean_loss(r["subject"]) if r.get("subject") else None,
-                     "memorisation": None if ratio is None or ratio0 is None else ratio / ratio0 - 1.0,
-                     "seconds": r.get("seconds")}
-        for key, (without, with_) in gains.items():
-            g, g0 = _relative_gain(r["subject"], without, with_) if r.get("subject") else None, start[key]
-            out[step][key] = None if g is None or g0 is None else g - g0
+                     "memorisation": None if ratio is None or ratio0 is None else ratio / ratio0 - 1.0}
     return out
 
 

@@ -28,7 +28,7 @@ from trainer.run.samples import prompt_kind, sample_key
 LEAKAGE_LIMIT = 0.5  # the no-trigger sample has drifted this far from the base model's: the LoRA leaks
 
 
-BURN_LIMIT = 0.5  # trigger samples this far past the training pictures' own saturation, contrast, clipping, edges
+BURN_LIMIT = 0.5  # trigger samples this far past the training pictures' own saturation and edge roughness
 
 
 ADHERENCE_SLACK = 0.15  # adherence this far under its best counts as "the prompt starts to be ignored"
@@ -108,6 +108,22 @@ def _run_pictures(run_dir: Path) -> tuple[list[dict[str, Any]], dict[tuple, Any]
     return manifests, _base_pictures(base), config
 
 
+def _judged(read: Callable[[SamplePicture], dict[str, float]] | None,
+            pictures: list[SamplePicture]) -> dict[str, float]:
+    """The means over a step's pictures of what a judge's reader says of each (nothing without a reader)."""
+    if read is None:
+        return {}
+    values: dict[str, list[float]] = {}
+    for pic in pictures:
+        for k, v in read(pic).items():
+            values.setdefault(k, []).append(v)
+    return {k: float(np.mean(v)) for k, v in values.items()}
+
+
+def _base_samples(ref: dict[tuple, tuple[dict[str, Any], Path]]) -> list[SamplePicture]:
+    return [SamplePicture(s, _picture(p), _picture(p)) for s, p in ref.values()]
+
+
 def judge_rows(run_dir: Path, reader_of: Callable[[Config | None, list[SamplePicture]], Any]) -> list[dict[str, Any]]:
     """Per sampled step after 0, the means of what ``reader_of(config, step-0 pictures)``'s reader says of each
     sample (nothing when it returns None)."""
@@ -115,30 +131,28 @@ def judge_rows(run_dir: Path, reader_of: Callable[[Config | None, list[SamplePic
     if found is None:
         return []
     manifests, ref, config = found
-    base_pics = [SamplePicture(s, _picture(p), _picture(p)) for s, p in ref.values()]
-    read = reader_of(config, base_pics)
+    read = reader_of(config, _base_samples(ref))
     if read is None:
         return []
-    out = []
-    for m in manifests:
-        if m["step"] == 0:
-            continue
-        values: dict[str, list[float]] = {}
-        for pic in _step_pictures(m, ref):
-            for k, v in read(pic).items():
-                values.setdefault(k, []).append(v)
-        out.append({"step": m["step"], **{k: float(np.mean(v)) for k, v in values.items()}})
-    return out
+    return [{"step": m["step"], **_judged(read, _step_pictures(m, ref))} for m in manifests if m["step"] != 0]
+
+
+def training_pictures(config: Config | None, most: int) -> list[Path]:
+    """At most ``most`` of the run's training pictures, spread over its dataset folder (none when the folder is
+    not here: a run from another machine)."""
+    from trainer.data.folders import IMAGE_SUFFIXES
+
+    root = Path(config.dataset.path) if config is not None else None
+    if root is None or not root.is_dir():
+        return []
+    files = sorted(p for p in root.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
+    return files[:: max(1, len(files) // most)][:most]
 
 
 @functools.lru_cache(maxsize=8)
-def _data_colours(folder: str, stamp: tuple) -> dict[str, float] | None:
-    from trainer.data.folders import IMAGE_SUFFIXES
-
-    files = sorted(p for p in Path(folder).rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
-    step = max(1, len(files) // DATA_PICTURES)
+def _data_colours(files: tuple[Path, ...], stamp: tuple) -> dict[str, float] | None:
     stats = []
-    for p in files[::step][:DATA_PICTURES]:
+    for p in files:
         try:
             stats.append(colour_stats(_picture(p)))
         except (OSError, ValueError):
@@ -152,10 +166,8 @@ def _data_colours(folder: str, stamp: tuple) -> dict[str, float] | None:
 def data_colours(config: Config | None) -> dict[str, float] | None:
     """The training pictures' colour statistics (the 90th percentile of each): what burn is measured against.
     None when the dataset folder is not here (a run from another machine)."""
-    if config is None or not Path(config.dataset.path).is_dir():
-        return None
-    root = Path(config.dataset.path)
-    return _data_colours(str(root.resolve()), (root.stat().st_mtime_ns,))
+    files = tuple(training_pictures(config, DATA_PICTURES))
+    return _data_colours(files, tuple(p.stat().st_mtime_ns for p in files)) if files else None
 
 
 def _measure_steps(run_dir: Path) -> list[dict[str, Any]]:
@@ -164,33 +176,29 @@ def _measure_steps(run_dir: Path) -> list[dict[str, Any]]:
         return []
     manifests, ref, config = run
     data = data_colours(config)
-    found: list = []
-
-    def reader(config, base_pictures):
-        hit = reader_for(config, base_pictures)
-        found.append(hit[0] if hit else None)
-        return hit[1] if hit else None
-
-    judged = {r["step"]: {**r, "judge": found[0].name} for r in judge_rows(run_dir, reader)}
+    found = reader_for(config, _base_samples(ref))
+    judge, read = found if found is not None else (None, None)
     out = []
     for m in manifests:
         if m["step"] == 0:
             continue
         row: dict[str, Any] = {"step": m["step"], "leakage": None, "drift": None, "burn": None,
-                               "likeness": None, "adherence": None, "judge": None}
+                               "likeness": None, "adherence": None, "judge": judge.name if judge else None}
+        pictures = _step_pictures(m, ref)  # each decoded once, for the pixel measures and the judge alike
         by_kind: dict[str, list[float]] = {}  # a prompt kind's burn over its pictures (seeds)
         leaks = []
-        for pic in _step_pictures(m, ref):
+        for pic in pictures:
             if pic.record["kind"] == "no_trigger":
                 leaks.append(leakage_scores(pic.image, pic.base_image)["drift"])
             elif data is not None:
-                by_kind.setdefault(pic.record["kind"], []).append(burn_from_stats(colour_stats(pic.image), data, same_content=False)["burn_score"])
+                burn = burn_from_stats(colour_stats(pic.image), data, same_content=False)["burn_score"]
+                by_kind.setdefault(pic.record["kind"], []).append(burn)
         if leaks:
             row["leakage"] = row["drift"] = float(np.mean(leaks))
         burns = [b for values in by_kind.values() for b in values]
         row["burn"] = float(np.mean(burns)) if burns else None
         row["burn_by_kind"] = {k: float(np.mean(v)) for k, v in by_kind.items()}
-        row.update(judged.get(m["step"], {}))
+        row.update(_judged(read, pictures))
         out.append(row)
     return out
 
