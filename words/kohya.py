@@ -108,10 +108,10 @@ TEXTS: dict[str, tuple[str, str]] = {
     "kohya.steps.no_prefix": ("its folder has no N_ repeats prefix", "폴더 이름에 N_ 반복 접두어가 없음"),
     "kohya.steps.not_globbed": ("it is in a nested folder or a format sd-scripts does not glob",
                                 "하위 폴더 안이거나 sd-scripts가 찾지 않는 형식"),
-    "kohya.steps.reg": ("regularisation pictures: sd-scripts repeats them to match the {train} training "
+    "kohya.steps.reg": ("prior images (sd-scripts' regularisation pictures): sd-scripts repeats them to match the {train} training "
                         "picture-repeats ({kohya}); ours uses their folders' repeats ({ours}). Name the reg folders' "
                         "repeats so they add up to the dataset's to match",
-                        "정규화 그림: sd-scripts는 학습 그림-반복 {train}에 맞춰 늘림({kohya}). 우리는 폴더의 반복 수를 "
+                        "사전 보존 그림(sd-scripts의 정규화 그림): sd-scripts는 학습 그림-반복 {train}에 맞춰 늘림({kohya}). 우리는 폴더의 반복 수를 "
                         "씀({ours}). 맞추려면 reg 폴더 반복 수의 합을 데이터셋과 같게 지으세요"),
     "kohya.steps.buckets": ("buckets: sd-scripts makes {kohya} batches an epoch, ours {ours}: the two choose a "
                             "picture's bucket by slightly different rules",
@@ -130,9 +130,9 @@ TEXTS: dict[str, tuple[str, str]] = {
                                "폴더가 없어 N_이름 폴더를 나열할 수 없음"),
     "kohya.export.nested": ("sd-scripts reads no nested folders; ours does: move their pictures up",
                             "sd-scripts는 하위 폴더를 읽지 않음(우리는 읽음). 그림을 위로 옮기세요"),
-    "kohya.export.reg": ("sd-scripts repeats regularisation pictures until they match the dataset's count; ours uses "
+    "kohya.export.reg": ("sd-scripts repeats regularisation pictures (our prior images) until they match the dataset's count; ours uses "
                          "their folders' repeats",
-                         "sd-scripts는 정규화 그림을 데이터셋 수만큼 늘림. 우리는 폴더의 반복 수를 씀"),
+                         "sd-scripts는 정규화 그림(우리의 사전 보존 그림)을 데이터셋 수만큼 늘림. 우리는 폴더의 반복 수를 씀"),
     "kohya.ours.version": ("our config's format version", "우리 설정 형식의 버전"),
     "kohya.ours.preset": ("the preset these values started from", "이 값들의 출발점이 된 프리셋"),
     "kohya.ours.family": ("sd-scripts: the script (train_network.py or sdxl_train_network.py)",

@@ -118,7 +118,7 @@ def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[s
             change = None
             applicable = True
             detail: Msg | dict[str, str] = {"en": p.text("detail", "en"), "ko": p.text("detail", "ko")}
-            if p.unless_set and _setting(config, p.unless_set):
+            if already_followed(p, config):
                 applicable = False  # the run already does it (prior images on a run that had them)
             if p.id == "earlier_checkpoint" and verdict is not None:
                 step = earlier_checkpoint(verdict)
@@ -143,6 +143,12 @@ def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[s
                 "lesser": rc.cause.id in lesser, "step": p.step,
             })
     return out
+
+
+def already_followed(prescription: Any, config: Config | None) -> bool:
+    """Advice the run follows already: its ``unless_set`` setting is set ("add prior images" to a run that had
+    them)."""
+    return config is not None and bool(prescription.unless_set) and bool(_setting(config, prescription.unless_set))
 
 
 def _setting(config: Config, key: str) -> Any:
@@ -268,6 +274,8 @@ def alert_prescription(run_dir: str | Path | None, signal: str, lang: str = "en"
     for rc in kb.rank_causes(signals, config):
         for p in kb.prescriptions_for(rc.cause.id):
             change: Msg | str = ""
+            if already_followed(p, config):
+                continue
             if p.change is not None and config is not None:
                 if "bf16_supported" in p.change.requires and not bf16_available(config):
                     continue

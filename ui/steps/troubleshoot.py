@@ -11,7 +11,7 @@ import gradio as gr
 
 import words
 from trainer.config.schema import diff_configs
-from trainer.doctor.diagnose import cause_strength, change_refusal, earlier_checkpoint
+from trainer.doctor.diagnose import already_followed, cause_strength, change_refusal, earlier_checkpoint
 from trainer.doctor.evidence import STRENGTH_TEXT
 from trainer.doctor.kb import GROUPS, apply_change, describe_change, load_kb, moves_as_meant
 from trainer.doctor.symptoms import symptom_causes, symptom_reading
@@ -223,6 +223,8 @@ def _not_for_run(p: Any, cfg: Any, diag: dict[str, Any] | None, lang: str) -> st
     verdict = (diag or {}).get("verdict")
     if p.id == "earlier_checkpoint" and verdict is not None and earlier_checkpoint(verdict) is None:
         return t("no_earlier_checkpoint", lang)
+    if already_followed(p, cfg):  # "add prior images" to a run that had them
+        return t("rx_already", lang, setting=p.unless_set, value=cfg.get(p.unless_set))
     refusal = change_refusal(cfg, p.change) if p.change is not None and cfg is not None else None
     if refusal == "needs_bf16":
         return t("err_needs_bf16", lang)
