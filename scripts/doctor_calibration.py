@@ -39,6 +39,10 @@ FAILURES = {  # name -> settings that break the run while its dose stays in the 
     "no-prior": {"dataset.reg_path": ""},
     "one-wrong-picture": {"dataset.path": "my-character-one-wrong"},  # a healthy run, one picture not the subject
 }
+HEALTHY = {  # the preset's own run in the other precisions: a healthy run warns of nothing in any of them
+    "bf16": {"train.precision": "bf16"},
+    "fp16": {"train.precision": "fp16"},  # on the CPU: fp16 autocast with the loss scaler, as on a GPU
+}
 WRONG_PICTURE = "zxc_007.png"
 
 
@@ -79,6 +83,8 @@ def runs(args) -> list[tuple[str, dict, float, int]]:
     out.sort(key=lambda r: (r[2] != 1.0, r[3] != 42))  # the preset's own run first
     if not args.skip_failures:
         out[1:1] = [(f"{name}-seed42", extra, 1.0, 42) for name, extra in FAILURES.items()]
+    if not args.skip_precisions:
+        out += [(f"{name}-seed42", extra, 1.0, 42) for name, extra in HEALTHY.items()]
     return out
 
 
@@ -174,6 +180,7 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[42, 1, 2])
     ap.add_argument("--factors", type=float, nargs="+", default=[0.1, 1.0, 10.0])
     ap.add_argument("--skip-failures", action="store_true")
+    ap.add_argument("--skip-precisions", action="store_true")
     ap.add_argument("--print-only", action="store_true")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)

@@ -154,6 +154,27 @@ def test_a_run_measures_its_own_model_at_step_0_each_save_and_the_end(tmp_path):
     cvs = checkpoint_verdicts(result.run_dir)
     assert [c.step for c in cvs] == [3, 6] and all(c.measures.get("trigger_hold") is not None for c in cvs)
 
+    # measured again after the fact from the saves (python -m trainer measure): the same numbers, the earlier
+    # file kept beside the new one; with more timesteps, rows of that many
+    from trainer.cli import main
+
+    def flat(x):
+        return [y for z in x.values() for y in z] if isinstance(x, dict) else x
+
+    assert main(["measure", str(result.run_dir)]) == 0
+    again = model_measures.read_rows(result.run_dir)
+    assert sorted(again) == [0, 3, 6]
+    for step in again:
+        for name in ("subject", "base_samples", "held_out"):
+            assert again[step][name].keys() == rows[step][name].keys()
+            for key, v in again[step][name].items():
+                old = rows[step][name][key]
+                assert flat(v) == pytest.approx(flat(old), rel=1e-4, abs=1e-7), (step, name, key)
+    assert len(list(Path(result.run_dir).glob("measures.before-*.jsonl"))) == 1
+    assert main(["measure", str(result.run_dir), "--timesteps", "5"]) == 0
+    assert len(model_measures.read_rows(result.run_dir)[6]["timesteps"]) == 5
+    assert main(["measure", str(tmp_path / "data")]) == 2  # not a run folder: one line, no traceback
+
 
 def test_a_clip_judge_reads_any_runs_pictures_against_the_base_models(tmp_path):
     from tests.test_review import _world, fake_run

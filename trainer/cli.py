@@ -1,5 +1,5 @@
-"""Headless CLI: ``python -m trainer {plan,check-dataset,tiny-model,train,diagnose,import-kohya,export-kohya,caption,
-tiny-captioner} ...``.
+"""Headless CLI: ``python -m trainer {plan,check-dataset,tiny-model,train,diagnose,measure,import-kohya,export-kohya,
+caption,tiny-captioner} ...``.
 
 Exit codes (DESIGN.md): 0 finished, 2 bad input (one line naming the key or file), 3 stopped by the numerics
 guard (diagnosis written), 130 stopped by the user.
@@ -162,6 +162,27 @@ def cmd_diagnose(args) -> int:
     return EXIT_OK
 
 
+def cmd_measure(args) -> int:
+    from trainer.doctor.model_measures import measures_by_step
+    from trainer.train.remeasure import measure_run
+
+    def show(step: int, row: dict) -> None:
+        print(f"step {step}: measured in {row['seconds']:.1f} s", file=sys.stderr, flush=True)
+
+    written = measure_run(args.run_dir, timesteps=args.timesteps, pictures=args.pictures, progress=show)
+    table = measures_by_step(written.parent)
+    if args.json:
+        _print_json(table)
+        return EXIT_OK
+    print(written)
+    print(f"{'step':>7}  {'trigger hold':>12}  {'trigger gain':>12}  {'prior drift':>11}  {'memorisation':>12}")
+    for step, m in table.items():
+        cells = [m.get(k) for k in ("trigger_hold", "trigger_gain", "prior_drift", "memorisation")]
+        print(f"{step:>7}  " + "  ".join(f"{'—' if v is None else f'{v:.3f}':>{w}}"
+                                         for v, w in zip(cells, (12, 12, 11, 12))))
+    return EXIT_OK
+
+
 def _format_diagnosis(result: dict, lang: str = "en") -> str:
     """``diagnosis.json`` as text: the verdict, what was observed, the likely causes and the prescriptions."""
     from trainer.doctor.evidence import STRENGTH_TEXT
@@ -271,6 +292,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--lang", choices=["en", "ko"], default="en")
     p.set_defaults(func=cmd_diagnose)
+
+    p = sub.add_parser("measure", help="the doctor's model measures of a run, read again from its checkpoints")
+    p.add_argument("run_dir")
+    p.add_argument("--timesteps", type=int, metavar="N", help="timesteps per picture (the run's [measure] by default)")
+    p.add_argument("--pictures", type=int, metavar="N", help="pictures per set (the run's [measure] by default)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_measure)
 
     p = sub.add_parser("import-kohya", help="a kohya_ss .json or sd-scripts .toml config as ours, with a mapping report")
     p.add_argument("file", help="kohya_ss GUI config (.json) or sd-scripts --config_file (.toml)")

@@ -125,6 +125,8 @@ TEXTS: dict[str, tuple[str, str]] = {
                                "{checkpoint}: 이 실행의 LoRA 파일이 아닙니다. 이 실행의 체크포인트 중에서 고르세요"),
     "error.run.not_paused": ("{root}: only a paused run can be continued (this one is {status})",
                              "{root}: 일시 정지한 실행만 이어서 할 수 있습니다(이 실행의 상태: {status})"),
+    "error.measure.no_checkpoint": ("{root}: no complete checkpoint to measure; the measures read the saves' weights",
+                                    "{root}: 측정할 완전한 체크포인트가 없습니다. 측정은 저장된 가중치를 읽습니다"),
     "error.resume.not_a_run": ("--resume {resume}: not a run folder (no config.toml)",
                                "--resume {resume}: 실행 폴더가 아닙니다(config.toml 없음)"),
     "error.resume.running": ("--resume {resume}: this run is still training (process {pid}); stop it first, or wait "

@@ -226,8 +226,8 @@ class ProbesMixin(TrainerParts):
         return step == 0 or step >= self.total_steps or step in self.plan.checkpoint_steps \
             or step in self.plan.sample_steps
 
-    def probe(self, step: int) -> dict[str, Any]:
-        """Measure every set at ``step`` and append the row to ``measures.jsonl``."""
+    def probe(self, step: int, write: bool = True) -> dict[str, Any]:
+        """Measure every set at ``step`` and (``write``) append the row to ``measures.jsonl``."""
         t0 = time.perf_counter()
         if step == 0:
             self.probe_base_samples()
@@ -246,6 +246,6 @@ class ProbesMixin(TrainerParts):
             if "held_out" in self.probes:
                 row["held_out"] = plain_losses(self.probes["held_out"], denoise, ts)
         row["seconds"] = round(time.perf_counter() - t0, 3)
-        if self.paths is not None:
+        if write and self.paths is not None:
             append_jsonl(self.paths.measures, row)
         return row

@@ -1,0 +1,71 @@
+"""``python -m trainer measure RUN_DIR``: the doctor's model measures of a finished run, after the fact.
+
+The same measures the run takes while it trains (:mod:`trainer.train.probes`), read from its checkpoints: the
+base model and the run's data are loaded as the run loaded them, and each complete checkpoint's LoRA (and
+trigger embedding) is put in turn into the same model. Useful for a run trained before the measures existed or
+with them off, and to measure again with more pictures or timesteps (the numbers then move less from one save to
+the next). The earlier ``measures.jsonl`` is kept beside the new one, never lost.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from trainer.config.overrides import read_toml
+from trainer.config.schema import from_dict
+from trainer.errors import UserError
+from trainer.io import atomic_write_text
+from trainer.message import msg
+from trainer.run.rundir import RunPaths, complete_checkpoints
+
+
+def measure_run(run_dir: str | Path, timesteps: int | None = None, pictures: int | None = None,
+                progress: Callable[[int, dict[str, Any]], None] | None = None) -> Path:
+    """Measure step 0 and every complete checkpoint of ``run_dir`` and write ``measures.jsonl`` (an earlier one is
+    renamed ``measures.before-<time>.jsonl``). Returns the file written."""
+    from trainer.train import checkpoint as ckpt
+    from trainer.train.commands import Commands
+    from trainer.train.distributed import Dist
+    from trainer.train.hooks import Hooks
+    from trainer.train.loop import Trainer
+
+    paths = RunPaths(Path(run_dir))
+    if not paths.config.is_file():
+        raise UserError(msg("error.run.not_a_run", run_dir=run_dir))
+    saves = complete_checkpoints(paths)
+    if not saves:
+        raise UserError(msg("error.measure.no_checkpoint", root=paths.root))
+    cfg = from_dict(read_toml(paths.config), origin=str(paths.config))
+    cfg.measure.enabled = True
+    if timesteps is not None:
+        cfg.measure.timesteps = timesteps
+    if pictures is not None:
+        cfg.measure.pictures = pictures
+    cfg.dataset.cache_latents = False  # the probes encode their own pictures; nothing trains
+    trainer = Trainer(cfg, None, Commands(), Dist(), Hooks())
+    trainer.paths = paths
+    trainer.report, trainer.plan = trainer._scan_and_plan(cfg)
+    trainer.load_models()
+    trainer.prepare_data()
+    rows = []
+    for step, folder in [(0, None), *saves]:
+        if folder is not None:
+            state = ckpt.load_state(folder / "state.pt")
+            trainer.lora.load_state_dicts(state["lora"])
+        row = trainer.probe(step, write=False)
+        rows.append(row)
+        if progress is not None:
+            progress(step, row)
+    if paths.measures.is_file():
+        stamp, n = time.strftime("%Y%m%d-%H%M%S"), 1
+        keep = paths.root / f"measures.before-{stamp}.jsonl"
+        while keep.exists():
+            n += 1
+            keep = paths.root / f"measures.before-{stamp}-{n}.jsonl"
+        paths.measures.rename(keep)
+    atomic_write_text(paths.measures, "".join(json.dumps(r) + "\n" for r in rows))
+    return paths.measures
