@@ -13,6 +13,7 @@ from .context import AppContext
 from .fields import NAMES
 from .i18n import t
 from .paths import MAX_UPLOAD
+from .remember import remember_inputs
 from .security import Security, app_kwargs
 from .steps import dataset, gates, plan, preset, review, train, troubleshoot
 from .widgets import relabel_fields
@@ -75,7 +76,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         troubleshoot.wire(ui)
         _wire_language(ui)
         _remember_language(ui, demo)
-        _wire_first_load(ui, demo)
+        _wire_first_load(ui, remember_inputs(ui, demo))  # the inputs a reload kept are back before the scan
     return demo
 
 
@@ -127,7 +128,7 @@ def _remember_language(ui: UI, demo: gr.Blocks) -> None:
     demo.load(None, ui["lang"], ui["lang"], js=LANG_READ_JS)
 
 
-def _wire_first_load(ui: UI, demo: gr.Blocks) -> None:
+def _wire_first_load(ui: UI, opened: Any) -> None:
     """On opening the page: scan the preselected dataset (the demo) so every step that validates is open and
     Start trains at once; a scan error just stays on the Dataset step."""
 
@@ -143,7 +144,7 @@ def _wire_first_load(ui: UI, demo: gr.Blocks) -> None:
         out.update(gates.unlocks_after_scan(ui, values, report, lang))
         return out
 
-    loaded = ui.on(demo.load, first_scan, ["lang", "report_state", *NAMES],
+    loaded = ui.on(opened, first_scan, ["lang", "report_state", *NAMES],
                    [o for o in dataset.REPORT_OUTPUTS if o != "dataset_path"], message="ds_msg", toast=False)
     dataset.rerender_on(ui, loaded)  # the language may have been switched while the scan ran
 

@@ -96,3 +96,23 @@ def fit_to_bucket(img: Image.Image, bucket: Bucket) -> Image.Image:
         # indistinguishable at training resolution.
         img = img.resize((box.resize_w, box.resize_h), Image.Resampling.LANCZOS, reducing_gap=3.0)
     return img.crop((box.left, box.top, box.left + bucket[0], box.top + bucket[1]))
+
+
+UPSCALE_WARN = 1.5
+"""A preset whose resolution enlarges a picture more than this (a 64 px picture at 512 px: ×8) says so."""
+
+
+def upscaling(sizes: list[tuple[int, int]], cfg: DatasetConfig) -> dict[str, int | float] | None:
+    """What ``cfg``'s resolution does to pictures of these (width, height) sizes when some are enlarged more than
+    :data:`UPSCALE_WARN`: ``n`` enlarged at all, ``scale`` the most, ``side`` the smallest short side, ``suggest``
+    the resolution (a multiple of 8, at least 64) that trains most of them at their own size. None when none is."""
+    if not sizes:
+        return None
+    buckets = buckets_for(cfg)
+    factors = [upscale_factor(w, h, assign_bucket(w, h, buckets)) for w, h in sizes]
+    if max(factors) <= UPSCALE_WARN:
+        return None
+    short = sorted(min(w, h) for w, h in sizes)
+    typical = short[len(short) // 2]
+    return {"n": sum(f > 1.0 for f in factors), "scale": max(factors), "side": short[0],
+            "suggest": max(64, min(cfg.resolution, typical // 8 * 8))}

@@ -62,19 +62,19 @@ def check_captions(captions: dict[str, str], trigger: str = "", keep_tokens: int
     return out
 
 
-def _words(text: str) -> list[str]:
+def caption_words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
-def _tags(text: str) -> list[str]:
+def caption_tags(text: str) -> list[str]:
     return [t for t in (" ".join(p.split()).lower() for p in text.split(",")) if t]
 
 
 def _phrases(text: str) -> set[str]:
     """Runs of 1..MAX_PHRASE_WORDS words within one tag that neither start nor end on a stopword."""
     out = set()
-    for tag in _tags(text):
-        words = _words(tag)
+    for tag in caption_tags(text):
+        words = caption_words(tag)
         for i in range(len(words)):
             for j in range(i + 1, min(len(words), i + MAX_PHRASE_WORDS) + 1):
                 if words[i] not in STOPWORDS and words[j - 1] not in STOPWORDS:
@@ -87,15 +87,15 @@ def everywhere(captions: dict[str, str], trigger: str = "") -> list[dict[str, An
     n = len(captions)
     if n < MIN_CAPTIONS:
         return []
-    trigger_words = set(_words(trigger))
+    trigger_words = set(caption_words(trigger))
     tags: Counter[str] = Counter()
     phrases: Counter[str] = Counter()
     for text in captions.values():
-        tags.update(set(_tags(text)))
+        tags.update(set(caption_tags(text)))
         phrases.update(_phrases(text))
 
     def common(counter: Counter[str]) -> dict[str, int]:
-        return {k: c for k, c in counter.items() if c / n >= NEARLY_ALL and not set(_words(k)) <= trigger_words}
+        return {k: c for k, c in counter.items() if c / n >= NEARLY_ALL and not set(caption_words(k)) <= trigger_words}
 
     whole = common(tags)
     parts = {p: c for p, c in common(phrases).items() if not any(re.search(rf"\b{re.escape(p)}\b", t) for t in whole)}
@@ -105,12 +105,12 @@ def everywhere(captions: dict[str, str], trigger: str = "") -> list[dict[str, An
     notes: dict[tuple[str, ...], list[str]] = defaultdict(list)  # the varying tags → the words always in them
     for phrase, c in sorted({**whole, **longest}.items(), key=lambda kv: (-kv[1], kv[0])):
         pct = round(100 * c / n)
-        if phrase in whole or len(_words(phrase)) > 1:
+        if phrase in whole or len(caption_words(phrase)) > 1:
             files = [rel for rel, text in captions.items() if re.search(rf"\b{re.escape(phrase)}\b", text.lower())]
             out.append(finding("caption_everywhere", "warning", files,
                                msg("caption.doctor.everywhere", phrase=phrase, pct=pct)))
         else:  # one word inside tags that differ: the tags vary, so the word can stay changeable
-            holding = tuple(sorted({t for text in captions.values() for t in _tags(text)
+            holding = tuple(sorted({t for text in captions.values() for t in caption_tags(text)
                                     if re.search(rf"\b{re.escape(phrase)}\b", t)}))
             notes[holding].append(phrase)
     for holding, ws in notes.items():
@@ -122,7 +122,7 @@ def everywhere(captions: dict[str, str], trigger: str = "") -> list[dict[str, An
 def trigger_not_first(captions: dict[str, str], trigger: str, keep_tokens: int) -> list[dict[str, Any]]:
     t = trigger.lower().strip()
     late = [rel for rel, text in captions.items()
-            if t in _tags(text) and t not in _tags(text)[:keep_tokens]]
+            if t in caption_tags(text) and t not in caption_tags(text)[:keep_tokens]]
     if not late:
         return []
     return [finding("trigger_not_first", "warning", late,
@@ -134,7 +134,7 @@ def identical(captions: dict[str, str]) -> list[dict[str, Any]]:
     pairs here and there are one note: pictures of one scene and pose may well read the same."""
     groups: dict[str, list[str]] = defaultdict(list)
     for rel, text in captions.items():
-        groups[", ".join(_tags(text))].append(rel)
+        groups[", ".join(caption_tags(text))].append(rel)
     many = max(3, round(SHARED_SHARE * len(captions)))
     out = [finding("identical_captions", "warning", files, msg("caption.doctor.identical", n=len(files),
                                                                caption=text[:120]))
@@ -175,7 +175,7 @@ def common_trigger(trigger: str) -> list[dict[str, Any]]:
         tok = _tokenizer()
     except UserError:
         return []
-    words = _words(trigger)
+    words = caption_words(trigger)
     if not words:
         return []
     for w in words:

@@ -276,7 +276,7 @@ def _scan_image(
     scale = upscale_factor(w, h, bucket)
     if scale > SOFT_UPSCALE:
         notes.append(_problem("low_resolution", rel, w=w, h=h, scale=scale, bw=bucket[0], bh=bucket[1]))
-    text, status = _read_caption(path, cfg.caption_ext)
+    text, status = read_caption(path, cfg.caption_ext)
     caption, source = text or "", "file"
     if status != "ok":
         caption, source = _fallback_caption(folder.class_words, cfg.trigger)
@@ -289,7 +289,7 @@ def _scan_image(
     return item, notes, text
 
 
-def _read_caption(image: Path, ext: str) -> tuple[str | None, str]:
+def read_caption(image: Path, ext: str) -> tuple[str | None, str]:
     """(text, status) with status one of ok / missing_caption / empty_caption / caption_not_utf8."""
     cap = image.with_suffix(ext)
     if not cap.is_file():

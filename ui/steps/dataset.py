@@ -22,7 +22,7 @@ from ..i18n import t
 from ..paths import import_uploads, safe_name
 from ..plots import histogram_figure
 from ..widgets import field_widgets
-from . import captioning, gates
+from . import captioning, gates, own_data
 
 MAX_THUMBS = 48
 THUMB_SIDE = 160
@@ -66,11 +66,12 @@ def build(ui: UI) -> None:
         ui.add("cap_text", gr.Textbox(label=t("caption_text", lang), scale=3, elem_id="ld-cap-text"), "caption_text")
         ui.add("cap_save", gr.Button(t("caption_save", lang), scale=0), "caption_save", "value")
     captioning.build(ui)
+    own_data.build(ui)
 
 
 REPORT_OUTPUTS = ["report_state", "ds_summary", "ds_problems", "ds_size_hist", "ds_aspect_hist", "ds_buckets",
                   "ds_tags", "ds_tag_warnings", "ds_thumbs_note", "ds_gallery", "ds_msg", "dataset_path", "reg_path",
-                  "val_path", *gates.UNLOCKS]
+                  "val_path", *own_data.PROPOSED, *gates.UNLOCKS]
 
 
 DEMO_FOLDERS = (("reg_path", "dataset.reg_path", DEMO_PRIOR, "demo_prior_dropped"),
@@ -98,18 +99,25 @@ def _dropped_note(dropped: list[str], lang: str) -> str:
     return "".join(t(note, lang) for name, _, _, note in DEMO_FOLDERS if name in dropped)
 
 
-def scan_view(ui: UI, lang: str, values: dict[str, Any], progress: Any = None) -> dict[str, Any]:
+def scan_view(ui: UI, lang: str, values: dict[str, Any], progress: Any = None, done: str | None = None) -> dict[str, Any]:
     """A new scan of the dataset and every view of it (:data:`REPORT_OUTPUTS`): after the Scan button, and after
-    anything that changed the captions (the editor, the captioner, the caption tools, Undo)."""
+    anything that changed the captions (the editor, the captioner, the caption tools, Undo). Where ``values``
+    carry ``dataset_origin``, a new folder's captions first propose its trigger, sample prompts and run name
+    (:func:`own_data.propose`). ``done``: the message's first sentence (else "Scanned: …")."""
     progress = progress or (lambda *a, **k: None)
     progress(0, desc=t("scanning", lang))
     dropped = demo_folders_left_behind(ui.ctx, values, lang)
     values = {**values, **{name: "" for name in dropped}}
+    proposed: dict[str, Any] = {}
+    note = ""
+    if own_data.ORIGIN in values:
+        values, proposed, note = own_data.propose(ui, values, lang)
     report, state = scan_for(ui, values, lang, force=True, progress=progress)
     progress(1.0, desc=t("drawing_thumbnails", lang))
     out = render_report(report, lang)
+    out.update(proposed)
     out["report_state"] = {**state, "lang": lang}
-    out["ds_msg"] = ok_box(t("scan_done", lang, n=report.own_images) + _dropped_note(dropped, lang))
+    out["ds_msg"] = ok_box((done or t("scan_done", lang, n=report.own_images)) + note + _dropped_note(dropped, lang))
     out["dataset_path"] = report.root
     out["reg_path"] = values.get("reg_path") or ""
     out["val_path"] = values.get("val_path") or ""
@@ -123,7 +131,7 @@ def wire(ui: UI) -> None:
     def scan(*, lang: str, report_state: Any, progress=gr.Progress(), **values: Any) -> dict[str, Any]:  # noqa: B008
         return scan_view(ui, lang, values, progress)
 
-    scan_inputs = ["lang", "report_state", *NAMES]
+    scan_inputs = ["lang", "report_state", own_data.ORIGIN, *NAMES]
     ui.on(ui["scan_btn"].click, scan, scan_inputs, REPORT_OUTPUTS, api_name="scan", message="ds_msg",
           reset=empty_report)
     ui.on(ui["dataset_path"].submit, scan, scan_inputs, REPORT_OUTPUTS, message="ds_msg", reset=empty_report)
@@ -136,14 +144,11 @@ def wire(ui: UI) -> None:
         dest = ctx.datasets_dir / safe_name(upload_name)
         counts = import_uploads([getattr(f, "name", f) for f in upload_files], dest, lang)
         values = {**values, "dataset_path": str(dest)}
-        out = scan(lang=lang, report_state=report_state, progress=progress, **values)
-        dropped = [name for name, *_ in DEMO_FOLDERS if values.get(name) and not out[name]]
-        out["ds_msg"] = ok_box(t("imported", lang, n=counts["files"], skipped=counts["skipped"], folder=dest)
-                               + _dropped_note(dropped, lang))
-        out["upload_files"] = None
-        return out
+        done = t("imported", lang, n=counts["files"], skipped=counts["skipped"], folder=dest)
+        return {**scan_view(ui, lang, values, progress, done), "upload_files": None}
 
-    ui.on(ui["import_btn"].click, import_files, ["lang", "upload_files", "upload_name", "report_state", *NAMES],
+    ui.on(ui["import_btn"].click, import_files, ["lang", "upload_files", "upload_name", "report_state", own_data.ORIGIN,
+                                                 *NAMES],
           [*REPORT_OUTPUTS, "upload_files"], api_name="import_dataset", message="ds_msg")
 
     def pick_caption(evt: gr.SelectData, *, report_state: Any, **values: Any) -> dict[str, Any]:
@@ -165,14 +170,13 @@ def wire(ui: UI) -> None:
         # journaled like every caption change the app makes: Undo puts the caption back as it was
         apply_changes(Path(report.root), {caption: checked_caption(cap_text, lang)},
                       msg("caption.change.edit", file=cap_file))
-        out = scan(lang=lang, report_state=report_state, progress=lambda *a, **k: None, **values)
-        out["ds_msg"] = ok_box(t("caption_saved", lang, file=cap_file))
-        return out
+        return scan_view(ui, lang, values, done=t("caption_saved", lang, file=cap_file))
 
-    ui.on(ui["cap_save"].click, save_caption, ["lang", "report_state", "cap_file", "cap_text", *NAMES],
+    ui.on(ui["cap_save"].click, save_caption, ["lang", "report_state", "cap_file", "cap_text", own_data.ORIGIN, *NAMES],
           REPORT_OUTPUTS, api_name="save_caption", message="ds_msg")
 
     rerender_on(ui, ui["lang"].change)
+    own_data.wire(ui)
 
     def next_step(*, lang: str, report_state: Any, **values: Any) -> dict[str, Any]:
         report, _ = scan_for(ui, values, lang, report_state=report_state)

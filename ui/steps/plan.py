@@ -28,9 +28,10 @@ from ..verdict_view import verdict_markdown
 from ..widgets import field_widgets
 from . import gates
 from .dataset import scan_for
+from .own_data import name_clash_note
 
 REFRESH_OUTPUTS = ["plan_formula", "plan_buckets", "dose_plot", "dose_md", "preset_dose", "config_toml", "cli_cmd",
-                   "base_md", "report_state", "plan_msg", "step_preset", "step_train"]
+                   "base_md", "run_name_md", "report_state", "plan_msg", "step_preset", "step_train"]
 
 
 def build(ui: UI) -> None:
@@ -56,6 +57,7 @@ def wire(ui: UI) -> None:
         out["config_toml"] = cfg.to_toml()
         out["cli_cmd"] = cli_lines(cfg, ui, lang)
         out["base_md"] = base_check(ui, cfg, lang)
+        out["run_name_md"] = name_clash_note(ui, values.get("run_name") or "", values.get("dataset_path") or "", lang)
         try:
             report, state = scan_for(ui, values, lang, report_state)
         except UserError as e:

@@ -10,11 +10,12 @@ import gradio as gr
 
 from trainer.config.presets import PRESET_DIR, list_presets, load_preset, preset_config
 from trainer.config.schema import Config, flatten, save_config
+from trainer.data.buckets import upscaling
 from trainer.errors import UserError
 from trainer.io import atomic_write_text
 from words import both
 
-from ..binding import UI, ok_box
+from ..binding import UI, error_box, ok_box
 from ..fields import BY_NAME, NAMES, config_from_values, fields_of, values_from_config
 from ..i18n import t
 from ..paths import safe_name
@@ -52,6 +53,7 @@ def build(ui: UI) -> None:
             field_widgets(ui, "preset", skip=("preset",))
         with gr.Column():
             ui.add("base_md", gr.Markdown(""))
+            ui.add("run_name_md", gr.Markdown("", elem_id="ld-run-name-note"))
             ui.add("preset_dose", gr.Markdown(""))
             memory.build(ui)
     with gr.Accordion(t("advanced", lang), open=False) as acc:
@@ -102,34 +104,47 @@ def apply_preset(ui: UI, preset_id: str, values: dict[str, Any]) -> dict[str, An
     return out
 
 
+def applied(ui: UI, preset_id: str, values: dict[str, Any], report_state: Any, lang: str) -> dict[str, Any]:
+    """The preset's fields and the message saying so; a warning instead when its resolution enlarges the scanned
+    pictures (a 512 px preset on 64 px pictures), with the resolution that would not."""
+    out = apply_preset(ui, preset_id, values)
+    report = (report_state or {}).get("report")
+    sizes = [(it.width, it.height) for it in report.items if not it.prior] if report is not None else []
+    cfg = config_from_values({**values, **out}, ui.ctx.runs_dir, [ui.ctx.presets_dir])
+    enlarged = upscaling(sizes, cfg.dataset)
+    if enlarged is None:
+        return {**out, "preset_msg": ok_box(t("preset_applied", lang, name=preset_id))}
+    return {**out, "preset_msg": error_box(t("preset_upscales", lang, name=preset_id, res=cfg.dataset.resolution,
+                                             total=len(sizes), **enlarged))}
+
+
 def wire(ui: UI) -> None:
     ctx = ui.ctx
     field_outputs = [n for n in NAMES if n in ui.c]
 
     def make_card_handler(preset_id: str):
-        def use_card(*, lang: str, **values: Any) -> dict[str, Any]:
-            return {**apply_preset(ui, preset_id, values), "preset_msg": ok_box(t("preset_applied", lang, name=preset_id))}
+        def use_card(*, lang: str, report_state: Any, **values: Any) -> dict[str, Any]:
+            return applied(ui, preset_id, values, report_state, lang)
 
         use_card.__name__ = f"use_card_{preset_id}"
         return use_card
 
     for pid in ui.cards:
-        ui.on(ui[f"card_{pid}"].click, make_card_handler(pid), ["lang", *NAMES], [*field_outputs, "preset_msg"],
-              message="preset_msg")
+        ui.on(ui[f"card_{pid}"].click, make_card_handler(pid), ["lang", "report_state", *NAMES],
+              [*field_outputs, "preset_msg"], message="preset_msg")
 
     def mark_card(*, preset: str | None) -> dict[str, Any]:
         return {f"card_{pid}": gr.Button(variant=card_variant(pid, preset)) for pid in ui.cards}
 
     ui.on(ui["preset"].change, mark_card, ["preset"], [f"card_{pid}" for pid in ui.cards], show_progress="hidden")
 
-    def load(*, lang: str, **values: Any) -> dict[str, Any]:
+    def load(*, lang: str, report_state: Any = None, **values: Any) -> dict[str, Any]:
         if not values.get("preset"):
             raise UserError(t("err_pick_preset", lang))
-        return {**apply_preset(ui, values["preset"], values),
-                "preset_msg": ok_box(t("preset_applied", lang, name=values["preset"]))}
+        return applied(ui, values["preset"], values, report_state, lang)
 
-    ui.on(ui["preset_load"].click, load, ["lang", *NAMES], [*field_outputs, "preset_msg"], api_name="preset",
-          message="preset_msg")
+    ui.on(ui["preset_load"].click, load, ["lang", "report_state", *NAMES], [*field_outputs, "preset_msg"],
+          api_name="preset", message="preset_msg")
 
     def save(*, lang: str, user_preset_name: str, **values: Any) -> dict[str, Any]:
         path = save_user_preset(ui, user_preset_name, values, lang)
