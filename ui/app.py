@@ -7,7 +7,7 @@ from typing import Any
 
 import gradio as gr
 
-from . import live
+from . import live, plots
 from .binding import UI
 from .context import AppContext
 from .fields import NAMES
@@ -42,6 +42,9 @@ CSS = """
 #ld-sweep .grid-wrap {max-height:none;height:auto;overflow-y:visible}
 #ld-sweep img {image-rendering:pixelated}
 """
+# The live plots' divs have the figures' height of their own: plotly's resize deletes a figure's height, and a
+# responsive plot without one takes 100 % of its div, whose height is then that of the plot: 0 (ui/live_view.js).
+CSS += f".ld-live-plot .js-plotly-plot {{height:{plots.HEIGHT}px}}\n"
 
 STEPS = (("dataset", "step_dataset", dataset), ("plan", "step_plan", plan), ("preset", "step_preset", preset),
          ("train", "step_train", train), ("review", "step_review", review),

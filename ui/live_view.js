@@ -19,7 +19,9 @@
   let pending = null;
 
   const plotOf = (name) => document.querySelector(`#${PLOTS[name]} .js-plotly-plot`);
-  const drawn = (fig, gd) => !!gd && fig.gd === gd && gd.isConnected && gd.data === fig.data && !fig.stale;
+  // drawn, and not collapsed: a plot 0 px high (whatever did it) is drawn again
+  const drawn = (fig, gd) => !!gd && fig.gd === gd && gd.isConnected && gd.data === fig.data && !fig.stale &&
+    gd.clientHeight > 0;
 
   // A line of one point draws nothing: until its second point it is drawn as a marker
   const single = new WeakSet();
@@ -36,13 +38,46 @@
     }
   }
 
+  // A line's first point alone would get plotly's padding around it (steps from -0.5, a loss from -1): until a
+  // second step arrives the axes run from 0 to about twice the point (a decade either side on a log axis).
+  function fitOneStep(fig) {
+    const xs = new Set();
+    const ys = [];
+    for (const trace of fig.data) {
+      (trace.x || []).forEach((x, i) => {
+        xs.add(x);
+        const y = (trace.y || [])[i];
+        if (typeof y === "number" && isFinite(y)) ys.push(y);
+      });
+    }
+    const { xaxis, yaxis } = fig.layout;
+    if (xs.size === 1 && ys.length) {
+      const x = [...xs][0];
+      const top = Math.max(...ys);
+      xaxis.range = [0, Math.max(2, 2 * x)];
+      yaxis.range = yaxis.type === "log" ? [Math.log10(top) - 1, Math.log10(top) + 1] : [0, top > 0 ? 2 * top : 1];
+      xaxis.autorange = yaxis.autorange = false;
+      fig.oneStep = true;
+    } else if (fig.oneStep) { // the second step: plotly's own ranges again (a user's zoom is left alone)
+      delete xaxis.range;
+      delete yaxis.range;
+      xaxis.autorange = yaxis.autorange = true;
+      fig.oneStep = false;
+    }
+  }
+
   function draw(name) {
     const fig = live.figs[name];
     const gd = plotOf(name);
     // a hidden Train step (or tab) draws nothing: the figure waits here and is drawn once on showing
     if (!fig || !gd || !window.Plotly || gd.offsetParent === null || drawn(fig, gd)) return;
     markLonePoints(fig);
+    fitOneStep(fig);
     fig.layout.datarevision = ++revision; // its arrays may have grown in place
+    // plotly's resize (a window resized, a full-page screenshot, gradio's own mount) deletes the layout's height;
+    // with `responsive` a plot without one is made 100 % of its div's height, which is its own content: 0 px.
+    // The figure's height is put back before every draw, and the CSS gives the div that height too (ui/app.py).
+    if (fig.height) fig.layout.height = fig.height;
     fig.layout.autosize = true;
     window.Plotly.react(gd, fig.data, fig.layout, { responsive: true });
     fig.gd = gd;
@@ -74,7 +109,9 @@
     if (msg && msg.figures && msg.full !== live.full) {
       live.full = msg.full;
       live.rows = msg.rows;
-      for (const [name, fig] of Object.entries(msg.figures)) live.figs[name] = { data: fig.data, layout: fig.layout };
+      for (const [name, fig] of Object.entries(msg.figures)) {
+        live.figs[name] = { data: fig.data, layout: fig.layout, height: fig.layout.height };
+      }
       drawNext();
     } else if (msg && msg.y && msg.full === live.full && msg.from === live.rows) {
       for (const [name, lines] of Object.entries(msg.y)) {

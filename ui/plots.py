@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 import words
 
 MAX_POINTS = 1000
+HEIGHT = 280  # px, every chart here; the live plots' divs get it in CSS too (ui/app.py)
 MAX_VLINES = 20  # vertical lines for non-finite steps; beyond that the markers alone say it
 SMOOTHING = 0.9
 RED, BLUE, GREY, ORANGE, GREEN = "#d62728", "#1f77b4", "#9e9e9e", "#ff7f0e", "#2ca02c"
@@ -107,12 +108,12 @@ class _Chart:
         self.shapes: list[dict] = []
         self.annotations: list[dict] = []
         self.layout = {
-            "title": {"text": title, "font": {"size": 14}, "x": 0.02, "xanchor": "left"}, "height": 280,
+            "title": {"text": title, "font": {"size": 14}, "x": 0.02, "xanchor": "left"}, "height": HEIGHT,
             "margin": {"l": 50, "r": 10, "t": 40, "b": 40}, "uirevision": uirevision,
             "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"},
             "hovermode": "x unified", "paper_bgcolor": "white",
             "plot_bgcolor": "white", "font": {"color": "#2a3f5f"},
-            "xaxis": {"title": {"text": tr("step", lang)}, **_AXIS},
+            "xaxis": {"title": {"text": tr("step", lang)}, "rangemode": "nonnegative", **_AXIS},  # no step -0.5
             "yaxis": {"title": {"text": ytitle}, "type": "log" if log_y else "linear", **_AXIS},
         }
 
@@ -169,6 +170,7 @@ def _alert_markers(chart: _Chart, rows: Sequence[dict], bad: list[int], ys: Sequ
 def loss_figure(rows: Sequence[dict], lang: str = "en", uirevision: str = "run") -> Fig:
     """Loss per optimizer step, its EMA, and markers where it (or anything) was not finite."""
     chart = _Chart(tr("loss", lang), tr("loss", lang), uirevision, lang)
+    chart.layout["yaxis"]["rangemode"] = "nonnegative"  # a squared error: plotly's padding would reach below 0
     if not rows:
         chart.note(tr("no_data", lang))
         return chart.figure()
@@ -222,7 +224,7 @@ def grad_figure(rows: Sequence[dict], max_norm: float = 0.0, lang: str = "en", u
 
 def lr_figure(rows: Sequence[dict], lang: str = "en", uirevision: str = "run") -> Fig:
     chart = _Chart(tr("lr", lang), "lr", uirevision, lang)
-    chart.layout["yaxis"]["exponentformat"] = "e"
+    chart.layout["yaxis"].update(exponentformat="e", rangemode="nonnegative")  # warmup starts at 0, not below
     if not rows:
         chart.note(tr("no_data", lang))
         return chart.figure()

@@ -75,11 +75,11 @@ def build(ui: UI) -> None:
     # a new plot, see ui/live_view.js).
     empty = {name: plot_json(fig) for name, fig in plots.live_figures([], 0.0, lang, "idle").items()}
     with gr.Row():
-        ui.add("loss_plot", gr.Plot(empty["loss"], show_label=False, elem_id="ld-loss"))
-        ui.add("grad_plot", gr.Plot(empty["grad"], show_label=False, elem_id="ld-grad"))
+        ui.add("loss_plot", gr.Plot(empty["loss"], show_label=False, elem_id="ld-loss", elem_classes="ld-live-plot"))
+        ui.add("grad_plot", gr.Plot(empty["grad"], show_label=False, elem_id="ld-grad", elem_classes="ld-live-plot"))
     with gr.Row():
-        ui.add("lr_plot", gr.Plot(empty["lr"], show_label=False, elem_id="ld-lr"))
-        ui.add("scale_plot", gr.Plot(empty["scale"], show_label=False, elem_id="ld-scale"))
+        ui.add("lr_plot", gr.Plot(empty["lr"], show_label=False, elem_id="ld-lr", elem_classes="ld-live-plot"))
+        ui.add("scale_plot", gr.Plot(empty["scale"], show_label=False, elem_id="ld-scale", elem_classes="ld-live-plot"))
     ui.add("live_plots", gr.JSON(None, visible=False))
     ui.add("live_view", gr.JSON({}, visible=False))  # API clients leave it empty
     ui.add("samples_gallery", gr.Gallery(label=t("samples", lang), columns=8, height=300, allow_preview=True,
