@@ -1,4 +1,6 @@
-"""The slowdown alarm: a step time that jumps several-fold and stays (VRAM spilling into system memory)."""
+"""The slowdown alarm: a step time that jumps several-fold and stays, named by what the rows measured beside it:
+other programs taking the CPU (on any device), VRAM spilling into system memory (on CUDA), or the machine itself
+(on a run without a GPU: never a GPU's memory)."""
 
 from __future__ import annotations
 
@@ -10,11 +12,25 @@ import words
 from tests.helpers import tiny_config, write_toy_dataset
 from trainer.doctor.detectors import metric_findings, slowdown_finding
 from trainer.doctor.kb import load_kb
+from trainer.train.measures import CpuShare
 
 
 def _rows(times, **extra):
     return [{"step": i + 1, "loss": 0.1, "grad_norm": 0.5, "sec_per_step": t, "skipped": False, **extra}
             for i, t in enumerate(times)]
+
+
+def _cpu_rows(times, slow_from, own, others, **extra):
+    """Rows of a run on 2 cores whose CPU shares change where the steps slow down (``own``/``others``: before,
+    after); ``extra`` as a CPU run writes it (no device memory)."""
+    rows = _rows(times, **extra)
+    for i, r in enumerate(rows):
+        after = i >= slow_from
+        r.update(cpu_self=own[after], cpu_others=others[after])
+    return rows
+
+
+CPU_RUN = {"device_mem_reserved": None, "device_mem_free": None}
 
 
 def _noisy(n, mean, seed=0):
@@ -62,4 +78,55 @@ def test_quiet_on_a_real_tiny_training(tmp_path):
     result = run_training(cfg, None)
     rows = read_jsonl(result.run_dir / "metrics.jsonl")
     assert len(rows) == 16 and all("device_mem_reserved" in r for r in rows)
+    shares = [(r["cpu_self"], r["cpu_others"]) for r in rows if r["cpu_self"] is not None]
+    assert len(shares) >= 12 and all(0 < own <= 1 and 0 <= others <= 1 for own, others in shares)  # it measured itself
     assert slowdown_finding(rows) is None
+
+
+def test_another_program_taking_a_core_is_named_not_a_gpu_spill():
+    # what happened on a 2-core machine: one busy program made the run 4.9x slower; the training kept 0.97 of the
+    # machine before and 0.55 after, the others went from 0.01 to 0.45
+    times = [2.0, 1.2, *_noisy(40, 0.12), *_noisy(30, 0.59, seed=1)]
+    rows = _cpu_rows(times, 42, own=(0.97, 0.55), others=(0.01, 0.45), **CPU_RUN)
+    f = slowdown_finding(rows)
+    assert f is not None and f.signal == "cpu_contention"
+    en, ko = words.say(f.message, "en"), words.say(f.message, "ko")
+    assert "other programs took 45% of the machine's CPU (before: 1%)" in en and "GPU" not in en
+    assert "45%" in ko and "GPU" not in ko
+    kb = load_kb()
+    top = kb.rank_causes({"cpu_contention": 0.6})[0].cause
+    assert top.id == "other_programs" and kb.prescriptions_for(top.id)[0].id == "close_other_programs"
+
+
+def test_contention_is_named_on_a_gpu_run_too():
+    times = [2.0, 1.2, *_noisy(40, 0.5), *_noisy(30, 4.0, seed=1)]
+    rows = _cpu_rows(times, 42, own=(0.3, 0.2), others=(0.02, 0.4), device_mem_reserved=3 * 2**30,
+                     device_mem_free=8 * 2**30)
+    assert slowdown_finding(rows).signal == "cpu_contention"
+
+
+def test_a_cpu_run_that_slows_alone_is_the_machine_never_a_gpu_spill():
+    times = [2.0, 1.2, *_noisy(40, 0.5), *_noisy(30, 4.0, seed=1)]
+    rows = _cpu_rows(times, 42, own=(0.95, 0.3), others=(0.02, 0.02), **CPU_RUN)  # waiting on swap: idle, not taken
+    f = slowdown_finding(rows)
+    assert f is not None and f.signal == "step_slowdown_cpu"
+    assert "GPU" in words.say(f.message, "en") and "spill" not in words.say(f.message, "en")
+    assert load_kb().rank_causes({"step_slowdown_cpu": 0.6})[0].cause.id == "machine_slowed"
+
+
+def test_a_cuda_run_without_contention_still_points_at_its_memory():
+    times = [2.0, 1.2, *_noisy(40, 0.5), *_noisy(30, 4.0, seed=1)]
+    rows = _cpu_rows(times, 42, own=(0.3, 0.3), others=(0.02, 0.03), device_mem_reserved=11.5 * 2**30,
+                     device_mem_free=0.1 * 2**30)
+    assert slowdown_finding(rows).signal == "step_slowdown"
+
+
+def test_cpu_share_measures_this_process_and_the_others():
+    import time
+
+    share = CpuShare()
+    end = time.process_time() + 0.3
+    while time.process_time() < end:  # this process busy on one core
+        pass
+    got = share()
+    assert got["cpu_self"] is not None and 0 < got["cpu_self"] <= 1 and 0 <= got["cpu_others"] <= 1

@@ -42,6 +42,19 @@ TEXTS = {
                               "and stayed slow{memory}: the signature of memory spilling out of the GPU",
                               "{step}스텝부터 스텝이 {factor:.1f}배 느려져({before:.3g}초 → {after:.3g}초) 그대로 "
                               "머묾{memory}: GPU 메모리가 넘쳐 시스템 메모리로 흘러갈 때의 모습"),
+    "finding.cpu_contention": ("steps became {factor:.1f}× slower from step {step} ({before:.3g} s → {after:.3g} s) "
+                               "while other programs took {others:.0%} of the machine's CPU (before: {others_before:.0%});"
+                               " the training's own share fell from {own_before:.0%} to {own:.0%}: other programs "
+                               "crowded it out, nothing in its settings",
+                               "{step}스텝부터 스텝이 {factor:.1f}배 느려짐({before:.3g}초 → {after:.3g}초). 그동안 다른 "
+                               "프로그램이 이 컴퓨터 CPU의 {others:.0%}를 썼고(전에는 {others_before:.0%}), 학습 자신의 몫은 "
+                               "{own_before:.0%}에서 {own:.0%}로 줄었음: 설정이 아니라 다른 프로그램에 밀린 것"),
+    "finding.step_slowdown_cpu": ("steps became {factor:.1f}× slower from step {step} ({before:.3g} s → {after:.3g} s) "
+                                  "and stayed slow on a run without a GPU, while no other program took its CPU: the "
+                                  "machine itself slowed down (memory swapping to disk, or power and heat limits)",
+                                  "GPU 없이 돌던 실행에서 {step}스텝부터 스텝이 {factor:.1f}배 느려져({before:.3g}초 → "
+                                  "{after:.3g}초) 그대로 머묾. 다른 프로그램이 CPU를 가져가지도 않았음: 컴퓨터 자체가 "
+                                  "느려진 것(메모리가 디스크로 스왑되거나, 전원·발열 제한)"),
     "finding.slowdown_memory": ("; training held {reserved:.2f} GiB of device memory{free}",
                                 ". 학습이 장치 메모리 {reserved:.2f} GiB를 쓰는 중{free}"),
     "finding.slowdown_free": (", {free:.2f} GiB left free on the device", ", 장치에 남은 메모리 {free:.2f} GiB"),

@@ -12,7 +12,7 @@ import itertools
 import math
 import statistics
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from trainer.doctor.guard import MIN_LOSS_SCALE
 from trainer.message import Msg, msg
@@ -49,6 +49,10 @@ SLOW_STAY_ROWS = 5  # the median of this many steps from there on is that slow t
 SLOW_STAY_SHARE = 0.8  # and so are this share of all the steps after it
 SLOW_WARMUP_ROWS = 2  # the first steps (allocator growth, kernel selection) are left out of the baseline
 SLOW_BASE_ROWS = 5  # steps the baseline needs before a slowdown can be judged
+# Other programs crowded the run out: their share of the machine's CPU time (all cores; the rows' cpu_others) rose
+# by this much over the slow steps, and to at least twice what it was. On 2 cores one busy program is 0.25-0.5 of
+# it; a quiet machine's background stays under 0.02.
+CONTENTION_RISE = 0.05
 
 
 @dataclass
@@ -301,12 +305,15 @@ def ema_drift_finding(rows: list[dict]) -> Finding | None:
 
 
 def slowdown_finding(rows: list[dict]) -> Finding | None:
-    """The step time jumping ``SLOW_FACTOR``× above its running median and staying there; on CUDA with the
-    device memory in use beside it (the rows' ``device_mem_reserved`` / ``device_mem_free``)."""
+    """The step time jumping ``SLOW_FACTOR``× above its running median and staying there, named by what the rows
+    say beside it: other programs' CPU share rising with it (``cpu_contention``, on any device); else on CUDA
+    the device memory in use (``step_slowdown``, memory spilling out of the GPU); else on a run that had no GPU
+    a slowdown of the machine itself (``step_slowdown_cpu``: never a GPU's memory)."""
     times = [(r, v) for r in rows if (v := _f(r, "sec_per_step")) is not None and math.isfinite(v) and v > 0]
     times = times[SLOW_WARMUP_ROWS:]
     for i in range(SLOW_BASE_ROWS, len(times) - SLOW_STAY_ROWS + 1):
-        base = statistics.median(v for _, v in times[max(0, i - SPIKE_WINDOW) : i])
+        before_rows = times[max(0, i - SPIKE_WINDOW) : i]
+        base = statistics.median(v for _, v in before_rows)
         if times[i][1] < SLOW_FACTOR * base:
             continue
         after = [v for _, v in times[i:]]
@@ -318,19 +325,40 @@ def slowdown_finding(rows: list[dict]) -> Finding | None:
         row, slow = times[i][0], statistics.median(after)
         values: dict[str, Any] = {"before_sec": base, "after_sec": slow, "factor": slow / base,
                                   "from_step": row["step"], "slow_share": share}
-        memory: Msg | str = ""
+        steps = [r["step"] for r, _ in times[i : i + 10]]
+        said = {"factor": slow / base, "step": row["step"], "before": base, "after": slow}
+        cpu = _cpu_shift([r for r, _ in before_rows], [r for r, _ in times[i:]])
+        if cpu is not None:
+            values.update(cpu)
+            if cpu["others_after"] >= max(cpu["others_before"] + CONTENTION_RISE, 2 * cpu["others_before"]):
+                return Finding("cpu_contention", "warning", msg(
+                    "finding.cpu_contention", **said, others=cpu["others_after"], others_before=cpu["others_before"],
+                    own=cpu["self_after"], own_before=cpu["self_before"]), steps, values)
         reserved, free = _f(row, "device_mem_reserved"), _f(row, "device_mem_free")
         if reserved is not None:
             values.update(device_mem_reserved=reserved, device_mem_free=free)
             gib = 2.0**30
             left = msg("finding.slowdown_free", free=free / gib) if free is not None else ""
             memory = msg("finding.slowdown_memory", reserved=reserved / gib, free=left)
-        return Finding(
-            "step_slowdown", "warning",
-            msg("finding.step_slowdown", factor=slow / base, step=row["step"], before=base, after=slow, memory=memory),
-            [r["step"] for r, _ in times[i : i + 10]], values,
-        )
+            return Finding("step_slowdown", "warning", msg("finding.step_slowdown", **said, memory=memory), steps, values)
+        if "device_mem_reserved" in row:  # measured, and none: the run had no GPU whose memory could spill
+            return Finding("step_slowdown_cpu", "warning", msg("finding.step_slowdown_cpu", **said), steps, values)
+        return Finding("step_slowdown", "warning", msg("finding.step_slowdown", **said, memory=""), steps, values)
     return None
+
+
+def _cpu_shift(before: list[dict], after: list[dict]) -> dict[str, float] | None:
+    """The median CPU shares (of the whole machine) of this run and of every other process, before the slowdown
+    and after it; None when the rows did not measure them (runs from before they were measured)."""
+    def medians(rows: list[dict], key: str) -> float | None:
+        values = [v for r in rows if (v := _f(r, key)) is not None and math.isfinite(v)]
+        return statistics.median(values) if values else None
+
+    shares = {f"{who}_{when}": medians(rows, f"cpu_{who}") for when, rows in (("before", before), ("after", after))
+              for who in ("self", "others")}
+    if any(v is None for v in shares.values()):
+        return None
+    return cast(dict[str, float], shares)
 
 
 def metric_findings(rows: list[dict], plan: dict, config) -> list[Finding]:

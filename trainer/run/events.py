@@ -125,6 +125,8 @@ class StepRow(RunEvent):
     rollbacks: int = ABSENT
     device_mem_reserved: int | None = ABSENT
     device_mem_free: int | None = ABSENT
+    cpu_self: float | None = ABSENT  # this run's share of the machine's CPU time during the step (all cores)
+    cpu_others: float | None = ABSENT  # every other process's share
     val_loss: float | None = ABSENT  # only on the steps the validation loss was measured
 
     def metrics_row(self) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from trainer.train.ema import LoraEMA
 from trainer.train.feeding import FeedingMixin
 from trainer.train.hooks import Hooks
 from trainer.train.loss import LossMixin
-from trainer.train.measures import MeasuresMixin
+from trainer.train.measures import CpuShare, MeasuresMixin
 from trainer.train.outputs import OutputsMixin
 from trainer.train.preparation import PreparationMixin
 from trainer.train.probes import ProbesMixin
@@ -105,6 +105,7 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Validati
         self.last_batch_files: list[str] = []
         self.failure: dict[str, Any] | None = None
         self._update_ref: tuple[int, list[torch.Tensor]] | None = None  # (step, LoRA weights at that step)
+        self._cpu_share = CpuShare()  # the CPU each step got, for the slowdown detector
         self._rows: list[dict[str, Any]] = []
         self._loader: ThreadPoolExecutor | None = None  # a thread pool that loads the next step's images when latents are not cached
         self._pixels: dict[tuple[int, int], Any] = {}
@@ -292,6 +293,7 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Validati
             ema_drift=h.ema_drift,
             rollbacks=self.guard.rollbacks,
             **self._device_memory(),
+            **self._cpu_share(),
             **({} if val is None else {"val_loss": val}),
         )
         if cfg.guard.detectors and decision.apply and self.global_step % cfg.guard.detect_every == 0:

@@ -1,8 +1,11 @@
 """What a step measures beside its loss and gradients: the LoRA weights' update size (for the 'learning
-stalled' detector) and the device's memory (for the slowdown detector)."""
+stalled' detector), the device's memory and the CPU the run got (for the slowdown detector)."""
 
 from __future__ import annotations
 
+import time
+
+import psutil
 import torch
 
 from trainer.train.parts import TrainerParts
@@ -33,3 +36,31 @@ class MeasuresMixin(TrainerParts):
             return {"device_mem_reserved": None, "device_mem_free": None}
         free, _ = torch.cuda.mem_get_info(self.device)
         return {"device_mem_reserved": torch.cuda.memory_reserved(self.device), "device_mem_free": free}
+
+
+class CpuShare:
+    """The machine's CPU since the last reading, as shares of all its cores' time: this process's own
+    (``cpu_self``, every thread of it) and every other process's (``cpu_others``). A run that slows down while
+    ``cpu_others`` rises was crowded out by other programs, not short of device memory. One read of the
+    machine's counters (``/proc/stat`` on Linux) and of the process's clock: tens of microseconds a step."""
+
+    def __init__(self) -> None:
+        self.last = self._read()
+
+    @staticmethod
+    def _read() -> tuple[float, float, float]:
+        """(this process's CPU seconds, the machine's busy CPU seconds, its total), every core counted."""
+        times = psutil.cpu_times()
+        total = sum(times)
+        idle = times.idle + getattr(times, "iowait", 0.0)  # waiting for a disk is not using the CPU
+        return time.process_time(), total - idle, total
+
+    def __call__(self) -> dict[str, float | None]:
+        now = self._read()
+        (own0, busy0, total0), (own1, busy1, total1) = self.last, now
+        self.last = now
+        span = total1 - total0
+        if span <= 0:  # the machine's counters tick at 10 ms a core: none since the last reading
+            return {"cpu_self": None, "cpu_others": None}
+        own = min(1.0, (own1 - own0) / span)
+        return {"cpu_self": round(own, 4), "cpu_others": round(max(0.0, (busy1 - busy0) / span - own), 4)}
