@@ -100,7 +100,7 @@ def snapshot_of(snap: dict[str, Any]):
     from trainer.train.runner import RunSnapshot
 
     snap = dict(snap)
-    for name, kind in (("alerts", "alert"), ("samples", "sample_ready"), ("events", "")):
+    for name, kind in (("alerts", "alert"), ("samples", "sample_ready"), ("findings", "finding"), ("events", "")):
         if name in snap:
             snap[name] = [RunEvent.from_json({"type": kind, **e}) for e in snap[name]]
     if snap.get("progress") is not None:

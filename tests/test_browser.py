@@ -197,6 +197,7 @@ def test_a_second_tab_sees_the_running_job_and_cannot_start_another(page, browse
     wait_text(page, "#ld-status", "running", 120)
     other_context = browser.new_context(viewport={"width": 1400, "height": 1000})
     other = other_context.new_page()
+    other.set_default_timeout(120_000)  # a run's first row comes after its step-0 measures (~40 s on a busy machine)
     try:
         other.goto(app.url)
         wait_text(other, "#ld-status", "running")

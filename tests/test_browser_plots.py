@@ -1,8 +1,9 @@
 """The Train step's live plots never go blank (issue 34): their rendered heights are sampled in a real Chromium
 through a whole run, a pause, a continue and a stop, with the window resized and full-page screenshots taken
 on the way (each one a resize: plotly's resize deleted the figures' height, and a responsive plot without one
-collapsed to 0 px), then after leaving the step and coming back. A run of one step gets axes from 0, not
-plotly's padding around a lone point."""
+collapsed to 0 px), then after leaving the step and coming back. On the way the same run shows what else the
+step owes its user: Start greyed while it trains, the "sample pictures will appear" note gone once they did, the
+verdict once it stopped. A run of one step gets axes from 0, not plotly's padding around a lone point."""
 
 from __future__ import annotations
 
@@ -44,9 +45,19 @@ def test_the_plots_keep_their_height_through_a_run_a_pause_and_a_stop(page, app)
     page.wait_for_function("() => { const gd = document.querySelector('#ld-loss .js-plotly-plot');"
                            " return gd && gd.data && gd.data.length && gd.data[0].x.length >= 3; }", timeout=240_000)
     shake(page, "running", "running")
+    assert button(page, "Start").is_disabled()  # not the button to press while it trains
+    pictures = page.evaluate("() => document.querySelectorAll('#ld-train img').length")
+    button(page, "Sample now").click()
+    page.wait_for_function("() => document.body.innerText.includes('Sample pictures will appear below')")
+    page.wait_for_function(f"() => document.querySelectorAll('#ld-train img').length > {pictures}", timeout=120_000)
+    # the note goes with the poll that brings the pictures
+    page.wait_for_function("() => !document.body.innerText.includes('Sample pictures will appear below')",
+                           timeout=15_000)
     before = loss_points(page)
     shake(page, "running", "running-2")
-    assert loss_points(page) > before  # the plots were drawn again while shaken
+    page.wait_for_function(f"() => document.querySelector('#ld-loss .js-plotly-plot').data[0].x.length > {before}",
+                           timeout=60_000)  # new points came (a sample being drawn holds them a while)
+    shake(page, "running", "running-3")  # and were drawn on the shaken plots
 
     button(page, "Pause").click()
     wait_text(page, "#ld-status", "paused", 240)
@@ -60,6 +71,8 @@ def test_the_plots_keep_their_height_through_a_run_a_pause_and_a_stop(page, app)
 
     button(page, "Stop").click()
     wait_text(page, "#ld-status", "stopped", 240)
+    wait_text(page, "#ld-train-verdict", "Verdict: ", 120)  # the step ends with the doctor's verdict
+    assert button(page, "Start").is_enabled()
     shake(page, "stopped", "stopped")
     page.evaluate("() => { window.ldPhase = 'away'; }")
     page.get_by_role("tab", name="Dataset").click()

@@ -70,7 +70,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
                 with gr.Tab(t(name, lang), id=i, interactive=i == 0, elem_id=f"ld-{key}") as step:
                     ui.add(name, step, name)
                     module.build(ui)
-        timer = gr.Timer(1.0)
+        timer = gr.Timer(train.IDLE_POLL_S)  # the poll sets its own pace (ui/steps/train.py poll_every)
         dataset.wire(ui)
         plan.wire(ui)
         preset.wire(ui)

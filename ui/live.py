@@ -1,8 +1,10 @@
 """What the Train step shows from a runner snapshot: the status line, the guard's alert box with its top
-prescription, the other warnings, the sample gallery. Pure functions of the snapshot (and the run folder)."""
+prescription, the run's warnings as they are raised, its verdict once it ended, the sample gallery. Pure
+functions of the snapshot (and the run folder)."""
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 from collections.abc import Callable
@@ -13,11 +15,15 @@ from PIL import Image
 
 import words
 from trainer.data.images import for_display
+from trainer.doctor.verdict import run_verdict
+from trainer.errors import UserError
 from trainer.plan.steps import Schedule
 from trainer.run.events import Alert, RunStatus, Started
 from trainer.train.runner import RunSnapshot
 
 from .i18n import TEXTS, signal_label, t
+from .steps.troubleshoot import LEVEL_ICON
+from .verdict_view import verdict_markdown
 
 MAX_GALLERY = 48
 MAX_FILES_SHOWN = 8
@@ -148,15 +154,44 @@ def alert_html(snap: RunSnapshot, lang: str, prescription: dict[str, str] | None
 
 
 def warnings_markdown(snap: RunSnapshot, lang: str) -> str:
-    """Alerts other than the guard's: precision fallback, distilled base, a refused save."""
+    """The run's warnings as they are raised: the detectors' findings (gradient spikes, weight growth, burn, a
+    slowdown…; the latest of each signal) and the alerts other than the guard's (precision fallback, distilled
+    base, a refused save)."""
     lines = []
+    latest = {f.signal: f for f in snap.findings}  # a continued run may raise a signal again: its last word
+    for f in latest.values():
+        lines.append(f"- {LEVEL_ICON.get(f.level, '•')} **{signal_label(f.signal, lang)}**: {words.say(f.message, lang)}")
     for a in snap.alerts:
         if str(a.kind or "").startswith("nonfinite_"):
             continue
         message = a.message or ""  # a precision fallback says it in English alone
         lines.append(f"- ⚠️ **{signal_label(str(a.kind), lang)}**: "
                      f"{message if isinstance(message, str) else words.say(message, lang)}")
-    return "\n".join(lines)
+    return f"**{t('run_warnings', lang)}**\n\n" + "\n".join(lines) if lines else ""
+
+
+JUDGED = (RunStatus.FINISHED, RunStatus.STOPPED, RunStatus.GUARD_STOPPED)  # a paused run is not over
+
+
+def ended_verdict_markdown(snap: RunSnapshot, lang: str) -> str:
+    """The doctor's verdict on the run once it ended (finished, stopped, stopped by the guard), as Review and
+    Troubleshoot show it; empty while it trains or when it cannot be judged (a run that failed)."""
+    if snap.active or snap.status not in JUDGED or not snap.run_dir:
+        return ""
+    verdict = _verdict(snap.run_dir, str(snap.status), len(snap.checkpoints))
+    if verdict is None:
+        return ""
+    return f"{verdict_markdown(verdict, lang, evidence=4)}\n\n{t('verdict_more', lang)}"
+
+
+@functools.lru_cache(maxsize=8)
+def _verdict(run_dir: str, status: str, checkpoints: int) -> dict | None:
+    """The verdict's JSON, judged once per ended run (every tab and every poll after it reads this one); the
+    status and the number of saves key it too, so a run continued and ended again is judged again."""
+    try:
+        return run_verdict(run_dir).to_json()
+    except (UserError, OSError):  # the folder went, or holds no run
+        return None
 
 
 def open_rgb(path: Path) -> Image.Image | None:

@@ -127,8 +127,11 @@
     } // else: had it already, or missed one before it; the next poll says what this page holds and gets it whole
     schedule(); // also draws a plot that was hidden and now shows, or that gradio re-created
   };
-  // What this page holds, sent with every poll.
-  live.view = () => ({ full: live.full, rows: live.rows });
+  // What this page holds, sent with every poll, and whether its plots are shown (else it polls slowly).
+  live.view = () => {
+    const gd = plotOf("loss");
+    return { full: live.full, rows: live.rows, shown: !!gd && gd.offsetParent !== null };
+  };
   window.ldLive = live;
 
   document.addEventListener("visibilitychange", schedule);

@@ -22,6 +22,7 @@ from trainer.run.events import (
     Alert,
     CheckpointSaved,
     Failed,
+    FindingEvent,
     Progress,
     Resumed,
     RunEvent,
@@ -47,6 +48,7 @@ class RunState:
     alerts: list[Alert] = field(default_factory=list)
     samples: list[SampleReady] = field(default_factory=list)
     checkpoints: list[CheckpointSaved] = field(default_factory=list)
+    findings: list[FindingEvent] = field(default_factory=list)  # the detectors' warnings, as they are raised
     events: list[RunEvent] = field(default_factory=list)  # everything but step rows
     progress: Progress | None = None
     message: str = ""
@@ -70,6 +72,7 @@ class RunSnapshot:
     alerts: list[Alert] = field(default_factory=list)
     samples: list[SampleReady] = field(default_factory=list)
     checkpoints: list[CheckpointSaved] = field(default_factory=list)
+    findings: list[FindingEvent] = field(default_factory=list)
     events: list[RunEvent] = field(default_factory=list)  # the last 50 besides step rows
     progress: Progress | None = None
     message: str = ""
@@ -82,7 +85,7 @@ class RunSnapshot:
     def to_json(self) -> dict[str, Any]:
         """The snapshot as plain JSON types, the dict ``snapshot`` returned before it was typed."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
-        for name in ("alerts", "samples", "checkpoints", "events"):
+        for name in ("alerts", "samples", "checkpoints", "findings", "events"):
             out[name] = [e.to_json() for e in out[name]]
         out["progress"] = self.progress.to_json() if self.progress is not None else None
         out["status"] = str(self.status)
@@ -214,6 +217,8 @@ class Runner:
                 s.samples.append(ev)
             elif isinstance(ev, CheckpointSaved):
                 s.checkpoints.append(ev)
+            elif isinstance(ev, FindingEvent):
+                s.findings.append(ev)
             elif isinstance(ev, Failed):
                 s.message, s.refusal = ev.error or "", None
             elif isinstance(ev, Stopped) and ev.message:
@@ -233,7 +238,8 @@ class Runner:
             out = RunSnapshot(
                 version=self.version, active=self.active, status=s.status, run_dir=s.run_dir, step=s.step,
                 total_steps=s.total_steps, metrics=rows, rows=len(s.metrics), alerts=list(s.alerts),
-                samples=list(s.samples), checkpoints=list(s.checkpoints), events=list(s.events[-50:]),
+                samples=list(s.samples), checkpoints=list(s.checkpoints), findings=list(s.findings),
+                events=list(s.events[-50:]),
                 progress=s.progress, message=s.message, best_val=s.best_val, refusal=s.refusal,
             )
         sec = sum(recent) / len(recent) if recent else None
@@ -261,6 +267,7 @@ def _load_earlier(s: RunState, run_dir: str, step: int) -> None:
     s.best_val = best_so_far(s.metrics)
     s.samples[:0] = [e for e in earlier if isinstance(e, SampleReady)]
     s.checkpoints[:0] = [e for e in earlier if isinstance(e, CheckpointSaved)]
+    s.findings[:0] = [e for e in earlier if isinstance(e, FindingEvent)]
     applied = [r["step"] for r in rows if not r.get("skipped")]
     s.step = max(applied, default=s.step)
 

@@ -1,13 +1,16 @@
 """Step 4, Train: Start / Stop / Sample now / Save now, the live plots, the status line, the guard's alert box,
 and the samples as they are made.
 
-Every tab polls the one process-wide runner (``gr.Timer`` and page load) and gets ``gr.skip()`` while the
-runner's version has not moved; within a changed version only the parts that changed are sent (the gallery
-when samples arrived, the status when it moved). The plots take only the new points: the page keeps its
-figures (``ui/live_view.js``) and the poll sends them whole once, then what the rows since the tab's last
-look add (:func:`live_plots`). The poll runs with ``concurrency_limit=None`` so no tab waits behind another
-tab's click; gradio's timer does not tick while the tab is hidden, and the first tick after it shows again
-catches up.
+Every tab polls the one process-wide runner (``gr.Timer``, page load, and showing the Train step) and gets
+``gr.skip()`` while the runner's version has not moved; within a changed version only the parts that changed are
+sent (the gallery when samples arrived, the status when its words changed). Each poll costs the page a fixed
+~0.1 s of CPU in gradio's own bookkeeping, whatever it brings, so the poll sets its own pace
+(:func:`poll_every`): every 2 s while a run trains with the Train step shown, 5 s while nothing moves, 10 s on
+another step or with no run (a run started from another tab still shows within 10 s). The plots take only the
+new points: the page keeps its figures (``ui/live_view.js``) and the poll sends them whole once, then what the
+rows since the tab's last look add (:func:`live_plots`). The poll runs with ``concurrency_limit=None`` so no
+tab waits behind another tab's click; gradio's timer does not tick while the tab is hidden, and the first tick
+after it shows again catches up.
 """
 
 from __future__ import annotations
@@ -41,15 +44,27 @@ from ..paths import safe_name
 from . import gates, review
 from .dataset import scan_for
 
-POLL_OUTPUTS = ["poll_state", "status_md", "alert_html", "to_troubleshoot", "warnings_md", "live_plots",
-                "samples_gallery", "stop_btn", "pause_btn", "continue_btn", "sample_btn", "save_btn", "review_run",
-                "ts_run", "wizard", "train_msg", *gates.UNLOCKS]
+POLL_OUTPUTS = ["poll_state", "status_md", "alert_html", "to_troubleshoot", "warnings_md", "verdict_md",
+                "live_plots", "samples_gallery", "start_btn", "stop_btn", "pause_btn", "continue_btn", "sample_btn",
+                "save_btn", "review_run", "ts_run", "wizard", "train_msg", "poll_timer", *gates.UNLOCKS]
 RUN_BUTTONS = ("stop_btn", "pause_btn", "sample_btn", "save_btn")  # the commands into an active run
 # Before each poll the page puts what its plots hold into the ``live_view`` input; after it, the page applies
 # the ``live_plots`` message (ui/live_view.js).
-VIEW_JS = "(lang, state, view) => [lang, state, window.ldLive ? window.ldLive.view() : null]"
+VIEW_JS = "(lang, state, view, msg) => [lang, state, window.ldLive ? window.ldLive.view() : null, msg]"
+SHOWN_JS = ("(lang, state, view, msg) => [lang, state, window.ldLive ? {...window.ldLive.view(), shown: true} : null,"
+            " msg]")
 APPLY_JS = "(message) => { if (window.ldLive) window.ldLive.apply(message); }"
 REDRAW_AFTER = plots.MAX_POINTS  # new points a tab's lines take before it gets whole (decimated) figures again
+RUN_POLL_S = 2.0  # a run trains and the Train step shows: the status and plots move (they draw every >= 3 s)
+QUIET_POLL_S = 5.0  # it trains, but nothing came since the last look (a long step, samples being drawn)
+IDLE_POLL_S = 10.0  # no run, or the Train step hidden (showing it polls at once)
+
+
+def poll_every(active: bool, shown: bool, moved: bool) -> float:
+    """Seconds until a tab's next poll: often only while there is something to see."""
+    if not active or not shown:
+        return IDLE_POLL_S
+    return RUN_POLL_S if moved else QUIET_POLL_S
 
 
 def build(ui: UI) -> None:
@@ -70,7 +85,6 @@ def build(ui: UI) -> None:
     ui.add("alert_html", gr.HTML("", elem_id="ld-alert"))
     ui.add("to_troubleshoot", gr.Button(t("to_troubleshoot", lang), variant="stop", visible=False),
            "to_troubleshoot", "value")
-    ui.add("warnings_md", gr.Markdown(""))
     # The plots get a value once, here: the page draws into them from then on (a Plot given a new value makes
     # a new plot, see ui/live_view.js).
     empty = {name: plot_json(fig) for name, fig in plots.live_figures([], 0.0, lang, "idle").items()}
@@ -85,12 +99,16 @@ def build(ui: UI) -> None:
     ui.add("samples_gallery", gr.Gallery(label=t("samples", lang), columns=8, height=300, allow_preview=True,
                                          elem_classes="ld-captions"),
            "samples")
+    # the step ends with what the doctor makes of the run: its warnings as they are raised, its verdict once over
+    ui.add("verdict_md", gr.Markdown("", elem_id="ld-train-verdict"))
+    ui.add("warnings_md", gr.Markdown("", elem_id="ld-train-warnings"))
     ui.add("train_next", gr.Button(t("next_review", lang)), "next_review", "value")
 
 
 def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
     ctx = ui.ctx
     runner = ctx.runner
+    ui.add("poll_timer", timer)
 
     def start(*, lang: str, confirm: bool = False, report_state: Any = None, **values: Any) -> dict[str, Any]:
         if runner.active:
@@ -108,9 +126,10 @@ def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
         ok, _ = runner.start(cfg)
         if not ok:
             raise UserError(t("err_run_active", lang))
-        return {"train_msg": ok_box(t("started", lang)), **run_buttons(True), "confirm_btn": gr.Button(visible=False)}
+        return {"train_msg": ok_box(t("started", lang)), **run_buttons(True), "confirm_btn": gr.Button(visible=False),
+                "poll_timer": gr.Timer(RUN_POLL_S)}
 
-    start_outputs = ["train_msg", *RUN_BUTTONS, "continue_btn", "confirm_btn"]
+    start_outputs = ["train_msg", "start_btn", *RUN_BUTTONS, "continue_btn", "confirm_btn", "poll_timer"]
     ui.on(ui["start_btn"].click, start, ["lang", "confirm", "report_state", *NAMES], start_outputs,
           api_name="start", message="train_msg")
 
@@ -145,20 +164,28 @@ def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
         ok, _ = runner.continue_run(run)
         if not ok:
             raise UserError(t("err_run_active", lang))
-        return {"train_msg": ok_box(t("continued", lang, run=ctx.run_rel(run), step=step)), **run_buttons(True)}
+        return {"train_msg": ok_box(t("continued", lang, run=ctx.run_rel(run), step=step)), **run_buttons(True),
+                "poll_timer": gr.Timer(RUN_POLL_S)}
 
-    ui.on(ui["continue_btn"].click, continue_run, ["lang"], ["train_msg", *RUN_BUTTONS, "continue_btn"],
+    ui.on(ui["continue_btn"].click, continue_run, ["lang"],
+          ["train_msg", "start_btn", *RUN_BUTTONS, "continue_btn", "poll_timer"],
           api_name="continue", message="train_msg")
 
     copies = GalleryCopies(ui["samples_gallery"].GRADIO_CACHE)
 
-    def poll(*, lang: str, poll_state: dict | None, live_view: dict | None) -> dict[str, Any]:
-        return poll_view(ui, poll_state or {}, lang, live_view, copies)
+    def poll(*, lang: str, poll_state: dict | None, live_view: dict | None, train_msg: str | None) -> dict[str, Any]:
+        out = poll_view(ui, poll_state or {}, lang, live_view, copies)
+        if "samples_gallery" in out and t("sample_now_sent", lang) in (train_msg or ""):
+            out["train_msg"] = ""  # "Sample pictures will appear below…": they did
+        return out
 
-    polled = ui.on([timer.tick, demo.load], poll, ["lang", "poll_state", "live_view"], POLL_OUTPUTS,
-                   api_name="poll", concurrency_limit=None, show_progress="hidden", show_progress_on=[],
-                   js=VIEW_JS)
+    inputs = ["lang", "poll_state", "live_view", "train_msg"]
+    quiet = {"concurrency_limit": None, "show_progress": "hidden", "show_progress_on": []}
+    polled = ui.on([timer.tick, demo.load], poll, inputs, POLL_OUTPUTS, api_name="poll", js=VIEW_JS, **quiet)
     polled.then(None, ui["live_plots"], None, js=APPLY_JS, queue=False, show_progress="hidden")
+    # showing the Train step looks at once (its polls were slow while it was hidden), as a step being shown
+    shown = ui.on(ui["step_train"].select, poll, inputs, POLL_OUTPUTS, js=SHOWN_JS, **quiet)
+    shown.then(None, ui["live_plots"], None, js=APPLY_JS, queue=False, show_progress="hidden")
 
     def status() -> dict:
         """Compact run state for API clients: status, step, total, run (inside runs/), alerts, samples."""
@@ -194,8 +221,10 @@ def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
 
 
 def run_buttons(active: bool) -> dict[str, Any]:
-    """Stop, Pause, Sample now and Save now work while a run is active; Continue only when none is."""
-    return {**{name: gr.Button(interactive=active) for name in RUN_BUTTONS},
+    """Stop, Pause, Sample now and Save now work while a run is active; Start (no longer the button to press)
+    and Continue only when none is."""
+    return {"start_btn": gr.Button(interactive=not active, variant="secondary" if active else "primary"),
+            **{name: gr.Button(interactive=active) for name in RUN_BUTTONS},
             **({"continue_btn": gr.Button(interactive=False)} if active else {})}
 
 
@@ -286,15 +315,27 @@ def poll_view(ui: UI, state: dict[str, Any], lang: str, view: dict[str, Any] | N
     ``picture`` makes a sample file a gallery item (the app passes its :class:`GalleryCopies`)."""
     ctx, runner = ui.ctx, ui.ctx.runner
     lost = bool(view) and (view.get("full"), view.get("rows")) != (state.get("full"), state.get("rows"))
-    if state.get("version") == runner.version and state.get("lang") == lang and not lost:
-        return {}
+    shown = (view or {}).get("shown", True)  # API clients see everything
+    moved = state.get("version") != runner.version
+    if not moved and state.get("lang") == lang and not lost:
+        every = poll_every(runner.active, shown, moved=False)
+        if every == state.get("every"):
+            return {}
+        return {"poll_state": {**state, "every": every}, "poll_timer": gr.Timer(every)}
     snap = runner.snapshot(rows_from=state.get("rows", 0))
     samples, alerts = snap.samples, snap.alerts
     new = {"version": snap.version, "lang": lang, "run": snap.run_dir, "samples": len(samples),
-           "alerts": len(alerts), "active": snap.active, "status": str(snap.status)}
+           "alerts": len(alerts), "findings": len(snap.findings), "active": snap.active, "status": str(snap.status)}
     fresh = state.get("lang") != lang or state.get("run") != snap.run_dir
     run_label = ctx.run_rel(snap.run_dir)
-    out: dict[str, Any] = {"poll_state": new, "status_md": live.status_line(snap, lang, run_label)}
+    out: dict[str, Any] = {"poll_state": new}
+    status = live.status_line(snap, lang, run_label)
+    new["status_hash"] = hash(status)  # the words, not the version: a progress event may change nothing shown
+    if fresh or new["status_hash"] != state.get("status_hash"):
+        out["status_md"] = status
+    new["every"] = poll_every(snap.active, shown or (not state and snap.active), moved=True)  # (it jumps to Train)
+    if new["every"] != state.get("every"):
+        out["poll_timer"] = gr.Timer(new["every"])
     message, held = live_plots(runner, snap, state, lang, run_label or "idle", whole=fresh or lost)
     new.update(held)
     if state.get("active") and not snap.active:  # paused or ended: the page draws its last points now
@@ -308,7 +349,10 @@ def poll_view(ui: UI, state: dict[str, Any], lang: str, view: dict[str, Any] | N
         rx = live.top_prescription(snap.run_dir, alert, lang) if alert else None
         out["alert_html"] = live.alert_html(snap, lang, rx)
         out["to_troubleshoot"] = gr.Button(visible=alert is not None)
+    if fresh or len(alerts) != state.get("alerts") or len(snap.findings) != state.get("findings"):
         out["warnings_md"] = live.warnings_markdown(snap, lang)
+    if fresh or snap.status != state.get("status"):
+        out["verdict_md"] = live.ended_verdict_markdown(snap, lang)
     if fresh or snap.active != state.get("active"):
         out.update(run_buttons(snap.active))
     if fresh or snap.status != state.get("status"):
