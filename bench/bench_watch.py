@@ -1,20 +1,21 @@
-"""Does an open Train tab slow the run it shows? The demo run (the app's defaults, as Start trains them) with
-its Train tab open in headless Chromium against the same run with the page on about:blank, alternating; the
-throughput ratio (target >= 0.95) and the page's DOM and JS heap at the start and the end of the run (target:
-flat).
+"""Does an open Train tab slow the run it shows? The demo run (the app's defaults), started with the Start button
+in headless Chromium, with its Train tab left open until the run ends, against the same run whose page goes to
+about:blank right after Start; several pairs, alternating which goes first. Target: pooled ratio >= 0.95.
 
-    python bench/bench_watch.py [--pairs 1] [--steps 0] [--threads 0] [--quiet-load 1.0] [--quiet-wait 600]
+    python bench/bench_watch.py [--pairs 3] [--steps 0] [--from-step 50] [--threads 0] [--quiet-load 1.0]
 
-Each run: ``python app.py`` in its own process and workspace, the run started through its API with the demo's
-defaults (``--steps`` caps it; 0 = the whole demo run, 1392 steps), and one Chromium page: "open" loads the app
-as a user reopening it mid-run (it shows the running job's Train step and polls every second until the run
-ends), "closed" sits on about:blank. Measured over the steady steps (the first few left out):
-- throughput: 1 / median seconds per optimizer step (metrics.jsonl), and wall-clock steps per second (samples
-  and checkpoints included);
+Each run: ``python app.py`` in its own process and workspace, one Chromium page that opens it, waits for the
+first scan, sets the steps (``--steps``; 0 = the whole demo run, 1392 steps) and presses Start on the Train step
+as a user does. "open" keeps that page on the Train step until the run ends; "closed" sends it to about:blank.
+
+Printed per run and per pair, and pooled over all pairs:
+- throughput from the run's own metrics.jsonl: the steps from ``--from-step`` on divided by the sum of their
+  sec_per_step (the training loop's own clock: samples, saves and validation between steps are left out);
+- per pair: open / closed; pooled: (all open steps / all their seconds) / (the same for closed), and the
+  spread of the pair ratios (lowest, highest, standard deviation);
 - CPU seconds per step of the app's process (training and serving the polls) and of the whole browser;
-- open only: elements in the document, all the renderer's DOM nodes (CDP ``Nodes``, after a forced garbage
-  collection: what is kept, detached nodes included) and the JS heap in use, once the first points are drawn
-  and again after the run has ended.
+- open only: the page's elements, DOM nodes (CDP, after a forced garbage collection) and JS heap once the
+  first points are drawn and again after the run ended.
 Other jobs on the machine distort the ratio: before the first run it waits (at most ``--quiet-wait`` seconds)
 for the 1-minute load average to fall below ``--quiet-load`` and says whether it did. Nothing is asserted.
 """
@@ -22,7 +23,9 @@ for the 1-minute load average to fall below ``--quiet-load`` and says whether it
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -31,7 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_polling import ENV, REPO, SKIP_FIRST, CpuMeter, _connect, throughput
+from bench_polling import ENV, REPO, SKIP_FIRST, CpuMeter, _connect
 
 CHROMIUM = "/usr/bin/chromium"
 BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -50,12 +53,19 @@ def wait_for_quiet(limit: float, patience: float) -> str:
         time.sleep(10)
 
 
+def steady_seconds(run_dir: Path, from_step: int) -> tuple[int, float]:
+    """(steps, the sum of their sec_per_step) over the applied steps from ``from_step`` on."""
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    secs = [r["sec_per_step"] for r in rows if r["step"] >= from_step and not r.get("skipped")]
+    return len(secs), sum(secs)
+
+
 def page_figures(page, cdp) -> dict[str, float]:
     """Elements in the document, the renderer's DOM nodes and JS heap after a forced garbage collection."""
     cdp.send("HeapProfiler.collectGarbage")
     metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
     return {"elements": page.evaluate("document.getElementsByTagName('*').length"), "nodes": metrics["Nodes"],
-            "heap_mib": metrics["JSHeapUsedSize"] / 2**20, "listeners": metrics["JSEventListeners"]}
+            "heap_mib": metrics["JSHeapUsedSize"] / 2**20}
 
 
 def loss_points(page) -> int:
@@ -67,7 +77,22 @@ def browser_cpu(session) -> float:
     return sum(p["cpuTime"] for p in session.send("SystemInfo.getProcessInfo")["processInfo"])
 
 
-def one_run(mode: str, workspace: Path, steps: int, port: int, browser) -> dict:
+def start_in_the_page(page, url: str, steps: int) -> None:
+    """Open the app, wait for its first scan, set the steps, and press Start on the Train step."""
+    page.goto(url)
+    page.wait_for_function("() => document.body.innerText.includes('usable pictures')", timeout=120_000)
+    if steps:
+        page.get_by_role("tab", name=re.compile("Steps")).click()
+        box = page.locator("#ld-f-max_steps input").first
+        box.fill(str(steps))
+        box.press("Tab")
+        page.wait_for_timeout(800)
+    page.get_by_role("tab", name=re.compile("Train")).click()
+    page.get_by_role("button", name="Start", exact=True).click()
+    page.wait_for_function("() => document.body.innerText.includes('Training started')", timeout=120_000)
+
+
+def one_run(mode: str, workspace: Path, steps: int, from_step: int, port: int, browser) -> dict:
     from gradio_client import Client
 
     app = subprocess.Popen([sys.executable, "app.py", "--workspace", str(workspace), "--port", str(port)],
@@ -76,15 +101,16 @@ def one_run(mode: str, workspace: Path, steps: int, port: int, browser) -> dict:
     try:
         url = f"http://127.0.0.1:{port}/"
         client = _connect(Client, url)
-        client.predict(api_name="/start", **({"max_steps": steps} if steps else {}))
-        while (status := client.predict(api_name="/status"))["total_steps"] == 0 and status["active"]:
-            time.sleep(0.5)
-        total = status["total_steps"]
         page = context.new_page()
         cdp = context.new_cdp_session(page)
         cdp.send("Performance.enable")
         session = browser.new_browser_cdp_session()
-        page.goto(url if mode == "open" else "about:blank")
+        start_in_the_page(page, url, steps)
+        if mode == "closed":
+            page.goto("about:blank")
+        while (status := client.predict(api_name="/status"))["total_steps"] == 0 and status["active"]:
+            time.sleep(0.5)
+        total = status["total_steps"]
         meter = CpuMeter(app.pid, workspace / "runs", total)
         out: dict = {}
         start_cpu = start_time = None
@@ -93,7 +119,7 @@ def one_run(mode: str, workspace: Path, steps: int, port: int, browser) -> dict:
                 start_cpu, start_time = browser_cpu(session), time.perf_counter()
             if mode == "open" and "start" not in out and loss_points(page) >= 2 * SKIP_FIRST:
                 out["start"] = page_figures(page, cdp)
-            time.sleep(0.2)
+            time.sleep(0.5)
         end_cpu, end_time = browser_cpu(session), time.perf_counter()
         while client.predict(api_name="/status")["active"]:
             time.sleep(0.5)
@@ -102,9 +128,12 @@ def one_run(mode: str, workspace: Path, steps: int, port: int, browser) -> dict:
             out["end"] = page_figures(page, cdp)
             out["points"] = loss_points(page)
         run = next((workspace / "runs").glob("*/*/metrics.jsonl")).parent
-        steady = meter.end[0] - meter.start[0]
-        out.update(steps=total, it_s=throughput(run), app_cpu=meter.per_step(), wall_it_s=steady / (end_time - start_time),
-                   browser_cpu=(end_cpu - start_cpu) / steady)
+        out["steady_steps"], out["steady_sec"] = steady_seconds(run, from_step)
+        counted = meter.end[0] - meter.start[0]
+        if not out["steady_steps"]:
+            raise SystemExit(f"the run has no steps from {from_step} on: give more --steps or a lower --from-step")
+        out.update(steps=total, it_s=out["steady_steps"] / out["steady_sec"], app_cpu=meter.per_step(),
+                   wall_it_s=counted / (end_time - start_time), browser_cpu=(end_cpu - start_cpu) / counted)
         return out
     finally:
         context.close()
@@ -112,10 +141,15 @@ def one_run(mode: str, workspace: Path, steps: int, port: int, browser) -> dict:
         app.wait(30)
 
 
+def pooled(runs: list[dict]) -> float:
+    return sum(r["steady_steps"] for r in runs) / sum(r["steady_sec"] for r in runs)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--pairs", type=int, default=1)
+    p.add_argument("--pairs", type=int, default=3)
     p.add_argument("--steps", type=int, default=0, help="cap the demo run at this many steps (0 = the whole run)")
+    p.add_argument("--from-step", type=int, default=50, help="throughput counts the steps from this one on")
     p.add_argument("--port", type=int, default=7872)
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads in the app (0 = torch's default)")
     p.add_argument("--quiet-load", type=float, default=1.0)
@@ -131,39 +165,39 @@ def main() -> int:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
         for i in range(args.pairs):
             for mode in ("open", "closed") if i % 2 == 0 else ("closed", "open"):
-                r = one_run(mode, Path(tmp) / f"{mode}{i}", args.steps, args.port, browser)
+                r = one_run(mode, Path(tmp) / f"{mode}{i}", args.steps, args.from_step, args.port, browser)
                 results[mode].append(r)
-                line = (f"pair {i + 1} {mode:6s} {r['steps']} steps  {r['it_s']:6.2f} it/s (wall {r['wall_it_s']:5.2f})"
-                        f"  app {1000 * r['app_cpu']:5.1f} ms CPU/step  browser {1000 * r['browser_cpu']:5.1f} ms CPU/step")
+                line = (f"pair {i + 1} {mode:6s} {r['steps']} steps  {r['it_s']:6.2f} it/s over steps >= "
+                        f"{args.from_step} (wall {r['wall_it_s']:5.2f})  app {1000 * r['app_cpu']:5.1f} ms CPU/step  "
+                        f"browser {1000 * r['browser_cpu']:5.1f} ms CPU/step")
                 if mode == "open" and r.get("start"):
                     s, e = r["start"], r["end"]
                     line += (f"\n              page start -> end: {s['elements']} -> {e['elements']} elements, "
                              f"{s['nodes']:.0f} -> {e['nodes']:.0f} DOM nodes, {s['heap_mib']:.1f} -> "
-                             f"{e['heap_mib']:.1f} MiB JS heap, {s['listeners']:.0f} -> {e['listeners']:.0f} "
-                             f"listeners; {r['points']} loss points drawn")
+                             f"{e['heap_mib']:.1f} MiB JS heap; {r['points']} loss points drawn")
                 print(line, flush=True)
+            o, c = results["open"][-1], results["closed"][-1]
+            print(f"pair {i + 1} ratio open / closed: {o['it_s'] / c['it_s']:.3f}", flush=True)
         browser.close()
     opened, closed = results["open"], results["closed"]
+    ratios = [o["it_s"] / c["it_s"] for o, c in zip(opened, closed)]
+    spread = (f"lowest {min(ratios):.3f}, highest {max(ratios):.3f}"
+              + (f", sd {statistics.stdev(ratios):.3f}" if len(ratios) > 1 else ""))
+    print(f"\npooled      tab open / closed: {pooled(opened):.2f} / {pooled(closed):.2f} it/s = "
+          f"{pooled(opened) / pooled(closed):.3f} (target >= 0.95); pairs {' '.join(f'{x:.3f}' for x in ratios)} "
+          f"({spread})")
 
     def median(rs: list[dict], key: str) -> float:
         return statistics.median(r[key] for r in rs)
 
-    ratio = median(opened, "it_s") / median(closed, "it_s")
-    wall = median(opened, "wall_it_s") / median(closed, "wall_it_s")
-    pairs = " ".join(f"{o['it_s'] / c['it_s']:.3f}" for o, c in zip(opened, closed))
-    print(f"\nthroughput  tab open / closed: {ratio:.3f} (target >= 0.95; per pair {pairs}); wall clock {wall:.3f}")
-    cpu_open = median(opened, "app_cpu") + median(opened, "browser_cpu")
-    cpu_closed = median(closed, "app_cpu") + median(closed, "browser_cpu")
     print(f"CPU/step    app {1000 * median(opened, 'app_cpu'):.1f} vs {1000 * median(closed, 'app_cpu'):.1f} ms, "
-          f"browser {1000 * median(opened, 'browser_cpu'):.1f} vs {1000 * median(closed, 'browser_cpu'):.1f} ms: "
-          f"throughput-equivalent ratio {cpu_closed / cpu_open:.3f} (steadier than throughput on a shared machine)")
+          f"browser {1000 * median(opened, 'browser_cpu'):.1f} vs {1000 * median(closed, 'browser_cpu'):.1f} ms")
     starts, ends = [r["start"] for r in opened if r.get("start")], [r["end"] for r in opened if r.get("start")]
-    if not starts:  # the run ended before the page drew its first points
-        return 0
-    print(f"page        DOM nodes {statistics.median(s['nodes'] for s in starts):.0f} at the start, "
-          f"{statistics.median(e['nodes'] for e in ends):.0f} at the end; JS heap "
-          f"{statistics.median(s['heap_mib'] for s in starts):.1f} -> {statistics.median(e['heap_mib'] for e in ends):.1f} MiB"
-          " (target: flat)")
+    if starts:
+        print(f"page        DOM nodes {statistics.median(s['nodes'] for s in starts):.0f} at the start, "
+              f"{statistics.median(e['nodes'] for e in ends):.0f} at the end; JS heap "
+              f"{statistics.median(s['heap_mib'] for s in starts):.1f} -> "
+              f"{statistics.median(e['heap_mib'] for e in ends):.1f} MiB (target: flat)")
     return 0
 
 
