@@ -81,7 +81,7 @@ def test_several_refusals_are_joined_in_both_languages():
 def test_a_bad_override_is_worded_in_korean():
     with pytest.raises(UserError, match=r"--set 'lora.rank.x=1': 'rank' is a value, not a section") as e:
         apply_overrides({}, ["lora.rank=3", "lora.rank.x=1"])
-    assert e.value.say("ko") == "--set 'lora.rank.x=1': 'rank'은(는) 섹션이 아니라 값입니다"
+    assert e.value.say("ko") == "--set 'lora.rank.x=1': 'rank' 자리는 섹션이 아니라 값입니다"
 
 
 def test_every_error_template_has_korean_of_its_own():

@@ -135,7 +135,7 @@ def test_dose_counts_the_lr_the_schedule_gives(kohya_set):
     assert flat.schedule_mean == 1.0 and flat.dose == pytest.approx(1e-3 * flat.total_steps)
     assert cos.schedule_mean == pytest.approx(0.5, abs=0.03)
     assert cos.dose == pytest.approx(flat.dose * cos.schedule_mean)
-    assert "cosine" in words.say(cos.dose_formula, "en") and "cosine" in words.say(cos.dose_formula, "ko")
+    assert "cosine" in words.say(cos.dose_formula, "en") and "코사인 스케줄" in words.say(cos.dose_formula, "ko")
     assert "mean" not in words.say(flat.dose_formula, "en")
 
 

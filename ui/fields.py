@@ -32,6 +32,12 @@ class Field:
         up without an edit here); the preset's list is the presets found, filled in by the preset step."""
         return allowed_values(self.path) if self.kind == "choice" else ()
 
+    def choice_items(self, lang: str) -> list[tuple[str, str]]:
+        """A choice field's (label, value) pairs: a value that is a word has its words (``field.<name>.choice.<value>``),
+        a name (fp16, adamw, sd15) shows as it is."""
+        codes = {v: f"field.{self.name}.choice.{v}" for v in self.choices}
+        return [(say(code, lang) if code in TEXTS else v, v) for v, code in codes.items()]
+
     def label(self, lang: str) -> str:
         return say(f"field.{self.name}", lang)
 

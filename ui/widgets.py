@@ -44,7 +44,7 @@ def field_widget(ui: UI, f: Field, value: Any, choices: list | None = None) -> A
     elif f.kind == "base":
         w = gr.Dropdown(choices=base_choices(), value=value, allow_custom_value=True, **common)
     elif f.kind == "choice":
-        w = gr.Dropdown(choices=choices if choices is not None else list(f.choices), value=value, **common)
+        w = gr.Dropdown(choices=choices if choices is not None else f.choice_items(lang), value=value, **common)
     else:  # pragma: no cover - the table only holds the kinds above
         raise ValueError(f"unknown field kind {f.kind!r}")
     return ui.add(f.name, w)
@@ -56,5 +56,11 @@ def field_widgets(ui: UI, step: str, skip: tuple[str, ...] = ()) -> list[Any]:
 
 
 def relabel_fields(ui: UI, lang: str) -> dict[str, Any]:
-    return {name: gr.update(label=BY_NAME[name].label(lang), info=BY_NAME[name].help(lang))
-            for name in BY_NAME if name in ui.c}
+    """Every field's label and help line in ``lang``, and a choice field's choices (the preset's come from its step)."""
+    out: dict[str, Any] = {}
+    for name, f in BY_NAME.items():
+        if name not in ui.c:
+            continue
+        choices = {"choices": f.choice_items(lang)} if f.kind == "choice" and name != "preset" else {}
+        out[name] = gr.update(label=f.label(lang), info=f.help(lang), **choices)
+    return out

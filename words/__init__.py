@@ -12,6 +12,8 @@ from typing import Any
 
 from trainer.message import Msg
 
+from .korean import resolve
+
 LANGS = ("en", "ko")
 
 TEXTS: dict[str, tuple[str, str]] = {}
@@ -43,7 +45,10 @@ def say(message: Msg | str | Mapping[str, str], lang: str = "en", **values: Any)
     text = ko if lang == "ko" else en
     if not values:
         return text
-    return text.format(**{k: say(v, lang) if isinstance(v, Msg | Mapping) else v for k, v in values.items()})
+    filled = {k: say(v, lang) if isinstance(v, Msg | Mapping) else v for k, v in values.items()}
+    if lang == "ko":  # "{dose}은(는)" becomes "{dose}은" or "{dose}는", whichever fits the value (words/korean.py)
+        text = resolve(text, filled)
+    return text.format(**filled)
 
 
 def both(message: Msg | str | Mapping[str, str], **values: Any) -> dict[str, str]:

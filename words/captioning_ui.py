@@ -10,7 +10,7 @@ TEXTS = {
     "ui.cap_mode_append": ("add the new tags after them", "뒤에 새 태그 덧붙임"),
     "ui.cap_exclude": ("Leave out", "뺄 말"),
     "ui.cap_exclude_info": ("words the trigger should absorb, separated by commas (e.g. blue eyes, long silver hair)",
-                            "트리거가 흡수할 말을 쉼표로 구분해 적으세요(예: blue eyes, long silver hair)"),
+                            "트리거가 흡수할 말을 쉼표로 구분해 적으세요(예: 캡션에 적힌 눈 색이나 머리 모양 태그)"),
     "ui.cap_preview": ("Preview a few", "몇 장 미리보기"),
     "ui.cap_run": ("Caption all", "모두 캡션 달기"),
     "ui.cap_stop": ("Stop", "멈춤"),

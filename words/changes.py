@@ -1,7 +1,7 @@
 """A prescription's config change in words (``change.<op>``), and with a config the values it moves between."""
 
 TEXTS = {
-    "change.set": ("set {key} to {value}", "{key} 값을 {value}(으)로 바꿉니다"),
+    "change.set": ("set {key} to {value}", "{key} 값을 바꿉니다: {value}"),
     "change.mul": ("multiply {key} by {value}", "{key} 값을 {value}배로 바꿉니다"),
     "change.min": ("cap {key} at {value}", "{key} 값을 {value} 이하로 제한합니다"),
     "change.max": ("raise {key} to at least {value}", "{key} 값을 {value} 이상으로 올립니다"),

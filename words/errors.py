@@ -18,7 +18,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "error.config.long_value": ("{head}…{tail} ({n:,} characters)", "{head}…{tail} ({n:,}자)"),
     "error.config.not_found": ("config file not found: {path} (give the path of a .toml file)",
                                "설정 파일을 찾을 수 없습니다: {path} (.toml 파일의 경로를 주세요)"),
-    "error.config.bad_toml": ("{path} is not valid TOML: {error}", "{path}은(는) 올바른 TOML이 아닙니다: {error}"),
+    "error.config.bad_toml": ("{path} is not valid TOML: {error}", "{path}: 올바른 TOML이 아닙니다: {error}"),
     "error.config.too_deep": ("{path}: arrays or tables nested too deeply to read; a config is a few flat tables",
                               "{path}: 배열이나 표가 너무 깊이 겹쳐 있어 읽을 수 없습니다. 설정은 평평한 표 몇 개면 됩니다"),
     "error.config.preset_table": ("preset: give a preset's name or the path of its .toml file, not a table",
@@ -30,7 +30,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "error.set.too_deep": ("--set {key}: the value is nested too deeply to read",
                            "--set {key}: 값이 너무 깊이 겹쳐 있어 읽을 수 없습니다"),
     "error.set.not_a_section": ("--set {item!r}: '{part}' is a value, not a section",
-                                "--set {item!r}: '{part}'은(는) 섹션이 아니라 값입니다"),
+                                "--set {item!r}: '{part}' 자리는 섹션이 아니라 값입니다"),
     # why pydantic refused a value: each English is pydantic's own sentence (lower-cased), checked when used
     "error.input.greater_than": ("input should be greater than {gt}", "{gt}보다 커야 합니다"),
     "error.input.greater_than_equal": ("input should be greater than or equal to {ge}", "{ge} 이상이어야 합니다"),
@@ -70,10 +70,10 @@ TEXTS: dict[str, tuple[str, str]] = {
                               "fit_low({low})는 fit_high({high})보다 작아야 합니다"),
     "error.value.version": ("this app reads config version {version}", "이 앱은 설정 버전 {version}만 읽습니다"),
     # presets
-    "error.preset.bad_toml": ("preset {path} is not valid TOML: {error}", "프리셋 {path}은(는) 올바른 TOML이 아닙니다: {error}"),
+    "error.preset.bad_toml": ("preset {path} is not valid TOML: {error}", "프리셋 {path}: 올바른 TOML이 아닙니다: {error}"),
     "error.preset.no_table": ("preset {path} has no [preset] table (version, name_en, name_ko, ...)",
                               "프리셋 {path}에 [preset] 표(version, name_en, name_ko, ...)가 없습니다"),
-    "error.preset.missing": ("preset {path}: [preset] is missing {keys}", "프리셋 {path}: [preset]에 {keys}이(가) 없습니다"),
+    "error.preset.missing": ("preset {path}: [preset] is missing {keys}", "프리셋 {path}: [preset]에 없는 키: {keys}"),
     "error.preset.version": ("preset {path}: version {version!r}; this app reads version {expected}",
                              "프리셋 {path}: 버전이 {version!r}입니다. 이 앱은 버전 {expected}을(를) 읽습니다"),
     "error.preset.unknown": ("unknown preset '{name}'; known presets: {known}",
@@ -90,8 +90,8 @@ TEXTS: dict[str, tuple[str, str]] = {
     "error.folder.not_found": ("{what} not found: {root} ({key}; check the path, or create it and add pictures)",
                                "{what}를 찾을 수 없습니다: {root} ({key}. 경로를 확인하거나, 폴더를 만들고 그림을 넣으세요)"),
     "error.folder.is_file": ("{key} is a file, not a folder: {root} (give the folder that holds the pictures)",
-                             "{key}이(가) 폴더가 아니라 파일입니다: {root} (그림이 든 폴더를 주세요)"),
-    "error.folder.unreadable": ("cannot read {what} {root}: {reason}", "{what} {root}을(를) 읽을 수 없습니다: {reason}"),
+                             "{key}: 폴더가 아니라 파일입니다: {root} (그림이 든 폴더를 주세요)"),
+    "error.folder.unreadable": ("cannot read {what} {root}: {reason}", "{what}를 읽을 수 없습니다: {root}: {reason}"),
     "error.scan.no_images": ("no images (png, jpg, webp, bmp, gif) in {root}{unreadable}{skipped}; put the training "
                              "pictures there, in N_name subfolders or directly in the folder",
                              "{root}에 그림(png, jpg, webp, bmp, gif)이 없습니다{unreadable}{skipped}. 학습할 그림을 그 "
@@ -113,14 +113,14 @@ TEXTS: dict[str, tuple[str, str]] = {
     # the command line
     "error.cli.check_dataset": ("check-dataset {option}: {reason}", "check-dataset {option}: {reason}"),
     "error.cli.output_unusable": ("save.output_dir: {path} cannot be used ({reason})",
-                                  "save.output_dir: {path}은(는) 쓸 수 없습니다({reason})"),
+                                  "save.output_dir: 쓸 수 없습니다: {path} ({reason})"),
     "error.cli.output_not_folder": ("save.output_dir: {path} is {what}, not a folder; give the folder that holds the runs",
-                                    "save.output_dir: {path}은(는) 폴더가 아니라 {what}입니다. 실행들을 담을 폴더를 주세요"),
+                                    "save.output_dir: {path}: 폴더가 아니라 {what}입니다. 실행들을 담을 폴더를 주세요"),
     "error.cli.out_is_folder": ("-o {out} is a folder; give the path of the config .toml to write",
-                                "-o {out}은(는) 폴더입니다. 저장할 설정 .toml 파일의 경로를 주세요"),
+                                "-o {out}: 폴더입니다. 저장할 설정 .toml 파일의 경로를 주세요"),
     # run folders and training's start
     "error.run.not_a_run": ("{run_dir} is not a run folder (no config.toml)",
-                            "{run_dir}은(는) 실행 폴더가 아닙니다(config.toml 없음)"),
+                            "{run_dir}: 실행 폴더가 아닙니다(config.toml 없음)"),
     "error.run.not_its_lora": ("{checkpoint}: not a LoRA file of this run; pick one of its checkpoints",
                                "{checkpoint}: 이 실행의 LoRA 파일이 아닙니다. 이 실행의 체크포인트 중에서 고르세요"),
     "error.run.not_paused": ("{root}: only a paused run can be continued (this one is {status})",
@@ -136,7 +136,7 @@ TEXTS: dict[str, tuple[str, str]] = {
                                    "--resume {root}: 이어서 학습할 체크포인트가 없습니다"),
     "error.resume.world_size": ("--resume {root}: {checkpoint} was trained by {saved} process(es); resume it with "
                                 "{saved} (torchrun --nproc_per_node {saved}), not {now}",
-                                "--resume {root}: {checkpoint}은(는) 프로세스 {saved}개로 학습했습니다. {now}개가 아니라 "
+                                "--resume {root}: 체크포인트 {checkpoint}: 프로세스 {saved}개로 학습했습니다. {now}개가 아니라 "
                                 "{saved}개로 이어서 학습하세요(torchrun --nproc_per_node {saved})"),
     "error.train.no_dataset": ("dataset.path is empty: give the folder of training images",
                                "dataset.path가 비어 있습니다. 학습할 그림 폴더를 주세요"),
@@ -144,7 +144,7 @@ TEXTS: dict[str, tuple[str, str]] = {
                               "dataset.path {path}: 쓸 수 있는 그림이 없습니다(자세한 내용은 check-dataset으로 확인하세요)"),
     "error.train.distilled": ("model.base {base!r} looks distilled ({reason}); LoRA training undoes distillation and "
                               "blurs the pictures. Train on the original model, or set model.allow_distilled = true to "
-                              "try anyway", "model.base {base!r}은(는) 증류된 모델로 보입니다({reason}). LoRA 학습은 "
+                              "try anyway", "model.base {base!r}: 증류된 모델로 보입니다({reason}). LoRA 학습은 "
                               "증류를 되돌려 그림이 흐려집니다. 원래 모델로 학습하거나, 그래도 해 보려면 "
                               "model.allow_distilled = true로 하세요"),
     "error.validation.scan": ("validation.path {path}: {reason}", "validation.path {path}: {reason}"),
@@ -159,5 +159,5 @@ TEXTS: dict[str, tuple[str, str]] = {
                                    "or leave it empty", "validation.path {path}: 쓸 수 있는 그림이 없습니다(자세한 "
                                    "내용은 그 폴더에 check-dataset을 실행해 보세요). 아니면 비워 두세요"),
     "error.optim.import": ("optim.optimizer = {name!r} needs {needs}, which failed to import: {error}",
-                           "optim.optimizer = {name!r}에는 {needs}이(가) 필요한데 불러오지 못했습니다: {error}"),
+                           "optim.optimizer = {name!r}: 필요한 패키지를 불러오지 못했습니다({needs}): {error}"),
 }  # fmt: skip

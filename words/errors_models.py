@@ -3,11 +3,11 @@ and a strength sweep."""
 
 TEXTS: dict[str, tuple[str, str]] = {
     # the base model
-    "error.base.unusable": ("model.base: {base!r} cannot be used ({reason})", "model.base: {base!r}은(는) 쓸 수 없습니다({reason})"),
+    "error.base.unusable": ("model.base: {base!r} cannot be used ({reason})", "model.base: {base!r}: 쓸 수 없습니다({reason})"),
     "error.base.not_checkpoint": ("model.base: {path} is a file but not a .safetensors/.ckpt checkpoint",
-                                  "model.base: {path}은(는) 파일이지만 .safetensors/.ckpt 체크포인트가 아닙니다"),
+                                  "model.base: {path}: 파일이지만 .safetensors/.ckpt 체크포인트가 아닙니다"),
     "error.base.special": ("model.base: {path} is {what}, not a model folder or checkpoint file; give a diffusers "
-                           "folder or a .safetensors file", "model.base: {path}은(는) 모델 폴더나 체크포인트 파일이 아니라 "
+                           "folder or a .safetensors file", "model.base: {path}: 모델 폴더나 체크포인트 파일이 아니라 "
                            "{what}입니다. diffusers 폴더나 .safetensors 파일을 주세요"),
     "error.base.char_device": ("a character device", "문자 장치"),
     "error.base.block_device": ("a block device", "블록 장치"),
@@ -15,13 +15,13 @@ TEXTS: dict[str, tuple[str, str]] = {
     "error.base.socket": ("a socket", "소켓"),
     "error.base.other": ("neither a folder nor a file", "폴더도 파일도 아닌 것"),
     "error.base.missing": ("model.base: {path} does not exist; give a local folder, a .safetensors file or a hub id",
-                           "model.base: {path}이(가) 없습니다. 로컬 폴더, .safetensors 파일 또는 허브 id를 주세요"),
+                           "model.base: 없는 경로입니다: {path}. 로컬 폴더, .safetensors 파일 또는 허브 id를 주세요"),
     "error.base.unknown": ("model.base: {base!r} is not a built-in model ({builtins}), an existing folder or file, or a "
-                           "hub id like 'owner/name'", "model.base: {base!r}은(는) 내장 모델({builtins})도, 있는 폴더나 "
+                           "hub id like 'owner/name'", "model.base: {base!r}: 내장 모델({builtins})도, 있는 폴더나 "
                            "파일도, 'owner/name' 같은 허브 id도 아닙니다"),
     "error.base.hub_offline": ("model.base: could not load hub model {base!r} ({error}). This machine may be offline or "
                                "the id may be wrong; download the model once and give its local folder or .safetensors "
-                               "file instead", "model.base: 허브 모델 {base!r}을(를) 불러오지 못했습니다({error}). 이 "
+                               "file instead", "model.base: 허브 모델 {base!r}: 불러오지 못했습니다({error}). 이 "
                                "컴퓨터가 오프라인이거나 id가 틀렸을 수 있습니다. 모델을 한 번 내려받은 뒤 그 로컬 폴더나 "
                                ".safetensors 파일을 주세요"),
     "error.base.demo_missing": ("model.base: the demo base model is missing from {folder}; restore it from git",
@@ -31,12 +31,12 @@ TEXTS: dict[str, tuple[str, str]] = {
     "error.base.no_index_for_memory": ("model.base: {folder} has no readable model_index.json to estimate memory from",
                                        "model.base: {folder}에 메모리를 추정할 때 읽을 model_index.json이 없습니다"),
     "error.base.folder_failed": ("model.base: could not load the diffusers folder {folder}: {error}",
-                                 "model.base: diffusers 폴더 {folder}을(를) 불러오지 못했습니다: {error}"),
+                                 "model.base: diffusers 폴더를 불러오지 못했습니다: {folder}: {error}"),
     "error.base.checkpoint_failed": ("model.base: could not load the checkpoint {path} as {family} with the configs in "
-                                     "{config_dir}: {error}", "model.base: 체크포인트 {path}을(를) {config_dir}의 "
+                                     "{config_dir}: {error}", "model.base: 체크포인트 {path}: {config_dir}의 "
                                      "설정으로 {family} 모델로 불러오지 못했습니다: {error}"),
     "error.family.unknown": ("model.family: unknown family {name!r}; use {choices}",
-                             "model.family: 알 수 없는 계열 {name!r}입니다. {choices}을(를) 쓰세요"),
+                             "model.family: 알 수 없는 계열 {name!r}입니다. 다음 중에서 쓰세요: {choices}"),
     "error.device.no_cuda": ("train.device = 'cuda' but no CUDA GPU is visible to torch; use 'auto' or 'cpu'",
                              "train.device = 'cuda'인데 torch에 보이는 CUDA GPU가 없습니다. 'auto'나 'cpu'를 쓰세요"),
     "error.tokenizer.package": ("the offline CLIP tokenizer needs the 'open-clip-torch' package (data only); run the "
@@ -44,7 +44,7 @@ TEXTS: dict[str, tuple[str, str]] = {
                                 "오프라인 CLIP 토크나이저에는 'open-clip-torch' 패키지(데이터만)가 필요합니다. 설치 "
                                 "스크립트를 다시 실행하거나 pip install --no-deps open-clip-torch를 실행하세요"),
     "error.tokenizer.vocab": ("{path} is missing; reinstall open-clip-torch (pip install --no-deps open-clip-torch)",
-                              "{path}이(가) 없습니다. open-clip-torch를 다시 설치하세요(pip install --no-deps "
+                              "없는 파일입니다: {path}. open-clip-torch를 다시 설치하세요(pip install --no-deps "
                               "open-clip-torch)"),
     "error.lora.no_resnet": ("lora.conv_blocks: this UNet has no resnet under {block!r}; its blocks with resnets are "
                              "{names}", "lora.conv_blocks: 이 UNet에는 {block!r} 아래에 resnet이 없습니다. resnet이 있는 "
@@ -73,24 +73,24 @@ TEXTS: dict[str, tuple[str, str]] = {
     # a kohya file (import and export)
     "error.kohya.not_found": ("kohya config not found: {path}", "kohya 설정 파일을 찾을 수 없습니다: {path}"),
     "error.kohya.not_text": ("{path} is not a text file (not UTF-8); give the .json kohya_ss saves or an sd-scripts "
-                             ".toml", "{path}은(는) 텍스트 파일이 아닙니다(UTF-8 아님). kohya_ss가 저장한 .json이나 "
+                             ".toml", "{path}: 텍스트 파일이 아닙니다(UTF-8 아님). kohya_ss가 저장한 .json이나 "
                              "sd-scripts .toml을 주세요"),
     "error.kohya.bad_json": ("{path} is not valid JSON (line {line}: {reason}); the file may be cut short",
-                             "{path}은(는) 올바른 JSON이 아닙니다({line}번째 줄: {reason}). 파일이 잘렸을 수 있습니다"),
+                             "{path}: 올바른 JSON이 아닙니다({line}번째 줄: {reason}). 파일이 잘렸을 수 있습니다"),
     "error.kohya.bad_toml": ("{path} is not valid TOML ({reason}); the file may be cut short",
-                             "{path}은(는) 올바른 TOML이 아닙니다({reason}). 파일이 잘렸을 수 있습니다"),
+                             "{path}: 올바른 TOML이 아닙니다({reason}). 파일이 잘렸을 수 있습니다"),
     "error.kohya.not_a_table": ("{path}: a kohya config is one table of settings; this file holds a {kind}",
-                                "{path}: kohya 설정은 설정들을 담은 표 하나인데, 이 파일에는 {kind}이(가) 들어 있습니다"),
+                                "{path}: kohya 설정은 설정들을 담은 표 하나인데, 이 파일에 든 것은 {kind}입니다"),
     "error.kohya.comfyui": ("{path} is a ComfyUI workflow, not a kohya_ss or sd-scripts training config",
-                            "{path}은(는) kohya_ss나 sd-scripts 학습 설정이 아니라 ComfyUI 워크플로입니다"),
+                            "{path}: kohya_ss나 sd-scripts 학습 설정이 아니라 ComfyUI 워크플로입니다"),
     "error.kohya.dataset_as_file": ("{path} is an sd-scripts dataset config; give it with --dataset-config and the "
                                     "training config (or kohya_ss .json) as FILE",
-                                    "{path}은(는) sd-scripts 데이터셋 설정입니다. 이 파일은 --dataset-config로 주고, "
+                                    "{path}: sd-scripts 데이터셋 설정입니다. 이 파일은 --dataset-config로 주고, "
                                     "FILE에는 학습 설정(또는 kohya_ss .json)을 주세요"),
     "error.kohya.foreign": ("{path} is a {family} config ({key} = {value!r}); LoRA Doctor trains SD 1.5 and SDXL only",
-                            "{path}은(는) {family} 설정입니다({key} = {value!r}). LoRA Doctor는 SD 1.5와 SDXL만 학습합니다"),
+                            "{path}: {family} 설정입니다({key} = {value!r}). LoRA Doctor는 SD 1.5와 SDXL만 학습합니다"),
     "error.kohya.not_lora": ("{path} is not a kohya_ss or sd-scripts LoRA config (none of {keys}, ... in it)",
-                             "{path}은(는) kohya_ss나 sd-scripts LoRA 설정이 아닙니다({keys}, ... 중 어느 것도 없음)"),
+                             "{path}: kohya_ss나 sd-scripts LoRA 설정이 아닙니다({keys}, ... 중 어느 것도 없음)"),
     "error.kohya.dataset_not_found": ("dataset config not found: {path}", "데이터셋 설정 파일을 찾을 수 없습니다: {path}"),
     "error.kohya.no_datasets": ("{path}: an sd-scripts dataset config needs at least one [[datasets]] table",
                                 "{path}: sd-scripts 데이터셋 설정에는 [[datasets]] 표가 하나 이상 있어야 합니다"),
@@ -106,7 +106,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "error.kohya.prompt_number": ("{origin}: sample_prompts --{flag}: not a number",
                                   "{origin}: sample_prompts --{flag}: 숫자가 아닙니다"),
     "error.kohya.export_no_config": ("{path} is a folder without config.toml; give a run folder or a config file",
-                                     "{path}은(는) config.toml이 없는 폴더입니다. 실행 폴더나 설정 파일을 주세요"),
+                                     "{path}: config.toml이 없는 폴더입니다. 실행 폴더나 설정 파일을 주세요"),
     "error.kohya.export_out_file": ("-o {out}: a file is there; give a folder to write the sd-scripts files into",
                                     "-o {out}: 그 자리에 파일이 있습니다. sd-scripts 파일을 쓸 폴더를 주세요"),
 }  # fmt: skip

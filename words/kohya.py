@@ -28,11 +28,11 @@ TEXTS: dict[str, tuple[str, str]] = {
                                   "그대로 지킴"),
     "kohya.changed.optimizer_kin": ("{name} is not offered; {ours} is its closest relative (same update, or "
                                     "Prodigy, the successor of D-Adaptation: lr stays a multiplier near 1)",
-                                    "{name}은(는) 없음. 가장 가까운 {ours}로 바꿈(같은 갱신 규칙이거나, D-Adaptation의 "
+                                    "{name}: 없음. 가장 가까운 {ours}로 바꿈(같은 갱신 규칙이거나, D-Adaptation의 "
                                     "후속인 Prodigy: lr은 1 근처의 배율)"),
     "kohya.changed.optimizer_adamw": ("{name} is not offered; AdamW instead. Its lr was chosen for {name}: check the "
                                       "dose on the Steps page",
-                                      "{name}은(는) 없어 AdamW로 바꿈. lr은 {name}에 맞춘 값이므로 스텝 화면의 학습량을 "
+                                      "{name}: 없어 AdamW로 바꿈. lr은 {name}에 맞춘 값이므로 스텝 화면의 학습량을 "
                                       "확인하세요"),
     "kohya.changed.scheduler": ("the {name} schedule is not offered; {ours} is the closest",
                                 "{name} 스케줄은 없어 가장 가까운 {ours}로 바꿈"),
@@ -54,18 +54,18 @@ TEXTS: dict[str, tuple[str, str]] = {
                              "우리는 N_이름 폴더들을 담은 폴더 하나를 읽음: 그 상위 폴더"),
     "kohya.dataset.outside": ("not in {parent}; move it there to train it", "{parent} 안에 없음. 학습하려면 그 안으로 옮기세요"),
     "kohya.dataset.name_repeats": ("ours reads repeats from the folder name; rename it {repeats}_{name}",
-                                   "우리는 폴더 이름에서 반복 수를 읽음. 이름을 {repeats}_{name}(으)로 바꾸세요"),
+                                   "우리는 폴더 이름에서 반복 수를 읽음. 이름을 바꾸세요: {repeats}_{name}"),
     "kohya.dataset.other_repeats": ("ours reads {head} repeats from the folder name; rename it {repeats}_{words} to "
                                     "train it as often as kohya",
-                                    "우리는 폴더 이름에서 반복 {head}을 읽음. kohya만큼 학습하려면 이름을 "
-                                    "{repeats}_{words}(으)로 바꾸세요"),
+                                    "우리는 폴더 이름에서 반복 수를 읽음({head}). kohya만큼 학습하려면 이름을 바꾸세요: "
+                                    "{repeats}_{words}"),
     "kohya.dataset.class_tokens": ("ours captions caption-less pictures with the folder's words ({words!r})",
                                    "우리는 캡션 없는 그림에 폴더 이름의 단어({words!r})를 씀"),
     "kohya.dataset.trigger": ("kohya has no trigger setting; the first class word is the likeliest trigger",
                               "kohya에는 트리거 설정이 없음. 첫 클래스 단어가 트리거일 가능성이 가장 큼"),
     # the network
     "kohya.network.lora_type": ("{kind} is not offered; ours trains LoRA (LoCon with lora.conv_rank)",
-                                "{kind}은(는) 없음. 우리는 LoRA(lora.conv_rank로 LoCon)를 학습"),
+                                "{kind}: 없음. 우리는 LoRA(lora.conv_rank로 LoCon)를 학습"),
     "kohya.network.module": ("ours trains LoRA (and LoCon)", "우리는 LoRA(와 LoCon)를 학습"),
     "kohya.network.no_conv": ("kohya_ss trains no convolutions for this LoRA_type; neither do we",
                               "이 LoRA_type에서는 kohya_ss도 합성곱을 학습하지 않음. 우리도 마찬가지"),

@@ -18,6 +18,8 @@ TEXTS = {
     "memory.verdict.spill": ("will not fit: it would spill out of device memory", "들어가지 않음: 장치 메모리를 넘쳐 흘러넘침"),
     "memory.verdict.unknown": ("free memory unknown", "남은 메모리를 알 수 없음"),
     "memory.total": ("total", "합계"),
+    "memory.device.cpu": ("CPU (system memory)", "CPU (시스템 메모리)"),
+    "memory.device.mps": ("Apple GPU (shared memory)", "Apple GPU (공유 메모리)"),
     "memory.table_head": ("| part | estimate |", "| 항목 | 추정 |"),
     "memory.summary": ("**{verdict}** — {device}, {free} free, largest bucket {w}×{h}",
                        "**{verdict}** — {device}, 남은 메모리 {free}, 가장 큰 버킷 {w}×{h}"),

@@ -24,7 +24,7 @@ TEXTS = {
         ),
         (
             "학습이 모델을 내 그림 쪽으로 끌고 가는 정도 ≈ 학습률 × 스텝 수 × (alpha / rank). 정확한 법칙이 아니라 어림셈입니다. 셋은 같은 방향으로 작용하므로 하나를 "
-            "올리면 다른 하나를 내려 균형을 맞출 수 있습니다. 여기서 학습률은 스텝들이 실제로 받는 값입니다. cosine 스케줄은 평균이 최고값의 절반쯤이라, 같은 학습률을 그대로 유지할 "
+            "올리면 다른 하나를 내려 균형을 맞출 수 있습니다. 여기서 학습률은 스텝들이 실제로 받는 값입니다. 코사인 스케줄은 평균이 최고값의 절반쯤이라, 같은 학습률을 그대로 유지할 "
             "때의 절반만 끌고 갑니다. 너무 적으면 캐릭터가 닮지 않고(미적합), 너무 많으면 학습 그림을 외워 프롬프트를 무시하고 색이 타 버립니다(과적합)."
         ),
     ),
@@ -51,7 +51,7 @@ TEXTS = {
     "plan.sample_prompt_seen": ('sample prompt {number} "{prompt}" is the caption of {file}{more}: its pictures show '
                                 "what was memorised, not whether the LoRA follows a new prompt; ask for a pose, place or "
                                 "outfit the data does not have",
-                                '샘플 프롬프트 {number} "{prompt}"은(는) {file}{more}의 캡션과 같음: 그 샘플은 새 '
+                                '샘플 프롬프트 {number} "{prompt}": {file}{more}의 캡션과 같음: 그 샘플은 새 '
                                 "프롬프트를 따르는지가 아니라 외운 것을 보여 줌. 데이터에 없는 자세, 장소, 의상을 요청하세요"),
     "plan.more_files": (" and {n} more", " 외 {n}개"),
 }  # fmt: skip

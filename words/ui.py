@@ -14,6 +14,9 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ui.step_train": ("Train", "학습"),
     "ui.step_review": ("Review", "검토"),
     "ui.step_troubleshoot": ("Troubleshoot", "문제 해결"),
+    "ui.lang_label": ("Language · 언어", "언어 · Language"),  # the switch's name, for screen readers: both languages
+    "ui.locked_hint": ("ℹ️ Review and Troubleshoot open once your first run has started.",
+                       "ℹ️ 검토와 문제 해결 단계는 첫 학습을 시작하면 열립니다."),
     "ui.err_unexpected": ("Something went wrong inside the app ({error}). The details are in the console.",
                           "앱 내부에서 문제가 생겼습니다({error}). 자세한 내용은 콘솔에 있습니다."),
     "ui.yes": ("yes", "예"),
@@ -26,30 +29,30 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ui.err_outside_workspace": (
            "{what}: {path} is outside the workspace {workspace}. While the app is shared (or open to the network) "
            "only folders and files inside the workspace can be used; upload the pictures instead.",
-           "{what}: {path}은(는) 작업 폴더 {workspace} 밖에 있습니다. 앱이 공유 중(또는 네트워크에 열림)일 때는 작업 폴더 "
+           "{what}: {path}: 작업 폴더 {workspace} 밖에 있습니다. 앱이 공유 중(또는 네트워크에 열림)일 때는 작업 폴더 "
            "안의 폴더와 파일만 쓸 수 있습니다. 대신 그림을 업로드하세요."),
-    "ui.err_outside_folder": ("{what}: {path} is not inside {folder}", "{what}: {path}은(는) {folder} 안에 있지 않습니다"),
-    "ui.err_unusable_path": ("{what}: {path} cannot be used ({reason})", "{what}: {path}은(는) 쓸 수 없습니다({reason})"),
+    "ui.err_outside_folder": ("{what}: {path} is not inside {folder}", "{what}: {path}: {folder} 안에 있지 않습니다"),
+    "ui.err_unusable_path": ("{what}: {path} cannot be used ({reason})", "{what}: 쓸 수 없습니다: {path} ({reason})"),
     "ui.err_link_outside": (
            "{what}: {link} is a link to {target}, outside the workspace {workspace}. While the app is shared (or open "
            "to the network) links inside a dataset may only lead inside the workspace; copy the file in instead.",
-           "{what}: {link}은(는) 작업 폴더 {workspace} 밖의 {target}을(를) 가리키는 링크입니다. 앱이 공유 중(또는 "
+           "{what}: {link}: 작업 폴더 {workspace} 밖({target})을 가리키는 링크입니다. 앱이 공유 중(또는 "
            "네트워크에 열림)일 때는 데이터셋 안의 링크가 작업 폴더 안만 가리킬 수 있습니다. 파일을 복사해 넣으세요."),
     "ui.err_hub_while_shared": (
            "model.base: {base} is a hub id. While the app is shared (or open to the network) it loads only model "
            "folders and files inside the workspace {workspace}; download the model there first.",
-           "model.base: {base}은(는) 허브 id입니다. 앱이 공유 중(또는 네트워크에 열림)일 때는 작업 폴더 {workspace} "
+           "model.base: {base}: 허브 id입니다. 앱이 공유 중(또는 네트워크에 열림)일 때는 작업 폴더 {workspace} "
            "안의 모델 폴더와 파일만 불러옵니다. 먼저 그곳에 모델을 내려받으세요."),
     "ui.err_zip_member": ("{name}: {member} is not what the archive's header says (damaged or crafted); nothing of it "
-                          "was kept", "{name}: {member}이(가) 압축 파일 머리말과 다릅니다(손상 또는 조작). 그 파일은 "
+                          "was kept", "{name}: 압축 파일 머리말과 다른 파일입니다: {member} (손상 또는 조작). 그 파일은 "
                           "남기지 않았습니다"),
-    "ui.err_bad_zip": ("{name} is not a readable zip file", "{name}은(는) 읽을 수 있는 zip 파일이 아닙니다"),
+    "ui.err_bad_zip": ("{name} is not a readable zip file", "{name}: 읽을 수 있는 zip 파일이 아닙니다"),
     "ui.err_zip_too_many": ("{name} holds {n} files; the limit is {limit}", "{name}에 파일이 {n}개 있습니다. 한도는 {limit}개입니다"),
     "ui.err_zip_too_big": ("{name} unpacks to more than {limit} GiB; split it or copy the folder instead",
-                           "{name}을(를) 풀면 {limit} GiB가 넘습니다. 나누거나 폴더를 직접 복사하세요"),
-    "ui.err_too_many_named": ("too many files named like {name}", "{name}과(와) 비슷한 이름의 파일이 너무 많습니다"),
-    "ui.err_not_preset_id": ("preset: {preset!r} is not a preset name", "preset: {preset!r}은(는) 프리셋 이름이 아닙니다"),
-    "ui.err_field_empty": ("'{key}' is empty; give a value", "'{key}'이(가) 비어 있습니다. 값을 주세요"),
+                           "{name}: 풀면 {limit} GiB가 넘습니다. 나누거나 폴더를 직접 복사하세요"),
+    "ui.err_too_many_named": ("too many files named like {name}", "비슷한 이름의 파일이 너무 많습니다: {name}"),
+    "ui.err_not_preset_id": ("preset: {preset!r} is not a preset name", "preset: {preset!r}: 프리셋 이름이 아닙니다"),
+    "ui.err_field_empty": ("'{key}' is empty; give a value", "'{key}' 칸이 비어 있습니다. 값을 주세요"),
     "ui.err_no_upload": ("choose pictures or a zip file to upload first", "먼저 올릴 그림이나 zip 파일을 고르세요"),
     # 1 dataset
     "ui.ds_intro": ("Pick the folder of training pictures (or upload them) and type the trigger word, then **Scan**.",
@@ -98,9 +101,9 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ui.caption_save": ("Save caption", "캡션 저장"),
     "ui.caption_saved": ("Caption of {file} saved.", "{file}의 캡션을 저장했습니다."),
     "ui.err_pick_picture": ("click a picture first", "먼저 그림을 누르세요"),
-    "ui.err_unknown_kb_id": ("there is no {kind} {id!r}; pick one from the list", "{kind} {id!r}은(는) 없습니다. 목록에서 고르세요"),
+    "ui.err_unknown_kb_id": ("there is no {kind} {id!r}; pick one from the list", "{kind} {id!r}: 없습니다. 목록에서 고르세요"),
     "ui.err_not_in_dataset": ("{file} is not a picture of the scanned dataset; scan, then click a picture",
-                              "{file}은(는) 검사한 데이터셋의 그림이 아닙니다. 검사한 뒤 그림을 누르세요"),
+                              "{file}: 검사한 데이터셋의 그림이 아닙니다. 검사한 뒤 그림을 누르세요"),
     "ui.err_caption_too_long": ("the caption is {n} characters long; at most {limit} are kept (CLIP reads 77 tokens)",
                                 "캡션이 {n}자입니다. 최대 {limit}자까지입니다(CLIP은 77토큰만 읽습니다)"),
     "ui.err_not_utf8": ("{what}: it holds a character that cannot be saved as text (a lone surrogate); retype it",
@@ -143,7 +146,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ui.preset_load": ("Load", "불러오기"),
     "ui.preset_save": ("Save as my preset", "내 프리셋으로 저장"),
     "ui.user_preset_name": ("My preset name", "내 프리셋 이름"),
-    "ui.preset_applied": ("Preset {name} applied.", "프리셋 {name}을(를) 적용했습니다."),
+    "ui.preset_applied": ("Preset {name} applied.", "프리셋을 적용했습니다: {name}."),
     "ui.preset_saved": ("Saved as {path}.", "{path}에 저장했습니다."),
     "ui.err_pick_preset": ("pick a preset first", "먼저 프리셋을 고르세요"),
     "ui.err_preset_name": ("give your preset a name", "프리셋 이름을 적으세요"),
@@ -159,7 +162,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ui.err_kohya_no_file": ("choose a kohya config file first", "먼저 kohya 설정 파일을 고르세요"),
     "ui.err_kohya_files": ("give one kohya_ss .json or sd-scripts .toml, and at most one dataset config beside it",
                            "kohya_ss .json 또는 sd-scripts .toml 하나와, 곁들일 데이터셋 설정은 하나까지만 올리세요"),
-    "ui.err_preset_builtin": ("{name} is a built-in preset; choose another name", "{name}은(는) 내장 프리셋입니다. 다른 이름을 쓰세요"),
+    "ui.err_preset_builtin": ("{name} is a built-in preset; choose another name", "{name}: 내장 프리셋입니다. 다른 이름을 쓰세요"),
     "ui.advanced": ("Advanced settings", "고급 설정"),
     "ui.device_info": ("This machine trains on **{device}**; bf16 supported: **{bf16}**.",
                        "이 컴퓨터는 **{device}**에서 학습합니다. bf16 지원: **{bf16}**."),
@@ -182,7 +185,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ui.stop_sent": ("Stopping after this step; a final checkpoint is written.", "이 스텝이 끝나면 멈추고 마지막 체크포인트를 씁니다."),
     "ui.pause_sent": ("Pausing after this step: its checkpoint is written and the GPU is freed; Continue carries on.",
                       "이 스텝이 끝나면 체크포인트를 쓰고 GPU를 비운 뒤 일시정지합니다. 계속을 누르면 이어 갑니다."),
-    "ui.continued": ("Continuing {run} from step {step}.", "{run}을(를) {step} 스텝부터 이어 갑니다."),
+    "ui.continued": ("Continuing {run} from step {step}.", "{run}: {step} 스텝부터 이어 갑니다."),
     "ui.err_no_paused": ("No paused run to continue.", "이어 갈 일시정지된 실행이 없습니다."),
     "ui.sample_now_sent": ("Sample pictures will appear below after this step.", "이 스텝이 끝나면 아래에 샘플 그림이 나옵니다."),
     "ui.save_now_sent": ("A checkpoint is saved after this step.", "이 스텝이 끝나면 체크포인트를 저장합니다."),
@@ -234,7 +237,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ui.broke_ema": ("the EMA copy of the weights", "가중치의 EMA 사본"),
     # 5 review
     "ui.measures": ("Per sampled step: leakage (no-trigger picture vs the base model's), burn, likeness",
-                    "샘플 스텝별: 누출(트리거 없는 그림 vs 기반 모델), 색 탐, 닮음"),
+                    "샘플 스텝별: 누출(트리거 없는 그림과 기반 모델의 차이), 색 탐, 닮음"),
     "ui.col_dose": ("dose", "학습량"),
     "ui.col_leakage": ("leakage", "누출"),
     "ui.col_trigger_hold": ("trigger hold", "트리거 장악"),
@@ -274,11 +277,11 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ui.download_file": ("LoRA file", "LoRA 파일"),
     "ui.download_preparing": ("Preparing the file…", "파일을 준비하는 중…"),
     "ui.review_loading": ("Measuring the sample pictures…", "샘플 그림을 재는 중…"),
-    "ui.download_ready": ("{name} is ready below.", "{name}을(를) 아래에서 받으세요."),
+    "ui.download_ready": ("{name} is ready below.", "아래에서 받으세요: {name}."),
     "ui.download_ready_embedding": ("{name} is ready below: the LoRA and its trigger embedding {trigger}.safetensors. "
                                     "Put the embedding in your UI's embeddings folder and write {trigger} in prompts.",
-                                    "{name}을(를) 아래에서 받으세요: LoRA와 트리거 임베딩 {trigger}.safetensors. 임베딩은 "
-                                    "쓰는 UI의 embeddings 폴더에 넣고 프롬프트에 {trigger}를 씁니다."),
+                                    "아래에서 받으세요: {name}. LoRA와 트리거 임베딩 {trigger}.safetensors. 임베딩은 "
+                                    "쓰는 UI의 embeddings 폴더에 넣고 프롬프트에는 트리거를 그대로 씁니다({trigger})."),
     "ui.compare_title": ("Compare two runs", "두 실행 비교"),
     "ui.compare_a": ("Run A", "실행 A"),
     "ui.compare_b": ("Run B", "실행 B"),
@@ -339,10 +342,10 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ui.nothing_to_fix": ("Nothing to change: use the recommended checkpoint.", "바꿀 것이 없습니다. 추천 체크포인트를 쓰세요."),
     "ui.weak_signal": ("weak evidence here", "여기서는 약한 근거"),
     "ui.no_earlier_checkpoint": ("this run has no earlier checkpoint to use", "이 실행에는 쓸 수 있는 앞 시점 체크포인트가 없습니다"),
-    "ui.rx_wrong_way": ("not for this run: it would move {setting} the other way", "이 실행에는 해당 없음: {setting}을(를) 반대로 옮깁니다"),
+    "ui.rx_wrong_way": ("not for this run: it would move {setting} the other way", "이 실행에는 해당 없음: {setting} 값을 반대로 옮깁니다"),
     "ui.rx_already": ("already so in this run: {setting} is {value}", "이 실행은 이미 그렇습니다: {setting} = {value}"),
     "ui.err_rx_wrong_way": ("in this run that change would move {setting} the other way ({old} → {new}); pick another change",
-                            "이 실행에서는 그 변경이 {setting}을(를) 반대 방향으로 옮깁니다({old} → {new}). 다른 것을 고르세요"),
+                            "이 실행에서는 그 변경이 {setting} 값을 반대 방향으로 옮깁니다({old} → {new}). 다른 것을 고르세요"),
     "ui.confirm_title": ("These settings are far from the preset's. Start anyway?",
                          "설정이 프리셋과 크게 다릅니다. 그래도 시작할까요?"),
     "ui.confirm_hint": ("Press “Start anyway” to train with them, or change them first.",

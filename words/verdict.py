@@ -22,7 +22,7 @@ TEXTS = {
     "verdict.where_reached": ("the dose reached at step {step}:", "{step}스텝까지의"),
     "verdict.forecast": ("From the dose alone: {advice}.", "학습량만으로 본 예상입니다. {advice}."),
     "verdict.forecast.fit": ("the pictures of the run will tell; Review judges each checkpoint by them",
-                             "실제 판단은 학습 뒤 그림으로 합니다. 리뷰 단계가 체크포인트마다 그림으로 판단합니다"),
+                             "실제 판단은 학습 뒤 그림으로 합니다. 검토 단계가 체크포인트마다 그림으로 판단합니다"),
     "verdict.forecast.under": ("expect a weak likeness: raise the steps or the learning rate (one of the two)",
                                "덜 닮을 수 있습니다. 스텝이나 학습률 중 하나를 올리세요"),
     "verdict.forecast.over": ("expect memorised pictures that ignore the prompt: lower the learning rate, steps or alpha",

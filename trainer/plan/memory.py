@@ -25,7 +25,7 @@ import torch
 from trainer.config.choices import optimizer_spec
 from trainer.config.schema import Config
 from trainer.errors import UserError
-from trainer.message import msg
+from trainer.message import Msg, msg
 from trainer.models.base import base_config_folder, classify_base
 from trainer.models.family import chosen_family, family_of_hub_id, family_of_pipeline
 from trainer.models.family import family as model_family
@@ -69,6 +69,12 @@ class MemoryPlan:
     resolution: tuple[int, int] = (0, 0)
     """The largest bucket (width, height): the step that peaks."""
     notes: list[str] = field(default_factory=list)
+
+    def device_words(self) -> Msg | str:
+        """The device for people: a memory shared with the system is worded (``memory.device.<type>``), a GPU's
+        own name stays as it is."""
+        kind = next((k for k, name in SHARED_MEMORY.items() if name == self.device), None)
+        return msg(f"memory.device.{kind}") if kind else self.device
 
     def to_json(self) -> dict[str, Any]:
         return {"parts": dict(self.parts), "total": self.total, "device": self.device, "free": self.free,
@@ -196,6 +202,10 @@ def optimizer_bytes(optimizer: str, tensors: list[int]) -> int:
 # ------------------------------------------------------------------------------------------- device
 
 
+# the devices whose memory is the system's, by device type (plan.json and the CLI keep these names)
+SHARED_MEMORY = {"cpu": "CPU (system memory)", "mps": "Apple GPU (shared memory)"}
+
+
 def device_memory(device: torch.device) -> tuple[str, int | None, int | None]:
     """(name, free bytes, total bytes) of a device; the CPU's available system memory (psutil)."""
     if device.type == "cuda":
@@ -204,7 +214,7 @@ def device_memory(device: torch.device) -> tuple[str, int | None, int | None]:
     import psutil
 
     vm = psutil.virtual_memory()
-    return ("Apple GPU (shared memory)" if device.type == "mps" else "CPU (system memory)"), int(vm.available), int(vm.total)
+    return SHARED_MEMORY["mps" if device.type == "mps" else "cpu"], int(vm.available), int(vm.total)
 
 
 def verdict_for(total: int, free: int | None) -> str:

@@ -146,7 +146,8 @@ def make_plan(cfg: Config, report: DatasetReport, world_size: int = 1) -> Plan:
     advice = Msg(f"plan.advice.{zone}")
     shown_lr = msg("plan.lr", lr=lr)
     if _scheduled(mean):  # the schedule's average lr: the dose the Review step counts from the run
-        shown_lr = msg("plan.lr_mean", mean_lr=lr * mean, lr=lr, mean=mean, scheduler=cfg.optim.scheduler)
+        schedule = msg(f"field.scheduler.choice.{cfg.optim.scheduler}")  # worded, as the Preset step offers it
+        shown_lr = msg("plan.lr_mean", mean_lr=lr * mean, lr=lr, mean=mean, scheduler=schedule)
     dose_formula = msg("plan.dose_formula", lr=shown_lr, total=total, alpha=alpha, rank=rank, dose=dose, low=low,
                        high=high, zone=Msg(f"plan.zone.{zone}"), advice=advice)
     return Plan(

@@ -219,10 +219,13 @@ def wire(ui: UI) -> None:
     ui.on(ui["cap_find_btn"].click, search, ["lang", "cap_find_text", *NAMES], ["cap_found"],
           api_name="caption_find", message="cap_msg")
 
-    def relabel(*, lang: str, cap_mode: str, cap_freq_by: str) -> dict[str, Any]:
+    def relabel(*, lang: str, cap_mode: str, cap_freq_by: str, cap_results: Any) -> dict[str, Any]:
+        rows = cap_results.values.tolist() if hasattr(cap_results, "values") else []
         return {"cap_mode": gr.Radio(choices=_mode_choices(lang), value=cap_mode),
-                "cap_freq_by": gr.Radio(choices=_by_choices(lang), value=cap_freq_by)}
+                "cap_freq_by": gr.Radio(choices=_by_choices(lang), value=cap_freq_by),
+                "cap_exclude": gr.Textbox(info=t("cap_exclude_info", lang)),
+                "cap_results": gr.Dataframe(value=rows, headers=_result_headers(lang))}
 
-    ui.on(ui["lang"].change, relabel, ["lang", "cap_mode", "cap_freq_by"], ["cap_mode", "cap_freq_by"],
-          show_progress="hidden")
+    ui.on(ui["lang"].change, relabel, ["lang", "cap_mode", "cap_freq_by", "cap_results"],
+          ["cap_mode", "cap_freq_by", "cap_exclude", "cap_results"], show_progress="hidden")
 

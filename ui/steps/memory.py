@@ -54,7 +54,7 @@ def _table(plan: MemoryPlan, lang: str) -> str:
     free = gib(plan.free) if plan.free is not None else "?"
     w, h = plan.resolution
     verdict = words.say("memory.summary", lang, verdict=words.say(f"memory.verdict.{plan.verdict}", lang),
-                        device=plan.device, free=free, w=w, h=h)
+                        device=plan.device_words(), free=free, w=w, h=h)
     return "\n".join([words.say("memory.table_head", lang) + "\n|---|---:|", *rows, "", verdict])
 
 
