@@ -41,6 +41,14 @@ CSS = """
 .ld-compare-grid .ld-grid img {max-width:min(128px,9vw)}
 #ld-sweep .grid-wrap {max-height:none;height:auto;overflow-y:visible}
 #ld-sweep img {image-rendering:pixelated}
+#ld-locked-hint {color:var(--body-text-color-subdued);font-size:var(--text-sm)}
+#ld-grid .html-container {overflow-x:auto}
+/* Korean breaks between words, not inside them (a narrow table's headers went one letter a line) */
+.ld-grid th, #ld-wizard :is(th, td) span.text.wrap {word-break:keep-all}
+.ld-grid tbody th {min-width:6em}
+/* galleries: at most their columns, each at least 100 px, so a phone shows three pictures a row and no more */
+#ld-wizard .grid-wrap .grid-container {grid-template-columns:repeat(auto-fill,
+  minmax(max(100px, calc((100% - (var(--grid-cols) - 1) * var(--spacing-lg)) / var(--grid-cols))), 1fr))}
 """
 # The live plots' divs have the figures' height of their own: plotly's resize deletes a figure's height, and a
 # responsive plot without one takes 100 % of its div, whose height is then that of the plot: 0 (ui/live_view.js).
@@ -59,12 +67,14 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         with gr.Row(elem_id="ld-header"):
             ui.add("title", gr.Markdown(t("title", lang), elem_id="ld-title"), "title", "value")
             ui.add("lang", gr.Radio(choices=[("한국어", "ko"), ("English", "en")], value=lang, show_label=False,
-                                    scale=0, min_width=220, elem_id="ld-lang"))
+                                    label=t("lang_label", lang), scale=0, min_width=220, elem_id="ld-lang"))
         ui.add("report_state", gr.State(None))
         ui.add("poll_state", gr.State(None))
         # Tabs, not gr.Walkthrough: a walkthrough disables every step after the selected one, so going back
         # to an earlier step (or reloading the page) locked finished runs' Review out; tabs keep what opened open
-        with gr.Tabs(selected=0, elem_id="ld-wizard") as wizard:
+        gates.locked_hint(ui)
+        # "wrap": on a phone the six steps take two rows; gradio's "menu" hid the last three behind "⋯"
+        with gr.Tabs(selected=0, elem_id="ld-wizard", overflow_behavior="wrap") as wizard:
             ui.add("wizard", wizard)
             for i, (key, name, module) in enumerate(STEPS):
                 with gr.Tab(t(name, lang), id=i, interactive=i == 0, elem_id=f"ld-{key}") as step:
@@ -109,6 +119,19 @@ def _wire_language(ui: UI) -> None:
 
 LANG_KEY = "lora-doctor-lang"
 # On load: ``?lang=ko`` in the address, else the language this browser chose last, else the app's own.
+# gradio's own words (an upload box's "Drop File Here", the footer) follow the browser's language unless told:
+# its core module's changeLocale, the call its settings panel makes, is given the app's language. The module's
+# file name carries a build hash, so it is found among the page's loaded scripts (or named in gradio's entry).
+GRADIO_LOCALE_JS = r"""async (lang) => {
+    const isCore = (url) => /\/assets\/core-[\w-]+\.js$/.test(url);
+    let url = performance.getEntriesByType("resource").map((e) => e.name).find(isCore);
+    if (!url) {
+        const entry = document.querySelector('script[type="module"][src*="/assets/index-"]');
+        const found = entry && (await (await fetch(entry.src)).text()).match(/core-[\w-]+\.js/);
+        url = found ? new URL(found[0], entry.src).href : null;
+    }
+    if (url) (await import(url)).changeLocale?.(lang);
+}"""
 LANG_READ_JS = f"""(current) => {{
     const asked = new URLSearchParams(window.location.search).get("lang");
     let saved = null;
@@ -117,10 +140,13 @@ LANG_READ_JS = f"""(current) => {{
     if (asked && ["ko", "en"].includes(asked)) {{  // a choice too: remembered even when it changes nothing here
         try {{ window.localStorage.setItem("{LANG_KEY}", asked); }} catch (e) {{}}
     }}
-    return ["ko", "en"].includes(lang) ? lang : current;
+    const chosen = ["ko", "en"].includes(lang) ? lang : current;
+    ({GRADIO_LOCALE_JS})(chosen).catch((e) => console.warn("gradio's language", e));
+    return chosen;
 }}"""
 LANG_SAVE_JS = f"""(lang) => {{
     try {{ window.localStorage.setItem("{LANG_KEY}", lang); }} catch (e) {{}}
+    ({GRADIO_LOCALE_JS})(lang).catch((e) => console.warn("gradio's language", e));
 }}"""
 
 

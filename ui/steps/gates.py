@@ -12,9 +12,11 @@ from trainer.plan.steps import make_plan
 
 from ..binding import UI
 from ..fields import config_from_values
+from ..i18n import t
 
 STEP_IDS = {"dataset": 0, "plan": 1, "preset": 2, "train": 3, "review": 4, "troubleshoot": 5}
-UNLOCKS = ["step_plan", "step_preset", "step_train", "step_review", "step_troubleshoot"]
+# the steps that open, and the line saying why Review and Troubleshoot are not open yet
+UNLOCKS = ["step_plan", "step_preset", "step_train", "step_review", "step_troubleshoot", "locked_hint"]
 
 
 def open_step() -> Any:
@@ -44,12 +46,21 @@ def unlocks_after_scan(ui: UI, values: dict[str, Any], report: DatasetReport, la
     return out
 
 
+def locked_hint(ui: UI) -> None:
+    """The line over the steps that says why Review and Troubleshoot are grey: shown until the workspace holds a
+    run (a greyed tab gives no reason of its own)."""
+    lang = ui.ctx.lang
+    ui.add("locked_hint", gr.Markdown(t("locked_hint", lang), visible=not ui.ctx.run_choices(),
+                                      elem_id="ld-locked-hint"), "locked_hint", "value")
+
+
 def unlocks_for_runs(ui: UI) -> dict[str, Any]:
     """Review and Troubleshoot: as soon as the workspace holds a run."""
     if ui.ctx.run_choices():
-        return {"step_review": open_step(), "step_troubleshoot": open_step()}
+        return {"step_review": open_step(), "step_troubleshoot": open_step(), "locked_hint": gr.Markdown(visible=False)}
     return {}
 
 
 def open_all() -> dict[str, Any]:
-    return {name: open_step() for name in UNLOCKS}
+    return {**{name: open_step() for name in UNLOCKS if name.startswith("step_")},
+            "locked_hint": gr.Markdown(visible=False)}

@@ -43,9 +43,10 @@ def build(ui: UI) -> None:
         with gr.Column(scale=3):
             ui.add("plan_formula", gr.Markdown(""))
             ui.add("plan_buckets", gr.Dataframe(interactive=False, label=t("per_bucket", lang)), "per_bucket")
-    with gr.Row():
-        ui.add("dose_plot", gr.Plot(show_label=False))
-        ui.add("dose_md", gr.Markdown(""))
+    with gr.Row():  # side by side, or one above the other on a phone (the gauge's title needs ~300 px)
+        ui.add("dose_plot", gr.Plot(show_label=False, min_width=300))
+        with gr.Column(min_width=300):  # a Markdown's own min_width does not reach the page
+            ui.add("dose_md", gr.Markdown(""))
     ui.add("plan_msg", gr.HTML(""))
     ui.add("plan_next", gr.Button(t("next_preset", lang), variant="primary"), "next_preset", "value")
 
