@@ -91,7 +91,10 @@ def runs(args) -> list[tuple[str, dict, float, int]]:
 def train_missing(args, data: Path, prior: Path) -> None:
     from trainer.train.loop import run_training
 
-    for name, extra, factor, seed in runs(args):
+    todo = runs(args)
+    if args.first:  # these runs are trained before the others
+        todo.sort(key=lambda r: not any(r[0].startswith(f) for f in args.first))
+    for name, extra, factor, seed in todo:
         folder = args.work / "runs" / name
         if any(folder.glob("*/*/final/lora.safetensors")):
             continue
@@ -181,6 +184,8 @@ def main() -> int:
     ap.add_argument("--factors", type=float, nargs="+", default=[0.1, 1.0, 10.0])
     ap.add_argument("--skip-failures", action="store_true")
     ap.add_argument("--skip-precisions", action="store_true")
+    ap.add_argument("--first", nargs="+", default=[], metavar="NAME",
+                    help="train the runs whose names start with these first (e.g. lr10x)")
     ap.add_argument("--print-only", action="store_true")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
