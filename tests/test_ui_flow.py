@@ -4,6 +4,7 @@ the running job and its Start is refused."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,27 @@ def test_another_dataset_leaves_the_demos_prior_and_held_out_folders_behind(app,
     assert "prior images (its world scenes) were taken out" in out["ds_msg"]
     assert "held-out pictures were taken out of 'Validation pictures folder'" in out["ds_msg"]
     assert "**4** usable pictures" in out["ds_summary"]
+
+
+def test_start_asks_before_writing_over_another_datasets_config(app, api):
+    import shutil
+
+    from trainer.config.schema import load_config, save_config
+
+    datasets, configs = app.ctx.workspace / "datasets", app.ctx.configs_dir
+    theirs = configs / "theirs.toml"
+    cfg = load_config(None, [f"dataset.path={json.dumps(str(datasets / 'demo-zxc'))}"])
+    save_config(cfg, theirs)
+    before = theirs.read_bytes()
+    mine = datasets / "clashing" / "5_dog"
+    mine.mkdir(parents=True)
+    for i in range(3):
+        shutil.copy(datasets / "demo-zxc" / "10_zxc" / f"zxc_{i:03d}.png", mine / f"dog_{i}.png")
+        (mine / f"dog_{i}.txt").write_text("dog, sitting")
+    out = api("start", dataset_path=str(mine.parent), run_name="theirs")
+    assert "configs/theirs.toml" in out["train_msg"] and "Start anyway" in out["train_msg"]
+    assert theirs.read_bytes() == before  # nothing written, nothing started
+    assert not api.client.predict(api_name="/status")["active"]
 
 
 def test_plan_fills_in_the_formula_and_the_dose(api):

@@ -351,6 +351,8 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ui.confirm_hint": ("Press “Start anyway” to train with them, or change them first.",
                         "이대로 학습하려면 ‘그래도 시작’을 누르고, 아니면 먼저 바꾸세요."),
     "ui.confirm_start": ("Start anyway", "그래도 시작"),
+    "ui.confirm_overwrite_hint": ("Press “Start anyway” to write over them, or change 'Run name' first.",
+                                  "덮어쓰려면 ‘그래도 시작’을 누르고, 아니면 먼저 '실행 이름'을 바꾸세요."),
 }
 
 # the sample prompts' kinds, as the pages name them

@@ -43,6 +43,7 @@ from ..i18n import t
 from ..paths import safe_name
 from . import gates, review
 from .dataset import scan_for
+from .own_data import name_clash_note
 
 POLL_OUTPUTS = ["poll_state", "status_md", "alert_html", "to_troubleshoot", "warnings_md", "verdict_md",
                 "live_plots", "samples_gallery", "start_btn", "stop_btn", "pause_btn", "continue_btn", "sample_btn",
@@ -117,6 +118,12 @@ def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
         ctx.policy.resolve_folders(cfg, lang)
         cfg.model.base = ctx.policy.check_base(cfg.model.base, lang)
         if not confirm:
+            # another dataset's settings under this run name are never written over without asking
+            clash = name_clash_note(ui, cfg.save.name, cfg.dataset.path, lang)
+            if clash:
+                return {"train_msg": f'<div class="ld-error" id="ld-confirm-box">{html.escape(clash)} '
+                                     f'{html.escape(t("confirm_overwrite_hint", lang))}</div>',
+                        "confirm_btn": gr.Button(visible=True)}
             report, _ = scan_for(ui, values, lang, report_state)
             risks = start_risks(cfg, make_plan(cfg, report), [ctx.presets_dir])
             if risks:
