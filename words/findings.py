@@ -4,6 +4,10 @@ TEXTS = {
     "finding.nonfinite": ("the {what} became non-finite first, at step {step} (module {where}, precision {precision}, "
                           "lr {lr})",
                           "{step}스텝에서 가장 먼저 nan/inf가 된 것: {what} (모듈 {where}, 정밀도 {precision}, 학습률 {lr})"),
+    "finding.what.loss": ("loss", "손실"),
+    "finding.what.grad": ("gradient", "그래디언트"),
+    "finding.what.param": ("LoRA weight", "LoRA 가중치"),
+    "finding.what.ema": ("EMA weight", "EMA 가중치"),
     "finding.loss_scale_collapse": ("the fp16 loss scale {how} (now {final}): overflow keeps recurring",
                                     "fp16 손실 스케일이 {how} (현재 {final}): 오버플로가 반복됨"),
     "finding.scale_below": ("fell below {limit:g} ({value:g} at step {step})", "{limit:g} 아래로 떨어짐 ({step}스텝에 {value:g})"),

@@ -77,6 +77,9 @@ def _applied(rows: list[dict]) -> list[dict]:
     return [r for r in rows if not r.get("skipped")]
 
 
+NONFINITE_WHAT = ("loss", "grad", "param", "ema")  # what a guard alert can name first (finding.what.*)
+
+
 def nonfinite_findings(events: list[dict]) -> list[Finding]:
     out = []
     seen = set()
@@ -85,11 +88,12 @@ def nonfinite_findings(events: list[dict]) -> list[Finding]:
         if ev.get("type") == "alert" and kind.startswith("nonfinite_") and kind not in seen:
             seen.add(kind)
             what = kind.removeprefix("nonfinite_")
+            named = msg(f"finding.what.{what}") if what in NONFINITE_WHAT else what
             where = ev.get("module") or "?"
             step = ev.get("broke_at_step", ev.get("step"))
             out.append(Finding(
                 kind, "error",
-                msg("finding.nonfinite", what=what, step=step, where=where, precision=ev.get("precision"),
+                msg("finding.nonfinite", what=named, step=step, where=where, precision=ev.get("precision"),
                     lr=ev.get("lr")),
                 [int(step)] if step is not None else [],
                 {k: ev.get(k) for k in ("module", "files", "lr", "loss_scale", "precision", "loss", "grad_norm")},
