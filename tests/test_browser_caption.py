@@ -49,7 +49,7 @@ def test_upload_bare_pictures_caption_edit_undo_and_scan(browser, app, tmp_path)
         page.get_by_text("Caption the pictures").click()
         captioner = page.locator("#ld-f-captioner input").first
         captioner.click()
-        page.get_by_role("option", name="tagger", exact=True).click()
+        page.get_by_role("option", name="tagger (WD14)", exact=True).click()
         set_field(page, "caption_model", str(tagger))
         set_field(page, "caption_general", "0.2")
         button(page, "Caption all").click()
