@@ -151,7 +151,7 @@ def test_the_snapshot_is_typed_and_its_json_is_the_dict_it_used_to_be():
     out = snap.to_json()
     assert list(out) == ["version", "active", "status", "run_dir", "step", "total_steps", "metrics", "rows",
                          "alerts", "samples", "checkpoints", "events", "progress", "message", "it_per_sec",
-                         "eta_seconds", "memory", "best_val", "refusal"]  # added since, last
+                         "eta_seconds", "memory", "best_val", "refusal", "findings"]  # added since, last
     assert out["events"] == [json.loads(line) for line in EVENT_LINES[:3]]
     json.dumps(out)  # plain JSON types throughout
 

@@ -72,7 +72,6 @@ class RunSnapshot:
     alerts: list[Alert] = field(default_factory=list)
     samples: list[SampleReady] = field(default_factory=list)
     checkpoints: list[CheckpointSaved] = field(default_factory=list)
-    findings: list[FindingEvent] = field(default_factory=list)
     events: list[RunEvent] = field(default_factory=list)  # the last 50 besides step rows
     progress: Progress | None = None
     message: str = ""
@@ -81,6 +80,7 @@ class RunSnapshot:
     memory: dict[str, float | None] = field(default_factory=dict)
     best_val: dict[str, Any] | None = None  # {"step", "val_loss"}: the lowest validation loss so far
     refusal: Msg | None = None  # ``message`` as a message to word in the reader's language, when there is one
+    findings: list[FindingEvent] = field(default_factory=list)  # the detectors' findings, as raised
 
     def to_json(self) -> dict[str, Any]:
         """The snapshot as plain JSON types, the dict ``snapshot`` returned before it was typed."""
