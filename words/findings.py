@@ -5,7 +5,7 @@ TEXTS = {
                           "lr {lr})",
                           "{step}스텝에서 가장 먼저 nan/inf가 된 것: {what} (모듈 {where}, 정밀도 {precision}, 학습률 {lr})"),
     "finding.what.loss": ("loss", "손실"),
-    "finding.what.grad": ("gradient", "그래디언트"),
+    "finding.what.grad": ("gradient", "그라디언트"),
     "finding.what.param": ("LoRA weight", "LoRA 가중치"),
     "finding.what.ema": ("EMA weight", "EMA 가중치"),
     "finding.loss_scale_collapse": ("the fp16 loss scale {how} (now {final}): overflow keeps recurring",
