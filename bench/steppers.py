@@ -54,7 +54,7 @@ def ours(cfg):
         state["i"] += 1
         trainer.optimizer_step(group, state["epoch"])
 
-    return step, trainer.unet
+    return step, trainer.denoiser
 
 
 def reference(cfg, device: torch.device | None = None, dtype: torch.dtype = torch.float32):

@@ -112,7 +112,7 @@ def test_a_sample_drawn_by_the_demo_base_is_shown_pixel_for_pixel():
     cfg = preset_config("demo-character")
     pipe, info = load_pipeline(ModelConfig(base="demo"))
     plan = decide_precision("fp32", torch.device("cpu"))
-    picture = render(sampling_pipeline(pipe, info.prediction_type), "zxc", cfg.sample, (64, 64), torch.device("cpu"),
+    picture = render(sampling_pipeline(pipe, info.family, info.prediction_type), "zxc", cfg.sample, (64, 64), torch.device("cpu"),
                      plan, cfg.sample.seed)
     shown = for_display(picture)
     assert picture.size == (64, 64) and shown.size == (256, 256)

@@ -66,11 +66,11 @@ def test_the_scan_catches_what_it_forbids():
 
 
 def test_the_built_in_families_are_registered_in_order():
-    assert tuple(FAMILIES) == ("sd15", "sdxl")
-    assert [f.name for f in families()] == ["sd15", "sdxl"]
+    assert tuple(FAMILIES) == ("sd15", "sdxl", "sd3")
+    assert [f.name for f in families()] == ["sd15", "sdxl", "sd3"]
 
 
-@pytest.mark.parametrize("name", ["sd15", "sdxl"])
+@pytest.mark.parametrize("name", ["sd15", "sdxl", "sd3"])
 def test_each_family_has_every_attribute(name):
     adapter = family(name)
     assert adapter.name == name
@@ -82,7 +82,8 @@ def test_each_family_has_every_attribute(name):
     assert len(set(roles)) == len(roles) == len(adapter.embedding_keys)
     assert adapter.pipeline_class().__name__ == adapter.pipeline_class_name
     assert (adapter.config_dir / "model_index.json").is_file()
-    for method in ("build_tiny", "encode_text"):
+    for method in ("build_tiny", "encode_text", "noise_schedule", "predict", "sampling_pipeline", "prediction_type",
+                   "models_from_configs", "denoiser_from_config", "activation_width"):
         assert getattr(type(adapter), method) is not getattr(ModelFamily, method), f"{name} lacks {method}"
 
 
@@ -97,25 +98,41 @@ def test_the_families_differ_where_sd15_and_sdxl_differ():
 
 
 def test_an_unknown_family_is_refused_by_name():
-    with pytest.raises(UserError, match="unknown family 'sd3'; use sd15 or sdxl"):
-        family("sd3")
+    with pytest.raises(UserError, match="unknown family 'sd9'; use sd15 or sdxl or sd3"):
+        family("sd9")
     with pytest.raises(UserError, match=r"model\.family"):
-        from_dict({"model": {"family": "sd3"}})
+        from_dict({"model": {"family": "sd9"}})
 
 
 def test_a_file_dropped_into_the_families_folder_is_a_family(tmp_path, monkeypatch):
+    """A throwaway flow-matching family (SD3.5's adapter under another name, uniform timesteps) dropped into the
+    folder: the config takes its name, and it trains two steps on its tiny model with nothing else changed."""
     import trainer.models.families as folder
+    from tests.helpers import tiny_config, write_toy_dataset
     from trainer.models import family as registry
+    from trainer.run.events import MemorySink
+    from trainer.train.loop import run_training
 
     (tmp_path / "zz_other.py").write_text(
-        "from trainer.models.families.sd15 import SD15\n"
+        "from trainer.models.families.noise import FlowMatchSchedule\n"
+        "from trainer.models.families.sd3 import SD3\n"
         "from trainer.models.family import register\n\n\n"
-        "@register\nclass Other(SD15):\n    name = 'zz-other'\n    label = 'Another SD 1.5'\n", encoding="utf-8")
+        "@register\nclass Other(SD3):\n    name = 'zz-other'\n    label = 'Another flow model'\n\n"
+        "    def noise_schedule(self, scheduler_config, prediction_type):\n"
+        "        return FlowMatchSchedule(scheduler_config, sampling='uniform')\n", encoding="utf-8")
     monkeypatch.setattr(folder, "__path__", [*folder.__path__, str(tmp_path)])
     monkeypatch.setattr(registry, "_discovered", False)  # the registry reads the folder again, as on a new start
     try:
         assert "zz-other" in FAMILIES
         assert from_dict({"model": {"family": "zz-other"}}).model.family == "zz-other"
+        cfg = tiny_config(write_toy_dataset(tmp_path / "data", n=4), tmp_path / "runs", {"train.max_steps": 2},
+                          base="tiny-zz-other")
+        sink = MemorySink()
+        result = run_training(cfg, sink)
+        assert result.status == "finished", result.message
+        started = next(e for e in sink.events if e["type"] == "started")
+        assert started["base"]["family"] == "zz-other"
+        assert (result.run_dir / "final" / "lora_diffusers.safetensors").is_file()
     finally:
         unregister("zz-other")
         sys.modules.pop("trainer.models.families.zz_other", None)

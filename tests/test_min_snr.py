@@ -5,7 +5,7 @@ import torch
 from diffusers import DDPMScheduler
 from diffusers.training_utils import compute_snr
 
-from trainer.train.loss import min_snr_weights as _min_snr_weights
+from trainer.models.families.noise import min_snr_weights as _min_snr_weights
 
 SD15 = {"beta_start": 0.00085, "beta_end": 0.012, "beta_schedule": "scaled_linear", "num_train_timesteps": 1000}
 

@@ -94,7 +94,7 @@ def test_several_pictures_per_prompt_each_with_its_own_seed_drawn_as_one_alone(t
     assert [(r["index"], r["seed"]) for r in records] == [(i, s) for i in range(4) for s in (1234, 1235)]
     assert [r["file"] for r in records[:2]] == ["00_trigger.png", "00_trigger_s1.png"]
     pipe, info = load_pipeline(cfg.model)
-    sampler = sampling_pipeline(pipe, info.prediction_type)
+    sampler = sampling_pipeline(pipe, info.family, info.prediction_type)
     plan = decide_precision("fp32", torch.device("cpu"))
     for r in (records[0], records[1], records[-1]):
         alone = np.asarray(render(sampler, r["prompt"], cfg.sample, (cfg.dataset.resolution,) * 2, torch.device("cpu"),

@@ -13,8 +13,8 @@ import torch
 from safetensors import safe_open
 
 from trainer.config.schema import ModelConfig
-from trainer.models import single_file
 from trainer.models.base import MODEL_CONFIG_DIR, load_pipeline
+from trainer.models.families import ldm as single_file
 from trainer.models.tiny import build_tiny_pipeline, save_pipeline
 
 FAMILIES = ("sd15", "sdxl")

@@ -58,20 +58,19 @@ def test_same_weights_same_number_and_it_moves_when_the_weights_move(tmp_path):
 
     encoder = LatentCache(t.pipe.vae, t.device, t.precision.vae_dtype, None)
     vset = build_validation_set(samples_from_report(type("R", (), {"items": held})()), encoder,
-                                fixed_timesteps(4, t.noise_scheduler.config.num_train_timesteps), 0, t.device)
+                                fixed_timesteps(4, t.schedule.num_timesteps), 0, t.device)
     modules = list(t.lora.models.values())
 
     def value() -> float:
-        return validation_loss(vset, t.unet, t.text, t.noise_scheduler, t.base_info.prediction_type, t.precision,
-                               modules)
+        return validation_loss(vset, t.adapter, t.denoiser, t.text, t.schedule, t.precision, modules)
 
-    t.unet.train()
+    t.denoiser.train()
     rng = torch.get_rng_state()
     first = value()
     assert torch.equal(rng, torch.get_rng_state())  # the training's random stream is untouched
-    assert t.unet.training  # and its mode restored
+    assert t.denoiser.training  # and its mode restored
     assert value() == first  # the same weights give the very same number
-    lora_param = next(p for n, p in t.unet.named_parameters() if "lora_B" in n)
+    lora_param = next(p for n, p in t.denoiser.named_parameters() if "lora_B" in n)
     with torch.no_grad():
         lora_param.add_(0.05)
     moved = value()

@@ -118,8 +118,11 @@ def cmd_check_dataset(args) -> int:
 
 
 def cmd_tiny_model(args) -> int:
+    from trainer.models.family import family
     from trainer.models.tiny import build_tiny_pipeline, save_pipeline
 
+    if args.single_file and not family(args.family).writes_single_file:
+        raise UserError(msg("error.tiny.no_single_file", family=family(args.family).label))
     pipe = build_tiny_pipeline(args.family)
     out = save_pipeline(pipe, args.out_dir, single_file=args.single_file)
     print(out)
@@ -274,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_check_dataset)
 
-    p = sub.add_parser("tiny-model", help="write a tiny SD1.5/SDXL-shaped pipeline (for tests and demos)")
+    p = sub.add_parser("tiny-model", help="write a tiny pipeline of a model family, random weights (for tests and demos)")
     p.add_argument("family", choices=list(FAMILIES))
     p.add_argument("out_dir")
     p.add_argument("--single-file", action="store_true", help="one .safetensors plus a config/ folder")

@@ -49,6 +49,13 @@ TEXTS: dict[str, tuple[str, str]] = {
     "error.lora.no_resnet": ("lora.conv_blocks: this UNet has no resnet under {block!r}; its blocks with resnets are "
                              "{names}", "lora.conv_blocks: 이 UNet에는 {block!r} 아래에 resnet이 없습니다. resnet이 있는 "
                              "블록: {names}"),
+    "error.tiny.no_single_file": ("--single-file: writing a {family} pipeline as one original-layout file is not "
+                                  "supported; leave --single-file out to write a diffusers folder",
+                                  "--single-file: {family} 파이프라인을 원래 형식의 파일 하나로 쓰는 기능은 없습니다. "
+                                  "--single-file 없이 diffusers 폴더로 쓰세요"),
+    "error.lora.no_conv": ("lora.conv_rank: {family}'s denoiser has no convolutions to put LoRA on; set "
+                           "lora.conv_rank = 0", "lora.conv_rank: {family}의 디노이저에는 LoRA를 달 합성곱이 없습니다. "
+                           "lora.conv_rank = 0으로 두세요"),
     "error.lora.no_block": ("lora.conv_blocks: this UNet has no block {entry!r}; its blocks are {blocks}",
                             "lora.conv_blocks: 이 UNet에는 {entry!r} 블록이 없습니다. 있는 블록: {blocks}"),
     "error.trigger.no_tokens": ("dataset.trigger {trigger!r}: the tokenizer makes no tokens of it; use a word",

@@ -96,6 +96,7 @@ TEXTS = {
     "field.family.choice.auto": ("auto", "자동"),
     "field.family.choice.sd15": ("SD 1.5", "SD 1.5"),
     "field.family.choice.sdxl": ("SDXL", "SDXL"),
+    "field.family.choice.sd3": ("SD 3.5", "SD 3.5"),
     "field.scheduler.choice.constant": ("constant", "일정"),
     "field.scheduler.choice.constant_with_warmup": ("constant after a warmup", "워밍업 뒤 일정"),
     "field.scheduler.choice.cosine": ("cosine", "코사인"),

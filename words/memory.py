@@ -2,14 +2,23 @@
 budget (``memory_fit.*``)."""
 
 TEXTS = {
-    "memory.part.unet_weights": ("UNet weights (frozen)", "UNet 가중치(고정)"),
+    "memory.part.unet_weights": ("UNet / transformer weights (frozen)", "UNet / 트랜스포머 가중치(고정)"),
     "memory.part.text_encoder_weights": ("text encoder weights (frozen)", "텍스트 인코더 가중치(고정)"),
     "memory.part.vae_weights": ("VAE weights", "VAE 가중치"),
     "memory.part.lora_weights": ("LoRA weights (fp32)", "LoRA 가중치(fp32)"),
     "memory.part.lora_gradients": ("LoRA gradients (fp32)", "LoRA 그라디언트(fp32)"),
     "memory.part.optimizer_state": ("optimizer state", "옵티마이저 상태"),
     "memory.part.ema": ("EMA shadow (fp32)", "EMA 사본(fp32)"),
-    "memory.part.activations": ("UNet activations", "UNet 활성값"),
+    "memory.part.activations": ("UNet / transformer activations", "UNet / 트랜스포머 활성값"),
+    "memory.warn.fp16_family": ("{family} was trained in bf16 and overflows more readily in fp16: on this device the "
+                                "run uses fp16 with the loss scaler and the guard watching, and T5 stays in fp32; a "
+                                "GPU with bf16 (RTX 30xx or newer) avoids it",
+                                "{family}은(는) bf16으로 학습된 모델이라 fp16에서 더 쉽게 넘칩니다. 이 장치에서는 손실 "
+                                "스케일러와 가드를 켠 fp16으로 돌고 T5는 fp32로 둡니다. bf16이 되는 GPU(RTX 30xx 이상)"
+                                "라면 이 문제가 없습니다"),
+    "memory.warn.provisional": ("{family}'s activation figures are provisional, not yet measured at full width: "
+                                "read the total as a rough figure", "{family}의 활성값 수치는 임시값으로, 아직 실제 "
+                                "크기에서 재지 않았습니다. 합계는 대략의 값으로 보세요"),
     "memory.part.text_encoder_activations": ("text encoder activations", "텍스트 인코더 활성값"),
     "memory.part.vae_encode": ("VAE encoding (latents not cached)", "VAE 인코딩(잠재 캐시 없음)"),
     "memory.part.runtime": ("runtime (CUDA context, workspaces)", "런타임(CUDA 컨텍스트, 작업 공간)"),

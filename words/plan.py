@@ -38,6 +38,9 @@ TEXTS = {
         ),
         "이 프리셋이 노리는 범위보다 높습니다. 그림을 외우고 색이 탈 수 있으니 학습률, 스텝이나 alpha를 낮추세요",
     ),
+    "plan.advice.provisional": ("{advice} (this zone is provisional: carried over from SD1.5/SDXL, not yet measured "
+                                "for this model family)", "{advice}(이 범위는 임시값: SD1.5/SDXL에서 옮겨 온 것으로, "
+                                "이 모델 계열에서는 아직 재지 않음)"),
     "plan.zone.under": ("under", "부족"),
     "plan.zone.fit": ("fit", "적정"),
     "plan.zone.over": ("over", "과다"),

@@ -265,6 +265,8 @@ class DoseConfig(_Section):
 
     fit_low: float = Field(0.05, gt=0.0)
     fit_high: float = Field(0.3, gt=0.0)
+    provisional: bool = False
+    """The zone was carried over from another family, not measured on this one: the plan says so."""
 
     @model_validator(mode="after")
     def _ordered(self) -> DoseConfig:

@@ -89,12 +89,13 @@ def build_unet():
 
 def assemble_pipeline(vae, text_encoder, unet):
     """A StableDiffusionPipeline of the trained parts, with the offline CLIP tokenizer and no safety checker."""
-    from diffusers import DDIMScheduler, StableDiffusionPipeline
+    from diffusers import StableDiffusionPipeline
 
+    from trainer.models.families.unet import ddim_scheduler
     from trainer.models.tokenizer import clip_tokenizer
 
     pipe = StableDiffusionPipeline(vae=vae, text_encoder=text_encoder, tokenizer=clip_tokenizer(), unet=unet,
-                                   scheduler=DDIMScheduler(**scheduler_config()), safety_checker=None,
+                                   scheduler=ddim_scheduler(scheduler_config()), safety_checker=None,
                                    feature_extractor=None, requires_safety_checker=False)
     pipe.set_progress_bar_config(disable=True)  # type: ignore[attr-defined]  # typed as diffusers' no-torch dummy
     return pipe

@@ -253,10 +253,12 @@ def train_diffusion(unet, text_encoder, tokenizer, latents: torch.Tensor, captio
     (pass it back as ``state``). Each step's batch and noise come from (seed, step), so a resumed run draws
     the same batches as an uninterrupted one.
     """
-    from diffusers import DDPMScheduler
     from diffusers.training_utils import compute_snr
 
-    sched = DDPMScheduler.from_config(scheduler_config())  # ignores the DDIM-only keys
+    from trainer.models.family import family
+
+    sd15 = family("sd15")  # the demo base is SD1.5-shaped: its adapter noises, calls the UNet and gives the target
+    schedule = sd15.noise_schedule(scheduler_config(), "epsilon")  # ignores the DDIM-only keys
     ids = tokenize(tokenizer, captions)
     empty = tokenize(tokenizer, [""])[0]
     params = [*unet.parameters(), *text_encoder.parameters()]
@@ -284,11 +286,12 @@ def train_diffusion(unet, text_encoder, tokenizer, latents: torch.Tensor, captio
         # starting noise's mean ignores "on sky". Per-channel offsets teach it that the mean is noise too.
         noise = torch.randn(x0.shape, generator=gen)
         noise = noise + s.noise_offset * torch.randn((s.batch, x0.shape[1], 1, 1), generator=gen)
-        t = torch.randint(0, sched.config.num_train_timesteps, (s.batch,), generator=gen)
+        t = schedule.draw(s.batch, gen)
         hidden = text_encoder(batch_ids)[0]
-        pred = unet(sched.add_noise(x0, noise, t), t, hidden).sample
-        loss = F.mse_loss(pred, noise, reduction="none").mean(dim=(1, 2, 3))
-        snr = compute_snr(sched, t)
+        noisy, target = schedule.noised(x0, noise, t)
+        pred = sd15.predict(unet, noisy, schedule.model_timesteps(t), hidden, None, [])
+        loss = F.mse_loss(pred, target, reduction="none").mean(dim=(1, 2, 3))
+        snr = compute_snr(schedule.scheduler, t)
         loss = (loss * torch.clamp(snr, max=s.min_snr_gamma) / snr).mean()  # min-SNR-γ: composition first
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -56,47 +56,62 @@ def weight_norm_flag(params: list[torch.nn.Parameter]) -> tuple[torch.Tensor, to
     return norms.norm(), norms.isfinite().all()
 
 
-def read_health(
-    loss_sum: torch.Tensor,
-    micro_steps: int,
-    grad_norm: torch.Tensor,
-    clipped: torch.Tensor,
-    scale: torch.Tensor | None,
-    params_finite: torch.Tensor,
-    ema_finite: torch.Tensor | None,
-    weight_norm: torch.Tensor,
-    update_norm: torch.Tensor | None,
-    all_reduce=None,
-    ema_drift: torch.Tensor | None = None,
-) -> StepHealth:
-    """The one host sync of the step: stack every number and read them together."""
-    device = grad_norm.device
-    one = torch.ones((), device=device)
-    values = torch.stack([
-        (loss_sum / micro_steps).float(),
-        grad_norm.float(),
-        clipped.float(),
-        (scale.float() if scale is not None else one.neg()),
-        params_finite.float(),
-        (ema_finite.float() if ema_finite is not None else one),
-        weight_norm.float(),
-        (update_norm.float() if update_norm is not None else one.neg()),
-        (ema_drift.float() if ema_drift is not None else one.neg()),
-    ])
-    if all_reduce is not None:
-        values = all_reduce(values)
-    loss, gn, gc, sc, pf, ef, wn, un, ed = values.tolist()
-    return StepHealth(
-        loss=loss,
-        grad_norm=gn,
-        grad_norm_clipped=gc,
-        loss_scale=None if scale is None else sc,
-        params_finite=pf > 0.5,
-        ema_finite=ef > 0.5,
-        weight_norm=wn,
-        update_ratio=None if update_norm is None else un / max(wn, 1e-12),
-        ema_drift=None if ema_drift is None else ed,
-    )
+HEALTH_SLOTS = ("loss", "grad_norm", "grad_norm_clipped", "loss_scale", "params_finite", "ema_finite", "weight_norm",
+                "update_norm", "ema_drift")
+"""The order of the step's numbers in the one vector that is read (and, across processes, all-reduced)."""
+AVERAGED_SLOTS = (HEALTH_SLOTS.index("loss"),)  # averaged over the processes
+ALL_FINITE_SLOTS = (HEALTH_SLOTS.index("params_finite"), HEALTH_SLOTS.index("ema_finite"))  # true only if on every one
+
+
+@dataclass
+class HealthTensors:
+    """The step's numbers as device tensors, before the one host sync. An optional number left None reads as
+    None (the loss scale without fp16, the EMA's flag without an EMA, the update and drift when not measured)."""
+
+    loss_sum: torch.Tensor  # the micro-batches' losses summed
+    micro_steps: int
+    grad_norm: torch.Tensor
+    clipped: torch.Tensor
+    params_finite: torch.Tensor
+    weight_norm: torch.Tensor
+    scale: torch.Tensor | None = None
+    ema_finite: torch.Tensor | None = None
+    update_norm: torch.Tensor | None = None
+    ema_drift: torch.Tensor | None = None
+
+    def vector(self) -> torch.Tensor:
+        """The numbers in :data:`HEALTH_SLOTS` order (an absent optional one as -1, an absent flag as 1)."""
+        one = torch.ones((), device=self.grad_norm.device)
+        slots = {
+            "loss": (self.loss_sum / self.micro_steps).float(),
+            "grad_norm": self.grad_norm.float(),
+            "grad_norm_clipped": self.clipped.float(),
+            "loss_scale": self.scale.float() if self.scale is not None else one.neg(),
+            "params_finite": self.params_finite.float(),
+            "ema_finite": self.ema_finite.float() if self.ema_finite is not None else one,
+            "weight_norm": self.weight_norm.float(),
+            "update_norm": self.update_norm.float() if self.update_norm is not None else one.neg(),
+            "ema_drift": self.ema_drift.float() if self.ema_drift is not None else one.neg(),
+        }
+        return torch.stack([slots[name] for name in HEALTH_SLOTS])
+
+    def read(self, all_reduce=None) -> StepHealth:
+        """The one host sync of the step: every number read together (all-reduced first across processes)."""
+        values = self.vector()
+        if all_reduce is not None:
+            values = all_reduce(values)
+        v = dict(zip(HEALTH_SLOTS, values.tolist()))
+        return StepHealth(
+            loss=v["loss"],
+            grad_norm=v["grad_norm"],
+            grad_norm_clipped=v["grad_norm_clipped"],
+            loss_scale=None if self.scale is None else v["loss_scale"],
+            params_finite=v["params_finite"] > 0.5,
+            ema_finite=v["ema_finite"] > 0.5,
+            weight_norm=v["weight_norm"],
+            update_ratio=None if self.update_norm is None else v["update_norm"] / max(v["weight_norm"], 1e-12),
+            ema_drift=None if self.ema_drift is None else v["ema_drift"],
+        )
 
 
 @torch.no_grad()

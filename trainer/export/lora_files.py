@@ -73,7 +73,7 @@ def _sgm_resnet_layer(layer: str, module: str) -> str:
 
 def kohya_module_name(role: str, module: str, family: str, unet_config=None) -> str:
     adapter = model_family(family)
-    if role == "unet":
+    if role == adapter.denoiser_component:
         if adapter.kohya_unet_original_names:
             module = unet_module_to_sgm(module, unet_config)
         return "lora_unet_" + module.replace(".", "_")
@@ -106,7 +106,13 @@ def kohya_state_dict(
     ``lora_down`` rank is not the rank its config gives it raises ``ValueError``: the file would claim an alpha
     it did not train with."""
     out: dict[str, torch.Tensor] = {}
+    adapter = model_family(family)
     for role, sd in peft_states.items():
+        if role == adapter.denoiser_component and adapter.kohya_layout == "mmdit":
+            from trainer.export.mmdit import mmdit_state_dict
+
+            out.update(mmdit_state_dict(sd, lambda module, r=role: trained_rank_alpha(lora_configs, r, module), dtype))
+            continue
         for key, tensor in sd.items():
             m = re.match(r"(.*)\.lora_([AB])\.weight$", key)
             if not m:
@@ -151,7 +157,7 @@ def kohya_metadata(ctx: dict[str, Any]) -> dict[str, str]:
     family = model_family(ctx["family"])
     now = time.time()
     meta = {
-        "ss_network_module": "networks.lora",
+        "ss_network_module": family.kohya_network_module,
         "ss_network_dim": str(cfg.lora.rank),
         "ss_network_alpha": str(float(cfg.lora.alpha)),
         "ss_network_args": json.dumps({"targets": cfg.lora.targets, **conv_args}),
@@ -224,13 +230,11 @@ def _adapter_configs(ctx: dict[str, Any], roles) -> dict[str, dict]:
     """What :func:`trainer.models.lora.attach_lora` gave peft for ``roles``, rebuilt by the same function from the run's
     config; the UNet it reads its convolutions' names and kernel sizes from is built on the meta device (no
     memory, ~50 ms for SD1.5)."""
-    from diffusers import UNet2DConditionModel
-
     from trainer.models.lora import adapter_config
 
     with torch.device("meta"):
-        unet = UNet2DConditionModel.from_config(ctx["unet_config"])
-    return {role: adapter_config(ctx["config"].lora, role, unet) for role in roles}
+        denoiser = model_family(ctx["family"]).denoiser_from_config(ctx["unet_config"])
+    return {role: adapter_config(ctx["config"].lora, role, denoiser, ctx["family"]) for role in roles}
 
 
 def write_diffusers(path: Path, peft_states, lora_configs: dict[str, dict], family: str) -> Path:
@@ -244,8 +248,10 @@ def write_diffusers(path: Path, peft_states, lora_configs: dict[str, dict], fami
     def meta(role: str):
         return dict(lora_configs[role])  # r, lora_alpha, target_modules (+ rank/alpha_pattern with conv LoRA)
 
-    kwargs: dict[str, Any] = {"unet_lora_layers": peft_states["unet"], "unet_lora_adapter_metadata": meta("unet")}
     adapter = model_family(family)
+    denoiser = adapter.denoiser_component
+    kwargs: dict[str, Any] = {f"{denoiser}_lora_layers": peft_states[denoiser],
+                              f"{denoiser}_lora_adapter_metadata": meta(denoiser)}
     for te in adapter.text_encoders:
         if te.lora_role in peft_states:
             # keys as peft gives them: they match the live module tree diffusers' loader maps them onto

@@ -79,7 +79,8 @@ def to_kohya(cfg: Config, out_dir: Path) -> tuple[dict[str, Any], dict[str, Any]
         key = "batch_size" if row.sd == "train_batch_size" else row.sd
         put(row.ours, _level(row, args, ds, general), key, row.to_kohya(cfg.get(row.ours)))
     args["train_batch_size"] = cfg.train.batch_size
-    args["network_module"] = "networks.lora"
+    chosen = chosen_family(cfg.model.family)
+    args["network_module"] = chosen.kohya_network_module if chosen else "networks.lora"
     if cfg.lora.conv_rank:
         args["network_args"] = [f"conv_dim={cfg.lora.conv_rank}", f"conv_alpha={cfg.lora.effective_conv_alpha:g}"]
     for ours, value in (("lora.conv_rank", cfg.lora.conv_rank), ("lora.conv_alpha", cfg.lora.effective_conv_alpha)):

@@ -20,6 +20,7 @@ import torch
 from trainer.errors import UserError
 from trainer.message import Msg, msg
 from trainer.models.family import (
+    DISTILLED_WORDS,
     FAMILIES,
     MODEL_CONFIG_DIR,  # noqa: F401 (where tests and bench/ read the shipped configs from)
     chosen_family,
@@ -33,7 +34,6 @@ BUILTIN_BASES = (*TINY_BASES, "demo")  # names, never paths (the repository hold
 SINGLE_FILE_SUFFIXES = (".safetensors", ".ckpt", ".pt", ".bin")
 DEMO_BASE_DIR = Path(__file__).resolve().parents[2] / "demo" / "base"
 DEMO_FAMILY = "sd15"  # the demo base (demo/base) is SD1.5-shaped
-DISTILLED_WORDS = ("turbo", "lcm", "lightning", "hyper", "schnell")
 
 
 @dataclass
@@ -138,23 +138,17 @@ def unet_block_names(model_cfg) -> list[str] | None:
     return names + [f"up_blocks.{i}" for i in range(len(config.get("up_block_types", [])))]
 
 
-def detect_distilled(source: str, pipe=None) -> tuple[bool, str]:
+def detect_distilled(source: str, pipe=None, family: str | None = None) -> tuple[bool, str]:
     """Look for turbo / LCM / lightning / hyper / schnell in the name, the configs and the scheduler."""
     lowered = source.lower()
     for word in DISTILLED_WORDS:
         if re.search(rf"(^|[^a-z]){word}([^a-z]|$)", lowered):
             return True, f"the name contains '{word}'"
     if pipe is not None:
-        sched = type(pipe.scheduler).__name__
-        if sched in {"LCMScheduler", "TCDScheduler"}:
-            return True, f"its scheduler is {sched}"
-        unet_cfg = getattr(getattr(pipe, "unet", None), "config", {})
-        if unet_cfg.get("time_cond_proj_dim"):
-            return True, "its UNet takes a guidance embedding (time_cond_proj_dim), as guidance-distilled models do"
-        name = str(unet_cfg.get("_name_or_path", "")).lower()
-        for word in DISTILLED_WORDS:
-            if word in name:
-                return True, f"its UNet config names '{word}'"
+        adapter = model_family(family) if family else family_of_pipeline(type(pipe).__name__)
+        reason = adapter.distilled_reason(pipe)
+        if reason:
+            return True, reason
     return False, ""
 
 
@@ -198,9 +192,9 @@ def load_pipeline(model_cfg, torch_dtype: torch.dtype = torch.float32):
 
     pred = model_cfg.prediction_type
     if pred == "auto":
-        pred = pipe.scheduler.config.get("prediction_type", "epsilon")
+        pred = model_family(family).prediction_type(pipe)
     info = BaseInfo(source=base, kind=kind, family=family, prediction_type=pred)
-    info.distilled, info.distilled_reason = detect_distilled(base, pipe)
+    info.distilled, info.distilled_reason = detect_distilled(base, pipe, family)
     if info.distilled:
         info.warnings.append(msg("base.distilled", reason=info.distilled_reason))
     if pipe.dtype != torch_dtype:
@@ -222,7 +216,7 @@ def single_file_config_dir(path: Path, family: str) -> Path:
     for candidate in (path.parent / "config", path.with_suffix("").with_name(path.stem + ".config")):
         if (candidate / "model_index.json").is_file():
             return candidate
-    return model_family(family).config_dir
+    return model_family(family).checkpoint_config_dir(path)
 
 
 def _from_single_file(path: Path, family: str, torch_dtype):

@@ -1,40 +1,44 @@
-"""Text conditioning for SD1.5 and SDXL, with a cache for when the text encoders are frozen."""
+"""Text conditioning for every family (the family's adapter encodes), with a cache for when the text encoders are
+frozen."""
 
 from __future__ import annotations
 
 import torch
 
 from trainer.models.family import family as model_family
+from trainer.models.family import family_of_pipeline
 
 
-def text_pairs(pipe) -> list[tuple]:
-    """The pipeline's (tokenizer, text encoder) pairs: one for SD1.5, CLIP-L then OpenCLIP-G for SDXL."""
-    pairs = [(pipe.tokenizer, pipe.text_encoder)]
-    if getattr(pipe, "text_encoder_2", None) is not None:
-        pairs.append((pipe.tokenizer_2, pipe.text_encoder_2))
-    return pairs
+def text_pairs(pipe, family: str | None = None) -> list[tuple]:
+    """The (tokenizer, text encoder) pairs ``pipe`` holds, in its family's order (the family of ``pipe``'s class
+    when not given): one for SD1.5, CLIP-L then OpenCLIP-G for SDXL."""
+    adapter = model_family(family) if family else family_of_pipeline(type(pipe).__name__)
+    return [(tok, enc) for tok, enc in adapter.text_pairs(pipe) if tok is not None and enc is not None]
 
 
 class TextConditioner:
-    """Turns captions into the UNet's ``encoder_hidden_states`` (and SDXL's ``added_cond_kwargs``)."""
+    """Turns captions into the denoiser's text conditioning: the hidden states and, for families that take one,
+    the pooled embedding. An encoder the pipeline was loaded without stays None (the family fills its place)."""
 
     def __init__(self, pipe, family: str, device: torch.device, cache: bool):
         self.family = model_family(family)
         self.device = device
-        pairs = text_pairs(pipe)
+        pairs = self.family.text_pairs(pipe)
         self.tokenizers = [tok for tok, _ in pairs]
         self.encoders = [enc for _, enc in pairs]
+        self.max_lengths = [te.max_length or (tok.model_max_length if tok is not None else 0)
+                            for te, (tok, _) in zip(self.family.text_encoders, pairs)]
         self.cache_enabled = cache
         self._cache: dict[str, tuple[torch.Tensor, torch.Tensor | None]] = {}
 
-    def _ids(self, tokenizer, captions: list[str]) -> torch.Tensor:
+    def _ids(self, tokenizer, captions: list[str], max_length: int) -> torch.Tensor:
         return tokenizer(
-            captions, padding="max_length", max_length=tokenizer.model_max_length, truncation=True,
-            return_tensors="pt",
+            captions, padding="max_length", max_length=max_length, truncation=True, return_tensors="pt",
         ).input_ids.to(self.device)
 
     def _encode(self, captions: list[str]) -> tuple[torch.Tensor, torch.Tensor | None]:
-        return self.family.encode_text(self.encoders, [self._ids(tok, captions) for tok in self.tokenizers])
+        ids = [None if tok is None else self._ids(tok, captions, n) for tok, n in zip(self.tokenizers, self.max_lengths)]
+        return self.family.encode_text(self.encoders, ids)
 
     def __call__(self, captions: list[str]) -> tuple[torch.Tensor, torch.Tensor | None]:
         if not self.cache_enabled:
@@ -53,7 +57,3 @@ class TextConditioner:
     def clear_cache(self) -> None:
         """Forget cached embeddings (after the text encoders changed dtype)."""
         self._cache.clear()
-
-    def added_cond_kwargs(self, pooled, buckets: list[tuple[int, int]]) -> dict | None:
-        """The UNet's extra conditioning (SDXL's pooled text and size ids), or None (the family's adapter says)."""
-        return self.family.added_cond_kwargs(pooled, buckets, self.device)

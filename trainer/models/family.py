@@ -21,6 +21,7 @@ from trainer.errors import UserError
 from trainer.message import chained, msg
 
 AUTO = "auto"  # model.family's "detect it from the base" value
+DISTILLED_WORDS = ("turbo", "lcm", "lightning", "hyper", "schnell")  # in a name or config: a distilled model
 MODEL_CONFIG_DIR = Path(__file__).resolve().parent / "model_configs"
 # (precision kind, checkpointing) → (bytes per step, bytes per sample, bytes per sample and latent pixel): the UNet
 # step's transient beyond the LoRA gradients is ``per_step + batch × (per_sample + per_pixel × latent pixels)``
@@ -31,18 +32,24 @@ Activations = dict[tuple[str, bool], tuple[float, float, float]]
 class TextEncoder:
     """One text encoder of a family and the names it goes by."""
 
-    component: str  # the pipeline attribute: text_encoder, text_encoder_2
+    component: str  # the pipeline attribute: text_encoder, then text_encoder_N
     tokenizer: str  # its tokenizer's pipeline attribute
     model_class: str  # the transformers class its config builds
     lora_role: str  # the role of its LoRA in LoraModules and the run's files: te | te1 | te2
     kohya_prefix: str  # sd-scripts' key prefix of that LoRA: lora_te | lora_te1 | lora_te2
     embedding_key: str  # the textual-inversion key of its trigger vectors: emb_params | clip_l | clip_g
+    max_length: int | None = None  # tokens per caption (None: the tokenizer's model_max_length)
+    optional: bool = False  # a base may come without it (SD3.5's T5): the family conditions without it
+    trainable: bool = True  # it can take a LoRA and a trained trigger embedding (SD3.5's T5 cannot, here)
 
 
 class ModelFamily:
     """The base of every family adapter. Subclasses set the class attributes and override what differs."""
 
     name: ClassVar[str]  # model.family's value, and the shipped config folder's name
+    order: ClassVar[int] = 100
+    """Where it is listed among the families (the built-in ones by age, then the rest as registered); a subclass
+    that does not set its own is listed with the rest."""
     label: ClassVar[str]  # for people: "SD 1.5"
     pipeline_class_name: ClassVar[str]  # diffusers' pipeline class
     pipeline_marker: ClassVar[str | None] = None  # a pipeline class or hub id containing it is of this family
@@ -50,7 +57,9 @@ class ModelFamily:
     text_encoders: ClassVar[tuple[TextEncoder, ...]]
     pooled_text: ClassVar[bool] = False  # the UNet also takes the pooled text embedding
     kohya_unet_original_names: ClassVar[bool] = False  # sd-scripts names UNet blocks input_blocks.N (SDXL)
+    kohya_layout: ClassVar[str] = "unet"  # how sd-scripts names the denoiser's LoRA: "unet" | "mmdit" (SD3.5)
     kohya_script: ClassVar[str]  # sd-scripts' training script
+    kohya_network_module: ClassVar[str] = "networks.lora"  # sd-scripts' network module for this family's LoRA
     kohya_sdxl: ClassVar[bool] = False  # sd-scripts' ``sdxl`` switch
     base_model_version: ClassVar[str]  # sd-scripts' ss_base_model_version
     modelspec_architecture: ClassVar[str]  # modelspec.architecture of a LoRA of it
@@ -61,6 +70,8 @@ class ModelFamily:
     sits where the linear fit through the larger cells runs out (its per-step term is negative). The plan takes
     the larger of the two; a key left out has one regime."""
     reference_widths: ClassVar[int]  # the summed UNet block widths ``activations`` were measured on
+    activations_provisional: ClassVar[bool] = False  # ``activations`` not yet measured at full width
+    bf16_native: ClassVar[bool] = False  # trained and released in bf16: fp16 overflows more readily (plan warns)
 
     # -------------------------------------------------------------------------------------- names
 
@@ -70,12 +81,17 @@ class ModelFamily:
         return MODEL_CONFIG_DIR / self.name
 
     @property
+    def trainable_text_encoders(self) -> tuple[TextEncoder, ...]:
+        """The text encoders that can take a LoRA or a trigger embedding."""
+        return tuple(te for te in self.text_encoders if te.trainable)
+
+    @property
     def embedding_keys(self) -> tuple[str, ...]:
-        return tuple(te.embedding_key for te in self.text_encoders)
+        return tuple(te.embedding_key for te in self.trainable_text_encoders)
 
     @property
     def text_encoder_roles(self) -> tuple[str, ...]:
-        return tuple(te.lora_role for te in self.text_encoders)
+        return tuple(te.lora_role for te in self.trainable_text_encoders)
 
     def text_encoder(self, role: str) -> TextEncoder:
         """The text encoder whose LoRA has ``role``."""
@@ -91,6 +107,11 @@ class ModelFamily:
 
         return getattr(diffusers, self.pipeline_class_name)
 
+    def checkpoint_config_dir(self, path: Path) -> Path:
+        """The shipped configs a single-file checkpoint of this family loads with (a family with several model
+        sizes reads which one from the file)."""
+        return self.config_dir
+
     def load_kwargs(self) -> dict[str, Any]:
         """Extra arguments for ``from_pretrained`` / ``from_single_file``."""
         return {}
@@ -99,14 +120,76 @@ class ModelFamily:
         """Extra arguments for ``from_single_file`` beyond :meth:`load_kwargs`."""
         return {}
 
-    def build_tiny(self, vae, scheduler, seed: int):
-        """The tiny offline pipeline of this family (``tiny-<name>``) around a tiny VAE and a scheduler."""
+    def build_tiny(self, seed: int, prediction_type: str):
+        """The tiny offline pipeline of this family (``tiny-<name>``): random weights, real classes."""
         raise NotImplementedError
+
+    # ----------------------------------------------------------------------------------- the parts
+
+    denoiser_component: ClassVar[str]  # the pipeline attribute of the model the LoRA trains, and its LoRA role
+    denoiser_targets: ClassVar[dict[str, list[str]]]
+    """The denoiser's LoRA target modules (peft's ``target_modules``) for each ``lora.targets`` choice."""
+    text_encoder_targets: ClassVar[dict[str, list[str]]] = {
+        "attn": ["q_proj", "k_proj", "v_proj", "out_proj"],
+        "attn_ff": ["q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2"],
+        "cross_kv": ["q_proj", "k_proj", "v_proj", "out_proj"],  # a text encoder has no cross-attention
+    }
+    """A (CLIP) text encoder's LoRA targets for each ``lora.targets`` choice."""
+    conv_lora: ClassVar[bool] = False  # the denoiser has resnet convolutions that can take LoRA (LoCon)
+    writes_single_file: ClassVar[bool] = False  # a pipeline of it can be written as one original-layout file
+
+    def lora_targets(self, role: str, choice: str) -> list[str]:
+        """The target modules of the LoRA of ``role`` (the denoiser's or a text encoder's) for ``choice``."""
+        if role == self.denoiser_component:
+            return list(self.denoiser_targets[choice])
+        return list(self.text_encoder_targets[choice])
+
+    def denoiser(self, pipe):
+        """The model that denoises the latents (the UNet, or a transformer) in ``pipe``."""
+        return getattr(pipe, self.denoiser_component)
+
+    def frozen_components(self, pipe) -> list:
+        """Every model of ``pipe`` whose weights a run keeps frozen: the denoiser, the VAE, the text encoders."""
+        names = (self.denoiser_component, "vae", *(te.component for te in self.text_encoders))
+        return [m for m in (getattr(pipe, n, None) for n in names) if m is not None]
+
+    def text_pairs(self, pipe) -> list[tuple]:
+        """(tokenizer, text encoder) of each of the family's text encoders, in its order; an encoder the
+        pipeline was loaded without (SD3.5's optional T5) is (None, None)."""
+        return [(getattr(pipe, te.tokenizer, None), getattr(pipe, te.component, None)) for te in self.text_encoders]
+
+    def distilled_reason(self, pipe) -> str | None:
+        """Why ``pipe``'s own configs say it is a distilled model (few-step or guidance-distilled), or None."""
+        return None
+
+    def prepare_weights(self, pipe, weight_dtype) -> None:
+        """After the base is loaded in the run's ``weight_dtype``: give any part the dtype it needs instead."""
+
+    def latent_channels(self, pipe) -> int:
+        """The channels of the denoiser's latents (4 for SD1.5/SDXL, 16 for SD3.5)."""
+        return int(self.denoiser(pipe).config.in_channels)
+
+    def models_from_configs(self, folder: Path) -> tuple[Any, Any, list]:
+        """The denoiser, the VAE and the text encoders of a diffusers folder's configs (no weights: build them under
+        ``torch.device("meta")``)."""
+        raise NotImplementedError
+
+    def activation_width(self, denoiser_config) -> int:
+        """What the denoiser's activations scale with (compared with :attr:`reference_widths`)."""
+        raise NotImplementedError
+
+    def denoiser_from_config(self, config: dict[str, Any]):
+        """The denoiser built from its config (under ``torch.device("meta")``: no memory)."""
+        raise NotImplementedError
+
+    def denoiser_config(self, pipe) -> dict[str, Any]:
+        """The denoiser's config, as the run's LoRA files record it."""
+        return dict(self.denoiser(pipe).config)
 
     # -------------------------------------------------------------------------------- conditioning
 
     def encode_text(self, encoders: list, input_ids: list) -> tuple[Any, Any | None]:
-        """``encoder_hidden_states`` and the pooled embedding (None if the UNet takes none), from each text
+        """``encoder_hidden_states`` and the pooled embedding (None if the denoiser takes none), from each text
         encoder's token ids."""
         raise NotImplementedError
 
@@ -114,11 +197,25 @@ class ModelFamily:
         """The UNet's ``added_cond_kwargs`` for pictures trained at ``buckets`` ((w, h) each), or None."""
         return None
 
-    def loss_target(self, scheduler, latents, noise, timesteps, prediction_type: str):
-        """What the UNet learns to predict: the noise (epsilon), or the velocity for v-prediction."""
-        if prediction_type == "v_prediction":
-            return scheduler.get_velocity(latents, noise, timesteps)
-        return noise
+    # ---------------------------------------------------------------------------- the forward pass
+
+    def noise_schedule(self, scheduler_config, prediction_type: str):
+        """How this family's denoiser is trained (a :class:`trainer.models.families.noise.NoiseSchedule`), from the
+        base's scheduler config."""
+        raise NotImplementedError
+
+    def predict(self, denoiser, noisy, timesteps, hidden, pooled, buckets: list[tuple[int, int]]):
+        """The denoiser's prediction for ``noisy`` latents at (model) ``timesteps``, conditioned on the text's
+        ``hidden`` states (and ``pooled`` embedding), for pictures trained at ``buckets``."""
+        raise NotImplementedError
+
+    def sampling_pipeline(self, pipe, prediction_type: str):
+        """A pipeline over the same modules that draws the run's samples, deterministic and in few steps."""
+        raise NotImplementedError
+
+    def prediction_type(self, pipe) -> str:
+        """What the base's denoiser predicts ("auto" resolves to this)."""
+        raise NotImplementedError
 
 
 # ----------------------------------------------------------------------------------------- registry
@@ -153,7 +250,7 @@ def _registry() -> dict[str, ModelFamily]:
     if not _discovered:
         _discovered = True
         discover()
-    return dict(_REGISTRY)
+    return dict(sorted(_REGISTRY.items(), key=lambda item: vars(type(item[1])).get("order", ModelFamily.order)))
 
 
 class _Names:
@@ -218,5 +315,6 @@ def family_of_checkpoint_keys(keys) -> ModelFamily:
 
 
 FAMILY_ATTRIBUTES = ("name", "label", "pipeline_class_name", "text_encoders", "kohya_script", "base_model_version",
-                     "modelspec_architecture", "activations", "reference_widths")
+                     "modelspec_architecture", "activations", "reference_widths",
+                     "denoiser_component", "denoiser_targets")
 """What every adapter must set (the tests check each registered family has them all)."""

@@ -18,27 +18,16 @@ from peft.utils import get_peft_model_state_dict, set_peft_model_state_dict
 
 from trainer.errors import UserError
 from trainer.message import msg
-from trainer.models.conditioning import text_pairs
 from trainer.models.embedding import TriggerEmbedding
 from trainer.models.family import family as model_family
 
 EMBEDDING_ROLE = "emb"
 
-UNET_TARGETS = {
-    "attn": ["to_q", "to_k", "to_v", "to_out.0"],
-    "attn_ff": ["to_q", "to_k", "to_v", "to_out.0", "ff.net.0.proj", "ff.net.2", "proj_in", "proj_out"],
-    "cross_kv": ["attn2.to_k", "attn2.to_v"],  # cross-attention (attn2) reads the text; attn1 is self-attention
-}
-TE_TARGETS = {
-    "attn": ["q_proj", "k_proj", "v_proj", "out_proj"],
-    "attn_ff": ["q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2"],
-    "cross_kv": ["q_proj", "k_proj", "v_proj", "out_proj"],  # a text encoder has no cross-attention
-}
-
 
 @dataclass
 class LoraModules:
-    """The models that carry adapters, by role: ``unet``, ``te`` (SD1.5) or ``te1``/``te2`` (SDXL)."""
+    """The models that carry adapters, by role: the denoiser's (its pipeline attribute: ``unet``,
+    ``transformer``), ``te`` (SD1.5) or ``te1``/``te2`` (SDXL), and ``emb`` (the trigger embedding)."""
 
     models: dict[str, torch.nn.Module]
     rank: int
@@ -107,11 +96,14 @@ def conv_targets(unet: torch.nn.Module, blocks: list[str]) -> list[str]:
     return chosen
 
 
-def adapter_config(lora_cfg, role: str, model: torch.nn.Module) -> dict:
+def adapter_config(lora_cfg, role: str, model: torch.nn.Module, family: str) -> dict:
     """The peft LoraConfig arguments of one role (also written as the diffusers file's adapter metadata)."""
-    targets = UNET_TARGETS[lora_cfg.targets] if role == "unet" else TE_TARGETS[lora_cfg.targets]
-    out: dict = {"r": lora_cfg.rank, "lora_alpha": float(lora_cfg.alpha), "target_modules": list(targets)}
-    if role == "unet" and lora_cfg.conv_rank > 0:
+    adapter = model_family(family)
+    out: dict = {"r": lora_cfg.rank, "lora_alpha": float(lora_cfg.alpha),
+                 "target_modules": adapter.lora_targets(role, lora_cfg.targets)}
+    if role == adapter.denoiser_component and lora_cfg.conv_rank > 0:
+        if not adapter.conv_lora:
+            raise UserError(msg("error.lora.no_conv", family=adapter.label))
         convs = conv_targets(model, lora_cfg.conv_blocks)
         out["target_modules"] += convs
         # sd-scripts' rule, by the module's kind: k×k convolutions (k > 1) take conv_dim / conv_alpha; linear
@@ -132,21 +124,22 @@ def _lora_config(kwargs: dict, dropout: float) -> LoraConfig:
 def attach_lora(pipe, lora_cfg, family: str, seed: int, trigger: str = "") -> LoraModules:
     """Freeze the pipeline, inject adapters (UNet, plus text encoders when asked) and upcast them to fp32; with
     ``lora.trigger_embedding``, also the trigger's embedding deltas (role ``emb``), hooked into the encoders."""
-    for part in ("unet", "vae", "text_encoder", "text_encoder_2"):
-        m = getattr(pipe, part, None)
-        if m is not None:
-            m.requires_grad_(False)
-    models: dict[str, torch.nn.Module] = {"unet": pipe.unet}
+    adapter = model_family(family)
+    for m in adapter.frozen_components(pipe):
+        m.requires_grad_(False)
+    models: dict[str, torch.nn.Module] = {adapter.denoiser_component: adapter.denoiser(pipe)}
     if lora_cfg.train_text_encoder:
-        for te in model_family(family).text_encoders:
-            models[te.lora_role] = getattr(pipe, te.component)
+        for te in adapter.trainable_text_encoders:
+            if getattr(pipe, te.component, None) is not None:
+                models[te.lora_role] = getattr(pipe, te.component)
     configs = {}
     torch.manual_seed(seed)  # the adapters' random init is part of the run's seed
     for role, m in models.items():
-        configs[role] = adapter_config(lora_cfg, role, m)
+        configs[role] = adapter_config(lora_cfg, role, m, family)
         inject_adapter_in_model(_lora_config(configs[role], lora_cfg.dropout), m, adapter_name="default")
     if lora_cfg.trigger_embedding:
-        pairs = text_pairs(pipe)
+        pairs = [(getattr(pipe, te.tokenizer), getattr(pipe, te.component)) for te in adapter.trainable_text_encoders
+                 if getattr(pipe, te.component, None) is not None]
         encoders = [enc for _, enc in pairs]
         emb = TriggerEmbedding(encoders, [tok for tok, _ in pairs], trigger)
         models[EMBEDDING_ROLE] = emb.to(encoders[0].device).install()

@@ -1,5 +1,5 @@
-"""Tiny Stable Diffusion pipelines built offline from configs (SD1.5- and SDXL-shaped, for tests and the CLI's
-``make-tiny``), SD1.5's own architecture at a fraction of its widths (for benchmarks), and saving a pipeline as a
+"""Tiny pipelines built offline from configs (each family's adapter assembles its own from the parts here, for
+tests and the CLI's ``tiny-model``), SD1.5's own architecture at a fraction of its widths (for benchmarks), and saving a pipeline as a
 diffusers folder or a single file. Nothing here downloads anything."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def tiny_unet(seed: int, **family_args):
                                 layers_per_block=2, norm_num_groups=32, **family_args)
 
 
-def _tiny_vae(seed: int):
+def tiny_vae(seed: int, latent_channels: int = 4, **vae_args):
     from diffusers import AutoencoderKL
 
     torch.manual_seed(seed)
@@ -53,13 +53,14 @@ def _tiny_vae(seed: int):
         up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"),
         block_out_channels=(32, 64),
         layers_per_block=1,
-        latent_channels=4,
+        latent_channels=latent_channels,
         norm_num_groups=32,
         sample_size=64,
+        **vae_args,
     )
 
 
-def _train_scheduler_config(prediction_type: str = "epsilon") -> dict[str, Any]:
+def train_scheduler_config(prediction_type: str = "epsilon") -> dict[str, Any]:
     return dict(
         num_train_timesteps=1000,
         beta_start=0.00085,
@@ -73,50 +74,17 @@ def _train_scheduler_config(prediction_type: str = "epsilon") -> dict[str, Any]:
 
 
 def build_tiny_pipeline(family: str = "sd15", seed: int = 0, prediction_type: str = "epsilon"):
-    """A tiny SD1.5- or SDXL-shaped pipeline (64×64 images, ~2 M params) with a real CLIP tokenizer; the
-    family's adapter (:meth:`trainer.models.family.ModelFamily.build_tiny`) holds its UNet."""
-    from diffusers import DDIMScheduler
-
-    adapter = model_family(family)
-    scheduler = DDIMScheduler(**_train_scheduler_config(prediction_type))
-    return adapter.build_tiny(_tiny_vae(seed + 1), scheduler, seed)
+    """A tiny pipeline of ``family`` (64×64 images, a few M params) with real tokenizers; the family's adapter
+    (:meth:`trainer.models.family.ModelFamily.build_tiny`) builds it."""
+    return model_family(family).build_tiny(seed, prediction_type)
 
 
 def build_scaled_sd15(divisor: int = 8, seed: int = 0):
-    """SD1.5 itself, every width divided by ``divisor``, random weights (for benchmarks).
+    """SD1.5 itself, every width divided by ``divisor``, random weights (for benchmarks): see
+    :func:`trainer.models.families.sd15.build_scaled`."""
+    from trainer.models.families.sd15 import build_scaled
 
-    Read from the shipped SD1.5 configs: the same blocks, depths, head counts, 8x VAE with its mid attention,
-    12-layer text encoder, scheduler and tokenizer; only channel widths shrink (norm groups follow so each
-    group keeps SD1.5's channels per group where possible). Unlike ``tiny-sd15``, whose VAE is ~5% of a
-    training step on a CPU, its VAE encode costs a share of the step close to the real model's.
-    """
-    from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
-    from transformers import CLIPTextConfig, CLIPTextModel
-
-    from trainer.models.tokenizer import clip_tokenizer
-
-    folder = model_family("sd15").config_dir
-
-    def narrow(cfg: dict[str, Any]) -> dict[str, Any]:
-        widths = [c // divisor for c in cfg["block_out_channels"]]
-        groups = max(g for g in (32, 16, 8, 4, 2, 1) if all(w % g == 0 for w in widths))
-        return {**cfg, "block_out_channels": widths, "norm_num_groups": groups}
-
-    torch.manual_seed(seed)
-    unet_cfg = narrow(UNet2DConditionModel.load_config(str(folder / "unet")))
-    unet_cfg["cross_attention_dim"] //= divisor
-    unet = UNet2DConditionModel.from_config(unet_cfg)
-    vae = AutoencoderKL.from_config(narrow(AutoencoderKL.load_config(str(folder / "vae"))))
-    te_cfg = CLIPTextConfig.from_pretrained(str(folder / "text_encoder"))
-    te_cfg.hidden_size //= divisor
-    te_cfg.intermediate_size //= divisor
-    assert te_cfg.projection_dim is not None  # SD's text encoder configs set it
-    te_cfg.projection_dim //= divisor
-    te_cfg.num_attention_heads = max(1, te_cfg.num_attention_heads // divisor)  # SD1.5's head width kept
-    scheduler = DDIMScheduler.from_config(DDIMScheduler.load_config(str(folder / "scheduler")))
-    return StableDiffusionPipeline(vae=vae, text_encoder=CLIPTextModel(te_cfg), tokenizer=clip_tokenizer(),
-                                   unet=unet, scheduler=scheduler, safety_checker=None, feature_extractor=None,
-                                   requires_safety_checker=False)
+    return build_scaled(divisor, seed)
 
 
 def save_pipeline(pipe, out_dir: str | Path, single_file: bool = False) -> Path:
@@ -126,7 +94,7 @@ def save_pipeline(pipe, out_dir: str | Path, single_file: bool = False) -> Path:
     if not single_file:
         pipe.save_pretrained(out, safe_serialization=True)
         return out
-    from trainer.models.single_file import save_single_file, write_config_folder
+    from trainer.models.families.ldm import save_single_file, write_config_folder
 
     write_config_folder(pipe, out / "config")
     path = out / "model.safetensors"

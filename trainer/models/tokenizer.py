@@ -77,3 +77,23 @@ def clip_tokenizer(model_max_length: int = 77, pad_token: str = "<|endoftext|>")
         model_max_length=model_max_length,
         pad_token=pad_token,
     )
+
+
+def tiny_t5_tokenizer(model_max_length: int = 256):
+    """A T5 tokenizer for tiny test models: the real class and special tokens (pad 0, end 1, unknown 2), a
+    vocabulary of single characters (with and without the word-start mark), so any caption tokenizes offline."""
+    import string
+
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import T5Tokenizer
+
+    chars = list(string.ascii_lowercase + string.digits + ",.!?-'()")
+    vocab = [("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0), ("▁", -2.0)]
+    vocab += [("▁" + c, -3.0) for c in chars] + [(c, -4.0) for c in chars]
+    backend = Tokenizer(models.Unigram(vocab, unk_id=2, byte_fallback=False))
+    backend.pre_tokenizer = pre_tokenizers.Metaspace()
+    backend.decoder = decoders.Metaspace()
+    backend.post_processor = processors.TemplateProcessing(single="$A </s>", pair="$A </s> $B </s>",
+                                                           special_tokens=[("</s>", 1)])
+    return T5Tokenizer(tokenizer_object=backend, eos_token="</s>", unk_token="<unk>", pad_token="<pad>",
+                           extra_ids=0, model_max_length=model_max_length)

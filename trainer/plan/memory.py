@@ -29,7 +29,7 @@ from trainer.message import Msg, msg
 from trainer.models.base import base_config_folder, classify_base
 from trainer.models.family import chosen_family, family_of_hub_id, family_of_pipeline
 from trainer.models.family import family as model_family
-from trainer.models.lora import CONV_PATTERN, TE_TARGETS, UNET_TARGETS
+from trainer.models.lora import CONV_PATTERN
 from trainer.models.precision import decide_precision, resolve_device
 
 GIB = 2**30
@@ -51,7 +51,9 @@ libraries on a CPU."""
 # × width (32 × 1280 against 12 × 768, 4.44×).
 TEXT_ACTIVATIONS: dict[tuple[str, str], float] = {("clip_l", "fp32"): 46_424_848, ("clip_l", "half"): 27_491_920,
                                                   ("clip_g", "fp32"): 4.44 * 46_424_848,
-                                                  ("clip_g", "half"): 4.44 * 27_491_920}
+                                                  ("clip_g", "half"): 4.44 * 27_491_920,
+                                                  # T5 (SD3.5) never trains here: no activations kept for a backward
+                                                  ("t5", "fp32"): 0.0, ("t5", "half"): 0.0}
 # The VAE encoding pictures without gradients (latents not cached): bytes per picture, c0 + c1 × pixels, fp32
 # (measured at 128 and 256 px: 50.5 and 201.6 MB).
 VAE_ENCODE: tuple[float, float] = (0.0, 3076.0)
@@ -69,6 +71,8 @@ class MemoryPlan:
     resolution: tuple[int, int] = (0, 0)
     """The largest bucket (width, height): the step that peaks."""
     notes: list[str] = field(default_factory=list)
+    warnings: list[Msg] = field(default_factory=list)
+    """What the person should know about this base on this device (shown under the table)."""
 
     def device_words(self) -> Msg | str:
         """The device for people: a memory shared with the system is worded (``memory.device.<type>``), a GPU's
@@ -79,7 +83,7 @@ class MemoryPlan:
     def to_json(self) -> dict[str, Any]:
         return {"parts": dict(self.parts), "total": self.total, "device": self.device, "free": self.free,
                 "device_total": self.device_total, "verdict": self.verdict, "resolution": list(self.resolution),
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "warnings": [w.to_json() for w in self.warnings]}
 
 
 def gib(n: int | float | None) -> str:
@@ -115,33 +119,31 @@ def _layers(model: torch.nn.Module) -> tuple:
 def model_shapes(source: str, family: str) -> ModelShapes:
     """Build the UNet, text encoder(s) and VAE of ``source`` (a config folder, or "tiny-<family>") on the meta
     device and count them. Cached: the plan asks on every change of a setting."""
-    import transformers
-    from diffusers import AutoencoderKL, UNet2DConditionModel
-    from transformers import CLIPTextConfig
-
     adapter = model_family(family)
     with torch.device("meta"):
         if source.startswith("tiny-"):
             from trainer.models.tiny import build_tiny_pipeline
 
             pipe = build_tiny_pipeline(family)
-            unet, vae = pipe.unet, pipe.vae
-            encoders = [getattr(pipe, te.component) for te in adapter.text_encoders]
+            unet, vae = adapter.denoiser(pipe), pipe.vae
+            encoders = [enc for tok, enc in adapter.text_pairs(pipe) if tok is not None and enc is not None]
         else:
-            folder = Path(source)
-            unet = UNet2DConditionModel.from_config(UNet2DConditionModel.load_config(str(folder / "unet")))
-            vae = AutoencoderKL.from_config(AutoencoderKL.load_config(str(folder / "vae")))
-            encoders = [getattr(transformers, te.model_class)(CLIPTextConfig.from_pretrained(str(folder / te.component)))
-                        for te in adapter.text_encoders]
+            unet, vae, encoders = adapter.models_from_configs(Path(source))
     count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
-    kinds = tuple(("clip_g" if e.config.hidden_size >= 1280 else "clip_l", count(e)) for e in encoders)
+    kinds = tuple((_encoder_kind(e), count(e)) for e in encoders)
     te_layers = tuple(tuple((n, s) for n, _, s in _layers(e)) for e in encoders)
     return ModelShapes(
         family=family, unet=count(unet), text_encoders=kinds, vae=count(vae),
         vae_scale=2 ** (len(vae.config.block_out_channels) - 1),
         vae_force_upcast=bool(vae.config.get("force_upcast", False)),
-        widths=sum(unet.config.block_out_channels), unet_layers=_layers(unet), te_layers=te_layers,
+        widths=adapter.activation_width(unet.config), unet_layers=_layers(unet), te_layers=te_layers,
     )
+
+
+def _encoder_kind(encoder) -> str:
+    if "T5" in type(encoder).__name__:
+        return "t5"
+    return "clip_g" if encoder.config.hidden_size >= 1280 else "clip_l"
 
 
 def shapes_for(model_cfg) -> ModelShapes:
@@ -162,7 +164,7 @@ def shapes_for(model_cfg) -> ModelShapes:
             chosen = family_of_pipeline(json.loads(index.read_text(encoding="utf-8")).get("_class_name", ""))
         except (OSError, ValueError):
             raise UserError(msg("error.base.no_index_for_memory", folder=folder)) from None
-    if not (folder / "unet" / "config.json").is_file():
+    if not (folder / chosen.denoiser_component / "config.json").is_file():
         folder = chosen.config_dir
     return model_shapes(str(folder), chosen.name)
 
@@ -176,7 +178,8 @@ def lora_tensors(cfg: Config, shapes: ModelShapes) -> list[int]:
     """Element counts of every LoRA tensor (A and B of each adapted layer) the config trains."""
     lc = cfg.lora
     out: list[int] = []
-    keys = UNET_TARGETS[lc.targets]
+    adapter = model_family(shapes.family)
+    keys = adapter.lora_targets(adapter.denoiser_component, lc.targets)
     for name, kind, shape in shapes.unet_layers:
         is_conv_target = (lc.conv_rank > 0 and kind == "Conv2d" and re.fullmatch(r"(.*\.)?" + CONV_PATTERN, name)
                           and (not lc.conv_blocks or any(name.startswith(b.rstrip(".") + ".") for b in lc.conv_blocks)))
@@ -188,7 +191,7 @@ def lora_tensors(cfg: Config, shapes: ModelShapes) -> list[int]:
     if lc.train_text_encoder:
         for layers in shapes.te_layers:
             for name, shape in layers:
-                if _matches(name, TE_TARGETS[lc.targets]):
+                if _matches(name, adapter.lora_targets("te", lc.targets)):
                     out += [lc.rank * shape[1], shape[0] * lc.rank]
     return out
 
@@ -285,8 +288,13 @@ def estimate_memory(cfg: Config, buckets: list[dict] | None = None, device: torc
         notes.append(precision.fallback)
     if shapes.widths != adapter.reference_widths:
         notes.append("activations scaled from the real model's by the UNet's widths (a rough figure)")
+    warnings = []
+    if precision.precision == "fp16" and adapter.bf16_native:
+        warnings.append(msg("memory.warn.fp16_family", family=adapter.label))
+    if adapter.activations_provisional:
+        warnings.append(msg("memory.warn.provisional", family=adapter.label))
     return MemoryPlan(rounded, total, name, asked_free, verdict_for(total, asked_free), device_total,
-                      (width, height), notes)
+                      (width, height), notes, warnings)
 
 
 def _rank_factor(cfg: Config) -> float:

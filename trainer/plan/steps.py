@@ -144,6 +144,8 @@ def make_plan(cfg: Config, report: DatasetReport, world_size: int = 1) -> Plan:
     low, high = cfg.dose.fit_low, cfg.dose.fit_high
     zone = "under" if dose < low else "over" if dose > high else "fit"
     advice = Msg(f"plan.advice.{zone}")
+    if cfg.dose.provisional:
+        advice = msg("plan.advice.provisional", advice=advice)
     shown_lr = msg("plan.lr", lr=lr)
     if _scheduled(mean):  # the schedule's average lr: the dose the Review step counts from the run
         schedule = msg(f"field.scheduler.choice.{cfg.optim.scheduler}")  # worded, as the Preset step offers it

@@ -55,6 +55,7 @@ class SweepPipelines:
     def pipeline(self, config: Config, weight_dtype, device) -> Iterator[tuple[Any, Any]]:
         """``(pipe, info)`` for the run's base, loaded unless the held one is it; one sweep at a time."""
         from trainer.models.base import load_pipeline
+        from trainer.models.family import family as model_family
 
         key = f"{config.model.model_dump_json()}|{weight_dtype}|{device}"
         with self._lock:
@@ -63,6 +64,7 @@ class SweepPipelines:
                 if self._key != key:
                     self._held = self._key = None
                     pipe, info = load_pipeline(config.model, weight_dtype)
+                    model_family(info.family).prepare_weights(pipe, weight_dtype)
                     self._held, self._key = (pipe.to(device), info), key
                 assert self._held is not None  # held with its key
                 yield self._held
@@ -139,7 +141,7 @@ def _draw_sweep(pipe, info, config: Config, lora: Path, wanted: list[float], pro
         except (ValueError, KeyError, RuntimeError) as e:
             raise UserError(msg("error.review.load", name=lora.name,
                                 reason=str(e).splitlines()[0][:200])) from None
-        sampler = sampling_pipeline(pipe, info.prediction_type)
+        sampler = sampling_pipeline(pipe, info.family, info.prediction_type)
         size = (config.dataset.resolution, config.dataset.resolution)
         total, steps, records = len(wanted) * len(prompts), max(1, config.sample.steps), []
         with torch.no_grad():

@@ -100,17 +100,19 @@ class Dist:
 
     def all_reduce_health(self, values: torch.Tensor) -> torch.Tensor:
         """Loss averaged; a non-finite anything on one rank is non-finite for all (max of NaN-aware flags)."""
+        from trainer.doctor.numerics import ALL_FINITE_SLOTS, AVERAGED_SLOTS
+
         values = values.clone()
         bad = (~torch.isfinite(values)).float()
         finite_vals = torch.where(torch.isfinite(values), values, torch.zeros_like(values))
         torch_dist.all_reduce(bad, op=torch_dist.ReduceOp.MAX)
-        loss = finite_vals[:1].clone()
-        torch_dist.all_reduce(loss, op=torch_dist.ReduceOp.SUM)
-        flags = values[4:6].clone()
+        averaged = finite_vals[list(AVERAGED_SLOTS)].clone()
+        torch_dist.all_reduce(averaged, op=torch_dist.ReduceOp.SUM)
+        flags = values[list(ALL_FINITE_SLOTS)].clone()
         torch_dist.all_reduce(flags, op=torch_dist.ReduceOp.MIN)  # params/EMA finite only if finite everywhere
         out = values.clone()
-        out[0] = loss[0] / self.world_size
-        out[4:6] = flags
+        out[list(AVERAGED_SLOTS)] = averaged / self.world_size
+        out[list(ALL_FINITE_SLOTS)] = flags
         out = torch.where(bad > 0, torch.full_like(out, float("nan")), out)
         return out
 

@@ -45,7 +45,7 @@ class FeedingMixin(TrainerParts):
         return torch.stack([image_tensor(s.path, s.bucket, f) for s, f in zip(batch, flips)])
 
     def _encoder(self) -> LatentCache:
-        if not hasattr(self, "_pixel_encoder"):
+        if self._pixel_encoder is None:
             self._pixel_encoder = LatentCache(self.pipe.vae, self.device, self.precision.vae_dtype, None)
         return self._pixel_encoder
 

@@ -8,6 +8,7 @@ picture loading in :mod:`.feeding`, the step's measures in :mod:`.measures`, the
 
 from __future__ import annotations
 
+import enum
 import time
 import traceback
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ import torch
 from trainer.config.schema import Config
 from trainer.data.batches import epoch_batches
 from trainer.doctor.guard import Decision
-from trainer.doctor.numerics import StepHealth, grad_norms, read_health, weight_norm_flag
+from trainer.doctor.numerics import HealthTensors, StepHealth, grad_norms, weight_norm_flag
 from trainer.errors import UserError
 from trainer.run.events import Sink, event
 from trainer.run.rundir import RunPaths, write_status
@@ -42,6 +43,21 @@ if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
 EXIT_CODES = {"finished": 0, "stopped": 130, "paused": 130, "guard_stopped": 3, "failed": 1}
+
+
+class StepOutcome(enum.Enum):
+    """What an optimizer step leaves the loop to do."""
+
+    CONTINUE = "continue"  # the next step (applied or skipped)
+    ROLLBACK = "rollback"  # the guard put back an earlier state: the loop re-reads the data position
+    STOP = "stop"  # the person asked to stop
+    GUARD_STOP = "guard_stop"  # the guard stopped the run
+    PAUSE = "pause"  # the person asked to pause (a checkpoint was just saved)
+
+    @property
+    def ending(self) -> str | None:
+        """The run's status when this outcome ends it, else None."""
+        return {"stop": "stopped", "guard_stop": "guard_stopped", "pause": "paused"}.get(self.value)
 
 
 @dataclass
@@ -109,6 +125,8 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Validati
         self._rows: list[dict[str, Any]] = []
         self._loader: ThreadPoolExecutor | None = None  # a thread pool that loads the next step's images when latents are not cached
         self._pixels: dict[tuple[int, int], Any] = {}
+        self._pixel_encoder = None  # made on first use (feeding)
+        self._sampler = None  # made at the first sample point (outputs)
         self._findings_emitted: set[str] = set()
         self.held_out, self.validation = [], None  # the validation loss's pictures (prepare_data)
         self.probes, self.probe_timesteps = {}, []  # the model measures' pictures (prepare_data, step 0)
@@ -206,16 +224,16 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Validati
                 self.prefetch(epoch, nxt, batches[nxt : nxt + accum])
                 pos.advance(len(group))
                 outcome = self.optimizer_step(group, epoch, start)
-                if outcome in ENDINGS:
-                    return ENDINGS[outcome]
+                if outcome.ending:
+                    return outcome.ending
                 pos = self.state.position  # a rollback put back another position object
-                if outcome == "rollback":
+                if outcome is StepOutcome.ROLLBACK:
                     break
             if pos.batch >= len(batches) and pos.epoch == epoch:
                 pos.next_epoch()
         return "finished"
 
-    def optimizer_step(self, group, epoch: int, start: int = 0) -> str:
+    def optimizer_step(self, group, epoch: int, start: int = 0) -> StepOutcome:
         cfg = self.config
         t0 = time.perf_counter()
         lr = self.optimizer.param_groups[0]["lr"]  # the UNet lr this step uses (the scheduler moves on after it)
@@ -243,13 +261,12 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Validati
         else:
             weight_norm = params_ok = torch.ones((), device=self.device)
             ema_ok = update_norm = ema_drift = None
-        health = read_health(
-            loss_sum, len(group), grad_norm, clipped,
-            self.scaler._scale if self.scaler is not None else None,  # the tensor itself: no sync
-            params_ok, ema_ok, weight_norm, update_norm,
-            all_reduce=self.dist.all_reduce_health if self.dist.world_size > 1 else None,
-            ema_drift=ema_drift,
-        )
+        health = HealthTensors(
+            loss_sum=loss_sum, micro_steps=len(group), grad_norm=grad_norm, clipped=clipped,
+            params_finite=params_ok, weight_norm=weight_norm,
+            scale=self.scaler._scale if self.scaler is not None else None,  # the tensor itself: no sync
+            ema_finite=ema_ok, update_norm=update_norm, ema_drift=ema_drift,
+        ).read(all_reduce=self.dist.all_reduce_health if self.dist.world_size > 1 else None)
         if guarded:
             decision = self.guard.decide(health)
         else:
@@ -270,7 +287,7 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Validati
         return self.after_step(health, decision, epoch, time.perf_counter() - t0, where, lr)
 
     def after_step(self, h: StepHealth, decision: Decision, epoch: int, seconds: float, where: str | None,
-                   lr: float) -> str:
+                   lr: float) -> StepOutcome:
         cfg = self.config
         if decision.apply:
             self.global_step += 1
@@ -301,13 +318,13 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Validati
         if decision.nonfinite is not None:
             self.report_nonfinite(h, decision, row_step, where)
         if decision.action == "stop":
-            return "guard_stop"
+            return StepOutcome.GUARD_STOP
         if decision.action == "rollback":
             self.rollback(decision)
-            return "rollback"
+            return StepOutcome.ROLLBACK
         self.hooks.after_step(self)
         if not decision.apply:
-            return "continue"
+            return StepOutcome.CONTINUE
         step = self.global_step
         # every rank saves (and stops) at the same step: a save gathers every rank's random generators
         save_now, stop, pause = self.dist.any(self.commands.take_save(), self.commands.stop_requested,
@@ -322,7 +339,7 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Validati
             self.probe(step)
             if cfg.guard.detectors:
                 self.run_detectors()  # what the model measures warn of, at once
-        return "stop" if stop else "pause" if pause else "continue"
+        return StepOutcome.STOP if stop else StepOutcome.PAUSE if pause else StepOutcome.CONTINUE
 
     # ------------------------------------------------------------------------------------- endings
 
@@ -361,7 +378,7 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Validati
         too, for another program or the next run). The trainer cannot train after this."""
         import gc
 
-        for name in ("pipe", "unet", "lora", "text", "latents", "trainable", "named_trainable", "train_modules",
+        for name in ("pipe", "denoiser", "lora", "text", "latents", "trainable", "named_trainable", "train_modules",
                      "_sampler", "_pixel_encoder", "state", "last_good", "_update_ref"):
             if name in self.__dict__:
                 setattr(self, name, None)
@@ -371,13 +388,10 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Validati
             torch.cuda.empty_cache()
 
     def _write_diagnosis(self) -> None:
-        try:
-            from trainer.doctor.diagnose import diagnose
+        from trainer.doctor.diagnose import diagnose
 
-            assert self.paths is not None
-            diagnose(self.paths.root)
-        except ImportError:
-            pass
+        assert self.paths is not None
+        diagnose(self.paths.root)
 
     def fail(self, error: Exception) -> RunResult:
         tb = traceback.format_exc()
@@ -390,6 +404,3 @@ class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, Validati
         if self.dist.is_main and self.paths is not None:
             write_status(self.paths, "failed", error="bad input")
 
-
-# what train() returns for an optimizer step's outcome that ends the run
-ENDINGS = {"stop": "stopped", "guard_stop": "guard_stopped", "pause": "paused"}

@@ -1,5 +1,6 @@
-"""One micro-batch's loss: captions, latents, noise and timesteps drawn from the run's seed, the UNet's
-prediction against the family's target, min-SNR and prior-image weights."""
+"""One micro-batch's loss: captions, latents, noise and timesteps drawn from the run's seed, the denoiser's
+prediction against the target, the family's loss weights (min-SNR for DDPM) and prior-image weights. How a
+picture is noised, what the denoiser is called with and what it learns are the family adapter's."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import torch
 import torch.nn.functional as F
 
 from trainer.data.batches import LatentCache, process_caption
-from trainer.models.family import family as model_family
 from trainer.train.parts import TrainerParts
 
 
@@ -35,20 +35,17 @@ class LossMixin(TrainerParts):
         if cfg.train.noise_offset:
             noise = noise + cfg.train.noise_offset * torch.randn((*latents.shape[:2], 1, 1), generator=gen).to(self.device)
         noise = self.hooks.noise(self, noise)
-        timesteps = torch.randint(0, self.noise_scheduler.config.num_train_timesteps, (latents.shape[0],),
-                                  generator=gen).to(self.device)
-        noisy = self.noise_scheduler.add_noise(latents, noise, timesteps)
-        target = model_family(self.family).loss_target(self.noise_scheduler, latents, noise, timesteps,
-                                                       self.base_info.prediction_type)
+        timesteps = self.schedule.draw(latents.shape[0], gen).to(self.device)
+        noisy, target = self.schedule.noised(latents, noise, timesteps)
         with self.precision.autocast():
             hidden, pooled = self.text(captions)
-            added = self.text.added_cond_kwargs(pooled, [s.bucket for s in batch])
-            pred = self.unet(noisy.to(self.precision.weight_dtype), timesteps, hidden,
-                             added_cond_kwargs=added).sample
+            pred = self.adapter.predict(self.denoiser, noisy.to(self.precision.weight_dtype),
+                                        self.schedule.model_timesteps(timesteps), hidden, pooled,
+                                        [s.bucket for s in batch])
         loss = F.mse_loss(pred.float(), target.float(), reduction="none").mean(dim=(1, 2, 3))
-        if cfg.train.min_snr_gamma > 0:
-            loss = loss * min_snr_weights(self.noise_scheduler, timesteps, cfg.train.min_snr_gamma,
-                                          self.base_info.prediction_type)
+        weights = self.schedule.weights(timesteps, cfg.train.min_snr_gamma)
+        if weights is not None:
+            loss = loss * weights
         if cfg.dataset.prior_loss_weight != 1.0 and any(s.prior for s in batch):
             loss = loss * torch.tensor([cfg.dataset.prior_loss_weight if s.prior else 1.0 for s in batch],
                                        device=loss.device)
@@ -59,12 +56,3 @@ def caption_rng(seed: int, epoch: int, step: int, micro: int, rank: int = 0):
     import random
 
     return random.Random(f"{seed}:{epoch}:{step}:{micro}:{f'{rank}:' if rank else ''}captions")
-
-
-def min_snr_weights(scheduler, timesteps, gamma: float, prediction_type: str) -> torch.Tensor:
-    """Min-SNR-γ loss weights (Hang et al. 2023, arXiv:2303.09556): min(SNR, γ) / SNR, or / (SNR + 1) for v."""
-    from diffusers.training_utils import compute_snr
-
-    snr = compute_snr(scheduler, timesteps)
-    clipped = torch.minimum(snr, torch.full_like(snr, gamma))
-    return clipped / (snr + 1) if prediction_type == "v_prediction" else clipped / snr

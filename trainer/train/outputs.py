@@ -25,7 +25,7 @@ class OutputsMixin(TrainerParts):
     def _export_ctx(self, step: int, weights: str) -> dict[str, Any]:
         return {
             "config": self.config, "plan": self.plan, "report": self.report, "family": self.family,
-            "unet_config": dict(self.unet.config), "epoch": self.epoch + 1, "step": step,
+            "unet_config": self.adapter.denoiser_config(self.pipe), "epoch": self.epoch + 1, "step": step,
             "started_at": self.started_at, "run_id": self.paths.root.name if self.paths else "",
             "precision": self.precision.precision, "prediction_type": self.base_info.prediction_type,
             "weights": weights,
@@ -101,8 +101,8 @@ class OutputsMixin(TrainerParts):
             return
         if self.pipe.vae.device != self.device:
             self.pipe.vae.to(self.device)
-        if not hasattr(self, "_sampler"):
-            self._sampler = sampling_pipeline(self.pipe, self.base_info.prediction_type)
+        if self._sampler is None:
+            self._sampler = sampling_pipeline(self.pipe, self.family, self.base_info.prediction_type)
         size = (self.config.dataset.resolution, self.config.dataset.resolution)
         assert self.paths is not None
         folder = self.paths.sample_dir(step)

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from trainer.doctor.guard import Guard
     from trainer.models.base import BaseInfo
     from trainer.models.conditioning import TextConditioner
+    from trainer.models.families.noise import NoiseSchedule
+    from trainer.models.family import ModelFamily
     from trainer.models.lora import LoraModules
     from trainer.models.precision import PrecisionPlan
     from trainer.plan.steps import Plan
@@ -49,8 +51,9 @@ class TrainerParts:
     base_info: BaseInfo
     family: str
     pipe: Any
-    unet: Any
-    noise_scheduler: Any
+    adapter: ModelFamily  # the family's adapter: everything family-specific goes through it
+    denoiser: Any  # the model the LoRA trains (the UNet, or a transformer)
+    schedule: NoiseSchedule  # how the denoiser is trained: timesteps, noise, target, weights
     lora: LoraModules
     trainable: list[torch.nn.Parameter]
     named_trainable: list[tuple[str, torch.nn.Parameter]]
@@ -82,7 +85,8 @@ class TrainerParts:
     hooks: Any
     _loader: ThreadPoolExecutor | None
     _pixels: dict[tuple[int, int], Any]
-    _pixel_encoder: LatentCache
+    _pixel_encoder: LatentCache | None  # the VAE encoder of steps whose latents are not cached (made on first use)
+    _sampler: Any  # the sampling pipeline (made at the first sample point)
     # the run state's parts, settable through the Trainer's properties
     global_step: int
     lr_factor: float

@@ -22,6 +22,7 @@ from trainer.io import atomic_write_json, atomic_write_text, read_jsonl
 from trainer.message import msg
 from trainer.models.base import load_pipeline
 from trainer.models.conditioning import TextConditioner
+from trainer.models.family import family as model_family
 from trainer.models.lora import EMBEDDING_ROLE, attach_lora
 from trainer.models.precision import decide_precision, make_grad_scaler, resolve_device
 from trainer.plan.schedule import build_scheduler
@@ -97,22 +98,26 @@ class PreparationMixin(TrainerParts):
         pipe.to(self.device)
         pipe.vae.to(dtype=self.precision.vae_dtype)
         self.pipe = pipe
-        self.unet = pipe.unet
-        self.noise_scheduler = _training_scheduler(pipe, self.base_info.prediction_type)
+        self.adapter = model_family(self.family)
+        self.adapter.prepare_weights(pipe, self.precision.weight_dtype)
+        self.denoiser = self.adapter.denoiser(pipe)
+        self.schedule = self.adapter.noise_schedule(pipe.scheduler.config, self.base_info.prediction_type)
         self.lora = attach_lora(pipe, cfg.lora, self.family, cfg.train.seed, cfg.dataset.trigger)
-        if cfg.train.channels_last and self.device.type == "cuda":
-            # tensor cores want NHWC; on a CPU it measured 4-7 % slower per step (bench/bench_step.py models)
-            self.unet.to(memory_format=torch.channels_last)
+        if cfg.train.channels_last and self.device.type == "cuda" and self.adapter.conv_lora:
+            # a UNet's convolutions want NHWC on tensor cores; on a CPU it measured 4-7 % slower per step
+            # (bench/bench_step.py models)
+            self.denoiser.to(memory_format=torch.channels_last)
         if cfg.train.compile:
-            self.unet.forward = torch.compile(self.unet.forward)
+            self.denoiser.forward = torch.compile(self.denoiser.forward)
+        denoiser_role = self.adapter.denoiser_component
         if cfg.train.gradient_checkpointing:
-            self.unet.enable_gradient_checkpointing()
+            self.denoiser.enable_gradient_checkpointing()
             for role, m in self.lora.models.items():
-                if role != "unet" and hasattr(m, "gradient_checkpointing_enable"):
+                if role != denoiser_role and hasattr(m, "gradient_checkpointing_enable"):
                     m.gradient_checkpointing_enable()  # type: ignore[operator]  # found by hasattr; torch types it Tensor | Module
-        self.unet.train()
+        self.denoiser.train()
         for role, m in self.lora.models.items():
-            if role != "unet":
+            if role != denoiser_role:
                 m.train()
         self.trainable = [p for _, p in self.lora.named_trainable()]
         self.named_trainable = self.lora.named_trainable()
@@ -145,12 +150,13 @@ class PreparationMixin(TrainerParts):
 
     def prepare_optimization(self) -> None:
         cfg = self.config
-        groups = [{"params": self.lora.trainable("unet"), "lr": cfg.optim.lr, "name": "unet"}]
+        denoiser_role = self.adapter.denoiser_component
+        groups = [{"params": self.lora.trainable(denoiser_role), "lr": cfg.optim.lr, "name": denoiser_role}]
         for role in self.lora.models:
             if role == EMBEDDING_ROLE:  # an embedding's deltas: no weight decay pulling them back to the base
                 groups.append({"params": self.lora.trainable(role), "lr": cfg.effective_embedding_lr, "name": role,
                                "weight_decay": 0.0})
-            elif role != "unet":
+            elif role != denoiser_role:
                 groups.append({"params": self.lora.trainable(role), "lr": cfg.effective_te_lr, "name": role})
         optimizer = build_optimizer(groups, cfg, self.device)
         self.total_steps = self.plan.total_steps
@@ -210,9 +216,3 @@ class PreparationMixin(TrainerParts):
             self.emit("alert", level="warning", kind="precision_fallback", message=self.precision.fallback)
         for w in self.base_info.warnings:
             self.emit("alert", level="warning", kind="distilled_base", message=w)
-
-
-def _training_scheduler(pipe, prediction_type: str):
-    from diffusers import DDPMScheduler
-
-    return DDPMScheduler.from_config(pipe.scheduler.config, prediction_type=prediction_type)

@@ -31,7 +31,6 @@ import torch
 
 from trainer.data.batches import LatentCache, image_tensor, samples_from_report, without_trigger
 from trainer.io import append_jsonl
-from trainer.models.family import family as model_family
 from trainer.models.lora import set_lora_scale
 from trainer.train.parts import TrainerParts
 from trainer.train.sampling import preserved_training_state
@@ -89,9 +88,9 @@ class Denoiser:
     """The run's denoiser on fixed inputs, as the training loss calls it (the family's target), several pictures
     of one bucket in one batch."""
 
-    def __init__(self, unet, text, scheduler, family: str, prediction_type: str, precision: Any, chunk: int = 8):
-        self.unet, self.text, self.scheduler = unet, text, scheduler
-        self.family, self.prediction_type, self.precision = family, prediction_type, precision
+    def __init__(self, adapter, denoiser, text, schedule, precision: Any, chunk: int = 8):
+        self.adapter, self.denoiser, self.text, self.schedule = adapter, denoiser, text, schedule
+        self.precision = precision
         self.chunk = chunk  # pictures per forward pass (each with every timestep)
 
     def __call__(self, latents: list[torch.Tensor], noise: list[torch.Tensor], timesteps: list[int],
@@ -101,12 +100,11 @@ class Denoiser:
         ts = torch.tensor(timesteps, device=latents[0].device).repeat(n)
         x0 = torch.cat([lat.expand(t, *lat.shape[1:]) for lat in latents])
         eps = torch.cat(noise)
-        noisy = self.scheduler.add_noise(x0, eps, ts)
-        target = model_family(self.family).loss_target(self.scheduler, x0, eps, ts, self.prediction_type)
+        noisy, target = self.schedule.noised(x0, eps, ts)
         with self.precision.autocast():
             hidden, pooled = self.text([c for c in captions for _ in range(t)])
-            added = self.text.added_cond_kwargs(pooled, [bucket] * (n * t))
-            pred = self.unet(noisy.to(self.precision.weight_dtype), ts, hidden, added_cond_kwargs=added).sample
+            pred = self.adapter.predict(self.denoiser, noisy.to(self.precision.weight_dtype),
+                                        self.schedule.model_timesteps(ts), hidden, pooled, [bucket] * (n * t))
         return pred.float().unflatten(0, (n, t)), target.float().unflatten(0, (n, t))
 
     def batches(self, pset: ProbeSet) -> list[list[int]]:
@@ -185,7 +183,7 @@ class ProbesMixin(TrainerParts):
         self.probes = {}
         if not cfg.measure.enabled or not self.dist.is_main:
             return
-        self.probe_timesteps = fixed_timesteps(cfg.measure.timesteps, self.noise_scheduler.config.num_train_timesteps)
+        self.probe_timesteps = fixed_timesteps(cfg.measure.timesteps, self.schedule.num_timesteps)
         encoder = LatentCache(self.pipe.vae, self.device, self.precision.vae_dtype, None)
         own = sorted((s for s in self.samples if not s.prior), key=lambda s: s.rel)
         prior = sorted((s for s in self.samples if s.prior), key=lambda s: s.rel)
@@ -231,8 +229,8 @@ class ProbesMixin(TrainerParts):
         t0 = time.perf_counter()
         if step == 0:
             self.probe_base_samples()
-        denoise = Denoiser(self.unet, self.text, self.noise_scheduler, self.family, self.base_info.prediction_type,
-                           self.precision, chunk=max(1, 2 * self.config.train.batch_size))
+        denoise = Denoiser(self.adapter, self.denoiser, self.text, self.schedule, self.precision,
+                           chunk=max(1, 2 * self.config.train.batch_size))
         ts = self.probe_timesteps
         row: dict[str, Any] = {"step": step, "timesteps": ts}
         with preserved_training_state(list(self.lora.models.values())):

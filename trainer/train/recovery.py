@@ -102,15 +102,14 @@ class RecoveryMixin(TrainerParts):
         LoRA, and the VAE), the autocast dtype changed, the loss scaler dropped, and text embeddings cached
         under the old precision recomputed."""
         self.precision = decide_precision(precision, self.device, self.pipe.vae.config.get("force_upcast", False))
-        for part in ("unet", "text_encoder", "text_encoder_2"):
-            model = getattr(self.pipe, part, None)
-            if model is None:
-                continue
+        for model in self.adapter.frozen_components(self.pipe):
+            if model is self.pipe.vae:
+                continue  # the VAE has its own dtype, below
             for p in model.parameters():
                 if not p.requires_grad and p.is_floating_point():
                     p.data = p.data.to(self.precision.weight_dtype)
         self.pipe.vae.to(dtype=self.precision.vae_dtype)
-        for cache in (self.latents, getattr(self, "_pixel_encoder", None)):
+        for cache in (self.latents, self._pixel_encoder):
             if cache is not None:
                 cache.vae_dtype = self.precision.vae_dtype
         self.text.clear_cache()

@@ -36,15 +36,14 @@ def preserved_training_state(modules: list[torch.nn.Module]):
             torch.cuda.set_rng_state_all(cuda_rng)
 
 
-def sampling_pipeline(pipe, prediction_type: str):
-    """A pipeline over the same modules with a deterministic few-step scheduler (DDIM)."""
-    from diffusers import DDIMScheduler
+def sampling_pipeline(pipe, family: str, prediction_type: str):
+    """A pipeline over the same modules with the family's deterministic few-step sampler (DDIM for SD1.5/SDXL)."""
+    from trainer.models.family import family as model_family
 
-    sampler = type(pipe)(**pipe.components)
-    sampler.scheduler = DDIMScheduler.from_config(
-        pipe.scheduler.config, prediction_type=prediction_type, clip_sample=False
-    )
+    adapter = model_family(family)
+    sampler = adapter.sampling_pipeline(pipe, prediction_type)
     sampler.set_progress_bar_config(disable=True)
+    sampler.latent_channels = adapter.latent_channels(pipe)
     return sampler
 
 
@@ -72,7 +71,7 @@ def _start_noise(sampler, size: tuple[int, int], seed: int) -> torch.Tensor:
     """The starting latents of one picture: what ``seed`` gives on the CPU, whatever the device."""
     generator = torch.Generator(device="cpu").manual_seed(seed)
     width, height = size
-    shape = (1, sampler.unet.config.in_channels, height // sampler.vae_scale_factor, width // sampler.vae_scale_factor)
+    shape = (1, sampler.latent_channels, height // sampler.vae_scale_factor, width // sampler.vae_scale_factor)
     return torch.randn(shape, generator=generator)
 
 

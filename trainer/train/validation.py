@@ -60,7 +60,7 @@ def build_validation_set(samples: list[Sample], encoder: LatentCache, timesteps:
 
 
 @torch.no_grad()
-def validation_loss(vset: ValidationSet, unet, text, noise_scheduler, prediction_type: str, precision: Any,
+def validation_loss(vset: ValidationSet, adapter, denoiser, text, schedule, precision: Any,
                     modules: list[torch.nn.Module], chunk: int = 8) -> float:
     """The mean denoising MSE over every held-out picture and fixed timestep (no min-SNR or prior weighting: one
     plain number). The modules are in eval mode (no LoRA dropout) and every random state is left as it was."""
@@ -71,12 +71,11 @@ def validation_loss(vset: ValidationSet, unet, text, noise_scheduler, prediction
                 ts = torch.tensor(vset.timesteps[start:start + chunk], device=lat.device)
                 n = noise[start:start + chunk]
                 x0 = lat.expand(len(ts), *lat.shape[1:])
-                noisy = noise_scheduler.add_noise(x0, n, ts)
-                target = noise_scheduler.get_velocity(x0, n, ts) if prediction_type == "v_prediction" else n
+                noisy, target = schedule.noised(x0, n, ts)
                 with precision.autocast():
                     hidden, pooled = text([caption] * len(ts))
-                    added = text.added_cond_kwargs(pooled, [bucket] * len(ts))
-                    pred = unet(noisy.to(precision.weight_dtype), ts, hidden, added_cond_kwargs=added).sample
+                    pred = adapter.predict(denoiser, noisy.to(precision.weight_dtype), schedule.model_timesteps(ts),
+                                           hidden, pooled, [bucket] * len(ts))
                 per = F.mse_loss(pred.float(), target.float(), reduction="none").mean(dim=(1, 2, 3))
                 total += float(per.sum())
                 count += len(ts)
@@ -108,7 +107,7 @@ class ValidationMixin(TrainerParts):
         cfg = self.config
         samples = samples_from_report(replace(self.report, items=list(self.held_out)), cfg.dataset.trigger)
         encoder = LatentCache(self.pipe.vae, self.device, self.precision.vae_dtype, None)
-        timesteps = fixed_timesteps(cfg.validation.timesteps, self.noise_scheduler.config.num_train_timesteps)
+        timesteps = fixed_timesteps(cfg.validation.timesteps, self.schedule.num_timesteps)
         return build_validation_set(samples, encoder, timesteps, cfg.validation.seed, self.device)
 
     def validation_due(self, step: int) -> bool:
@@ -116,7 +115,6 @@ class ValidationMixin(TrainerParts):
 
     def validate(self) -> float:
         assert self.validation is not None
-        return validation_loss(self.validation, self.unet, self.text, self.noise_scheduler,
-                               self.base_info.prediction_type, self.precision, list(self.lora.models.values()),
-                               chunk=max(1, self.config.train.batch_size))
+        return validation_loss(self.validation, self.adapter, self.denoiser, self.text, self.schedule, self.precision,
+                               list(self.lora.models.values()), chunk=max(1, self.config.train.batch_size))
 

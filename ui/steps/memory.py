@@ -55,7 +55,9 @@ def _table(plan: MemoryPlan, lang: str) -> str:
     w, h = plan.resolution
     verdict = words.say("memory.summary", lang, verdict=words.say(f"memory.verdict.{plan.verdict}", lang),
                         device=plan.device_words(), free=free, w=w, h=h)
-    return "\n".join([words.say("memory.table_head", lang) + "\n|---|---:|", *rows, "", verdict])
+    warnings = [f"- {words.say(w, lang)}" for w in plan.warnings]
+    return "\n".join([words.say("memory.table_head", lang) + "\n|---|---:|", *rows, "", verdict,
+                      *(["", *warnings] if warnings else [])])
 
 
 def wire(ui: UI) -> None:

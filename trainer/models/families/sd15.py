@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from trainer.models.family import Activations, ModelFamily, TextEncoder, register
+from trainer.models.families.unet import UNetFamily
+from trainer.models.family import Activations, TextEncoder, register
 
 
 @register
-class SD15(ModelFamily):
+class SD15(UNetFamily):
     name = "sd15"
+    order = 10
     label = "SD 1.5"
     pipeline_class_name = "StableDiffusionPipeline"
     text_encoders = (TextEncoder("text_encoder", "tokenizer", "CLIPTextModel", "te", "lora_te", "emb_params"),)
@@ -36,10 +38,11 @@ class SD15(ModelFamily):
     def load_kwargs(self):
         return {"safety_checker": None, "requires_safety_checker": False}
 
-    def build_tiny(self, vae, scheduler, seed: int):
+    def build_tiny(self, seed: int, prediction_type: str):
         from diffusers import StableDiffusionPipeline
 
-        from trainer.models.tiny import tiny_text_encoder, tiny_unet
+        from trainer.models.families.unet import ddim_scheduler
+        from trainer.models.tiny import tiny_text_encoder, tiny_unet, tiny_vae, train_scheduler_config
         from trainer.models.tokenizer import clip_tokenizer
 
         unet = tiny_unet(
@@ -50,11 +53,11 @@ class SD15(ModelFamily):
             attention_head_dim=8,
         )
         return StableDiffusionPipeline(
-            vae=vae,
+            vae=tiny_vae(seed + 1),
             text_encoder=tiny_text_encoder(False, seed + 2),
             tokenizer=clip_tokenizer(),
             unet=unet,
-            scheduler=scheduler,
+            scheduler=ddim_scheduler(train_scheduler_config(prediction_type)),
             safety_checker=None,
             feature_extractor=None,
             requires_safety_checker=False,
@@ -62,3 +65,42 @@ class SD15(ModelFamily):
 
     def encode_text(self, encoders, input_ids):
         return encoders[0](input_ids[0])[0], None
+
+
+def build_scaled(divisor: int = 8, seed: int = 0):
+    """SD1.5 itself, every width divided by ``divisor``, random weights (for benchmarks).
+
+    Read from the shipped SD1.5 configs: the same blocks, depths, head counts, 8x VAE with its mid attention,
+    12-layer text encoder, scheduler and tokenizer; only channel widths shrink (norm groups follow so each
+    group keeps SD1.5's channels per group where possible). Unlike ``tiny-sd15``, whose VAE is ~5% of a
+    training step on a CPU, its VAE encode costs a share of the step close to the real model's.
+    """
+    import torch
+    from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    from trainer.models.family import family
+    from trainer.models.tokenizer import clip_tokenizer
+
+    folder = family("sd15").config_dir
+
+    def narrow(cfg: dict[str, Any]) -> dict[str, Any]:
+        widths = [c // divisor for c in cfg["block_out_channels"]]
+        groups = max(g for g in (32, 16, 8, 4, 2, 1) if all(w % g == 0 for w in widths))
+        return {**cfg, "block_out_channels": widths, "norm_num_groups": groups}
+
+    torch.manual_seed(seed)
+    unet_cfg = narrow(UNet2DConditionModel.load_config(str(folder / "unet")))
+    unet_cfg["cross_attention_dim"] //= divisor
+    unet = UNet2DConditionModel.from_config(unet_cfg)
+    vae = AutoencoderKL.from_config(narrow(AutoencoderKL.load_config(str(folder / "vae"))))
+    te_cfg = CLIPTextConfig.from_pretrained(str(folder / "text_encoder"))
+    te_cfg.hidden_size //= divisor
+    te_cfg.intermediate_size //= divisor
+    assert te_cfg.projection_dim is not None  # SD's text encoder configs set it
+    te_cfg.projection_dim //= divisor
+    te_cfg.num_attention_heads = max(1, te_cfg.num_attention_heads // divisor)  # SD1.5's head width kept
+    scheduler = DDIMScheduler.from_config(DDIMScheduler.load_config(str(folder / "scheduler")))
+    return StableDiffusionPipeline(vae=vae, text_encoder=CLIPTextModel(te_cfg), tokenizer=clip_tokenizer(),
+                                   unet=unet, scheduler=scheduler, safety_checker=None, feature_extractor=None,
+                                   requires_safety_checker=False)

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from trainer.models.family import Activations, ModelFamily, TextEncoder, register
+from trainer.models.families.unet import UNetFamily
+from trainer.models.family import Activations, TextEncoder, register
 
 
 @register
-class SDXL(ModelFamily):
+class SDXL(UNetFamily):
     name = "sdxl"
+    order = 20
     label = "SDXL"
     pipeline_class_name = "StableDiffusionXLPipeline"
     pipeline_marker = "XL"
@@ -39,14 +41,15 @@ class SDXL(ModelFamily):
     def single_file_kwargs(self, path, config_dir, torch_dtype):
         # diffusers picks te2's weights by a te1 key whenever the two widths match (true of tiny models):
         # load te2 from its own OpenCLIP tensors so it can never receive te1's.
-        from trainer.models.single_file import load_open_clip_text_encoder
+        from trainer.models.families.ldm import load_open_clip_text_encoder
 
         return {"text_encoder_2": load_open_clip_text_encoder(path, config_dir, torch_dtype)}
 
-    def build_tiny(self, vae, scheduler, seed: int):
+    def build_tiny(self, seed: int, prediction_type: str):
         from diffusers import StableDiffusionXLPipeline
 
-        from trainer.models.tiny import tiny_text_encoder, tiny_unet
+        from trainer.models.families.unet import ddim_scheduler
+        from trainer.models.tiny import tiny_text_encoder, tiny_unet, tiny_vae, train_scheduler_config
         from trainer.models.tokenizer import clip_tokenizer
 
         unet = tiny_unet(
@@ -62,13 +65,13 @@ class SDXL(ModelFamily):
             cross_attention_dim=64,  # te1 (32) and te2 (32) hidden states concatenated
         )
         return StableDiffusionXLPipeline(
-            vae=vae,
+            vae=tiny_vae(seed + 1),
             text_encoder=tiny_text_encoder(False, seed + 2),
             text_encoder_2=tiny_text_encoder(True, seed + 3),
             tokenizer=clip_tokenizer(),
             tokenizer_2=clip_tokenizer(pad_token="!"),
             unet=unet,
-            scheduler=scheduler,
+            scheduler=ddim_scheduler(train_scheduler_config(prediction_type)),
             force_zeros_for_empty_prompt=True,
         )
 

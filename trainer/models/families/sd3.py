@@ -1,0 +1,215 @@
+"""Stable Diffusion 3.5 (Medium and Large): an MMDiT transformer trained by rectified flow, conditioned on CLIP-L
+and OpenCLIP-G (penultimate layers, side by side, padded to T5's width) followed by T5-XXL's tokens, and on both
+CLIPs' pooled embeddings.
+
+T5-XXL is optional, as in diffusers' pipeline: a base loaded without it conditions on zeros in its place (the
+model was trained with T5 dropped out, so it still works, with less prompt adherence). T5 overflows in fp16
+(diffusers' SD3 documentation says so): it is kept in fp32 when the run's weights are fp16 and always runs outside
+autocast. The text encoders are frozen by default, so their embeddings are computed once per caption and cached.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from trainer.models.family import Activations, ModelFamily, TextEncoder, register
+
+T5_TOKENS = 256  # diffusers' SD3 pipeline's max_sequence_length, and sd-scripts' default for SD3
+
+
+@register
+class SD3(ModelFamily):
+    name = "sd3"
+    order = 30
+    label = "SD 3.5"
+    pipeline_class_name = "StableDiffusion3Pipeline"
+    pipeline_marker = "StableDiffusion3"
+    checkpoint_marker = "model.diffusion_model.joint_blocks."  # the MMDiT's joint blocks, in the original layout
+    text_encoders = (
+        TextEncoder("text_encoder", "tokenizer", "CLIPTextModelWithProjection", "te1", "lora_te1", "clip_l"),
+        TextEncoder("text_encoder_2", "tokenizer_2", "CLIPTextModelWithProjection", "te2", "lora_te2", "clip_g"),
+        TextEncoder("text_encoder_3", "tokenizer_3", "T5EncoderModel", "te3", "lora_te3", "t5", max_length=T5_TOKENS,
+                    optional=True, trainable=False),
+    )
+    pooled_text = True
+    kohya_script = "sd3_train_network.py"
+    kohya_layout = "mmdit"
+    kohya_network_module = "networks.lora_sd3"
+    base_model_version = "sd3"
+    modelspec_architecture = "stable-diffusion-v3-medium/lora"
+    denoiser_component = "transformer"
+    denoiser_targets: ClassVar[dict[str, list[str]]] = {
+        # the joint attention of both streams (the pictures' to_*, the text's add_*), as diffusers' SD3 trainer
+        "attn": ["to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj", "add_v_proj", "to_add_out"],
+        "attn_ff": ["to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj", "add_v_proj", "to_add_out",
+                    "ff.net.0.proj", "ff.net.2", "ff_context.net.0.proj", "ff_context.net.2"],
+        # what the picture reads of the text: the text stream's keys and values in the joint attention
+        "cross_kv": ["add_k_proj", "add_v_proj"],
+    }
+    # Provisional until measured at full width (bench/bench_memory.py): SD1.5's bf16 per-pixel terms scaled by the
+    # transformer's width over SD1.5's summed UNet widths.
+    activations: ClassVar[Activations] = {
+        ("half", False): (0.0, 8_000_000, 300_000.0),
+        ("half", True): (0.0, 1_000_000, 40_000.0),
+        ("fp32", False): (0.0, 16_000_000, 600_000.0),
+        ("fp32", True): (0.0, 2_000_000, 80_000.0),
+    }
+    reference_widths = 24 * 1536  # SD3.5 Medium: 24 blocks of 1536 channels
+    activations_provisional = True
+    bf16_native = True
+
+    # ------------------------------------------------------------------------------------------ parts
+
+    def models_from_configs(self, folder):
+        import transformers
+        from diffusers import AutoencoderKL, SD3Transformer2DModel
+
+        transformer = SD3Transformer2DModel.from_config(SD3Transformer2DModel.load_config(str(folder / "transformer")))
+        vae = AutoencoderKL.from_config(AutoencoderKL.load_config(str(folder / "vae")))
+        encoders = []
+        for te in self.text_encoders:
+            if (folder / te.component / "config.json").is_file():
+                config_class = transformers.AutoConfig.from_pretrained(str(folder / te.component))
+                encoders.append(getattr(transformers, te.model_class)(config_class))
+        return transformer, vae, encoders
+
+    def denoiser_from_config(self, config):
+        from diffusers import SD3Transformer2DModel
+
+        return SD3Transformer2DModel.from_config(config)
+
+    def activation_width(self, denoiser_config):
+        return int(denoiser_config["num_layers"]) * int(denoiser_config["num_attention_heads"]) \
+            * int(denoiser_config["attention_head_dim"])
+
+    def prepare_weights(self, pipe, weight_dtype) -> None:
+        """T5 overflows in fp16: its weights stay fp32 when the run's are fp16, and it always runs outside autocast
+        (in training, and inside diffusers' pipeline when the run draws its samples under autocast)."""
+        import torch
+
+        t5 = getattr(pipe, "text_encoder_3", None)
+        if t5 is None:
+            return
+        if weight_dtype == torch.float16:
+            t5.to(torch.float32)
+        if not getattr(t5, "_outside_autocast", False):
+            forward = t5.forward
+
+            def plain_forward(*args, **kwargs):
+                with torch.autocast(t5.device.type, enabled=False):
+                    return forward(*args, **kwargs)
+
+            t5.forward = plain_forward
+            t5._outside_autocast = True
+
+    # ------------------------------------------------------------------------------------ conditioning
+
+    def encode_text(self, encoders, input_ids):
+        import torch
+
+        states, pooled = [], []
+        for enc, ids in zip(encoders[:2], input_ids[:2]):
+            out = enc(ids, output_hidden_states=True)
+            states.append(out.hidden_states[-2])  # the penultimate layer, as diffusers' SD3 pipeline
+            pooled.append(out.text_embeds)
+        clip = torch.cat(states, dim=-1)
+        t5, t5_ids = encoders[2], input_ids[2]
+        if isinstance(t5, NoT5):
+            t5_states = torch.zeros((clip.shape[0], T5_TOKENS, t5.width), dtype=clip.dtype, device=clip.device)
+        else:
+            with torch.autocast(t5_ids.device.type, enabled=False):  # T5 never runs in fp16
+                t5_states = t5(t5_ids)[0]
+            t5_states = t5_states.to(clip.dtype)
+        clip = torch.nn.functional.pad(clip, (0, t5_states.shape[-1] - clip.shape[-1]))
+        return torch.cat([clip, t5_states], dim=-2), torch.cat(pooled, dim=-1)
+
+    def text_pairs(self, pipe):
+        pairs = super().text_pairs(pipe)
+        if pairs[2][1] is None:  # loaded without T5: zeros of the transformer's text width in its place
+            pairs[2] = (None, NoT5(int(self.denoiser(pipe).config.joint_attention_dim)))
+        return pairs
+
+    # --------------------------------------------------------------------------------- the forward pass
+
+    def noise_schedule(self, scheduler_config, prediction_type):
+        from trainer.models.families.noise import FlowMatchSchedule
+
+        return FlowMatchSchedule(scheduler_config)
+
+    def predict(self, denoiser, noisy, timesteps, hidden, pooled, buckets):
+        return denoiser(hidden_states=noisy, timestep=timesteps, encoder_hidden_states=hidden,
+                        pooled_projections=pooled, return_dict=False)[0]
+
+    def sampling_pipeline(self, pipe, prediction_type):
+        # the base's own flow-matching Euler sampler: deterministic
+        return type(pipe)(**pipe.components)
+
+    def prediction_type(self, pipe):
+        return "flow"
+
+    def distilled_reason(self, pipe):
+        name = str(getattr(pipe.transformer, "config", {}).get("_name_or_path", "")).lower()
+        if "turbo" in name:
+            return "its transformer config names 'turbo' (SD3.5 Large Turbo is step-distilled)"
+        return None
+
+    # ----------------------------------------------------------------------------------- tiny model
+
+    def build_tiny(self, seed: int, prediction_type: str):
+        import torch
+        from diffusers import FlowMatchEulerDiscreteScheduler, SD3Transformer2DModel, StableDiffusion3Pipeline
+        from transformers import T5Config, T5EncoderModel
+
+        from trainer.models.tiny import tiny_text_encoder, tiny_vae
+        from trainer.models.tokenizer import clip_tokenizer, tiny_t5_tokenizer
+
+        torch.manual_seed(seed)
+        transformer = SD3Transformer2DModel(
+            sample_size=32, patch_size=1, in_channels=16, out_channels=16, num_layers=2, attention_head_dim=8,
+            num_attention_heads=4, caption_projection_dim=32, joint_attention_dim=64, pooled_projection_dim=64,
+            pos_embed_max_size=96, dual_attention_layers=(0,), qk_norm="rms_norm")
+        torch.manual_seed(seed + 4)
+        t5 = T5EncoderModel(T5Config(vocab_size=128, d_model=64, d_kv=8, d_ff=64, num_layers=2, num_heads=4,
+                                     pad_token_id=0, eos_token_id=1))
+        return StableDiffusion3Pipeline(
+            transformer=transformer,
+            scheduler=FlowMatchEulerDiscreteScheduler(num_train_timesteps=1000, shift=3.0),
+            vae=tiny_vae(seed + 1, latent_channels=16, shift_factor=0.0609, scaling_factor=1.5305,
+                         use_quant_conv=False, use_post_quant_conv=False),
+            text_encoder=tiny_text_encoder(True, seed + 2),
+            tokenizer=clip_tokenizer(),
+            text_encoder_2=tiny_text_encoder(True, seed + 3),
+            tokenizer_2=clip_tokenizer(pad_token="!"),
+            text_encoder_3=t5,
+            tokenizer_3=tiny_t5_tokenizer(T5_TOKENS),
+        )
+
+    def checkpoint_config_dir(self, path):
+        """SD3.5 Large (38 joint blocks) or Medium (24), by the file's own tensor names."""
+        if path.suffix.lower() == ".safetensors":
+            from safetensors import safe_open
+
+            with safe_open(str(path), framework="pt") as f:
+                if any(k.startswith(self.checkpoint_marker + "37.") for k in f):
+                    return self.config_dir.with_name("sd3-large")
+        return self.config_dir
+
+    def single_file_kwargs(self, path, config_dir, torch_dtype):
+        # the shipped configs hold no T5 tokenizer (its vocabulary is the model's, not ours to ship): without a
+        # tokenizer_3 folder beside the file, or without T5 weights in it, the base loads without T5
+        has_tokenizer = (config_dir / "tokenizer_3").is_dir()
+        has_t5 = False
+        if path.suffix.lower() == ".safetensors":
+            from safetensors import safe_open
+
+            with safe_open(str(path), framework="pt") as f:
+                has_t5 = any(k.startswith("text_encoders.t5xxl.") for k in f)
+        return {} if has_tokenizer and has_t5 else {"text_encoder_3": None, "tokenizer_3": None}
+
+
+class NoT5:
+    """Where a base loaded without T5 has it: its tokens are zeros of ``width`` channels, as diffusers' pipeline
+    conditions such a base."""
+
+    def __init__(self, width: int):
+        self.width = width

@@ -1,0 +1,78 @@
+"""What SD1.5 and SDXL share: a UNet trained as denoising diffusion (DDPM noise, the noise or the velocity as the
+target, min-SNR weights) and sampled with DDIM. Not a family itself (it registers nothing)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from trainer.models.family import DISTILLED_WORDS, ModelFamily
+
+
+class UNetFamily(ModelFamily):
+    denoiser_component: ClassVar[str] = "unet"
+    denoiser_targets: ClassVar[dict[str, list[str]]] = {
+        "attn": ["to_q", "to_k", "to_v", "to_out.0"],
+        "attn_ff": ["to_q", "to_k", "to_v", "to_out.0", "ff.net.0.proj", "ff.net.2", "proj_in", "proj_out"],
+        "cross_kv": ["attn2.to_k", "attn2.to_v"],  # cross-attention (attn2) reads the text; attn1 is self-attention
+    }
+    conv_lora: ClassVar[bool] = True
+    writes_single_file: ClassVar[bool] = True  # families/ldm.py
+
+    def noise_schedule(self, scheduler_config, prediction_type):
+        from trainer.models.families.noise import DDPMSchedule
+
+        return DDPMSchedule(scheduler_config, prediction_type)
+
+    def predict(self, denoiser, noisy, timesteps, hidden, pooled, buckets):
+        added = self.added_cond_kwargs(pooled, buckets, noisy.device)
+        return denoiser(noisy, timesteps, hidden, added_cond_kwargs=added).sample
+
+    def sampling_pipeline(self, pipe, prediction_type):
+        from diffusers import DDIMScheduler
+
+        sampler = type(pipe)(**pipe.components)
+        sampler.scheduler = DDIMScheduler.from_config(pipe.scheduler.config, prediction_type=prediction_type,
+                                                      clip_sample=False)
+        return sampler
+
+    def distilled_reason(self, pipe):
+        sched = type(pipe.scheduler).__name__
+        if sched in {"LCMScheduler", "TCDScheduler"}:
+            return f"its scheduler is {sched}"
+        unet_cfg = getattr(getattr(pipe, "unet", None), "config", {})
+        if unet_cfg.get("time_cond_proj_dim"):
+            return "its UNet takes a guidance embedding (time_cond_proj_dim), as guidance-distilled models do"
+        name = str(unet_cfg.get("_name_or_path", "")).lower()
+        for word in DISTILLED_WORDS:
+            if word in name:
+                return f"its UNet config names '{word}'"
+        return None
+
+    def prediction_type(self, pipe):
+        return pipe.scheduler.config.get("prediction_type", "epsilon")
+
+    def models_from_configs(self, folder):
+        import transformers
+        from diffusers import AutoencoderKL, UNet2DConditionModel
+        from transformers import CLIPTextConfig
+
+        unet = UNet2DConditionModel.from_config(UNet2DConditionModel.load_config(str(folder / "unet")))
+        vae = AutoencoderKL.from_config(AutoencoderKL.load_config(str(folder / "vae")))
+        encoders = [getattr(transformers, te.model_class)(CLIPTextConfig.from_pretrained(str(folder / te.component)))
+                    for te in self.text_encoders]
+        return unet, vae, encoders
+
+    def denoiser_from_config(self, config):
+        from diffusers import UNet2DConditionModel
+
+        return UNet2DConditionModel.from_config(config)
+
+    def activation_width(self, denoiser_config):
+        return sum(denoiser_config["block_out_channels"])
+
+
+def ddim_scheduler(config: dict):
+    """A DDIM scheduler from ``config`` (the tiny and demo bases sample with one)."""
+    from diffusers import DDIMScheduler
+
+    return DDIMScheduler(**config)
