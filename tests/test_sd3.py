@@ -17,6 +17,7 @@ from tests.helpers import Overflow, tiny_config, write_toy_dataset
 from trainer.cli import main as cli_main
 from trainer.io import read_jsonl
 from trainer.run.events import MemorySink
+from trainer.train.hooks import Hooks
 from trainer.train.loop import run_training
 
 
@@ -191,3 +192,58 @@ def test_a_base_without_t5_conditions_on_zeros_in_its_place(base, dataset, tmp_p
     hidden0, pooled0 = without(["zxc, on grass"])
     assert hidden0.shape == hidden.shape == (1, 77 + 256, 64) and torch.equal(pooled0, pooled)
     assert torch.equal(hidden0[:, :77], hidden[:, :77]) and not hidden0[:, 77:].any()
+
+
+class StopAt(Hooks):
+    """A user's Stop after ``step``."""
+
+    def __init__(self, step: int, commands):
+        self.step, self.commands = step, commands
+
+    def after_step(self, trainer):
+        if trainer.global_step == self.step:
+            self.commands.stop()
+
+
+def test_a_stopped_sd3_run_resumes_bit_for_bit(base, dataset, tmp_path):
+    from trainer.train.commands import Commands
+
+    over = {"train.max_steps": 6, "dataset.shuffle_tags": True, "train.noise_offset": 0.05, "ema.enabled": True}
+    straight = run_training(tiny_config(dataset, tmp_path / "a", over, base=str(base)), MemorySink())
+    commands = Commands()
+    first = run_training(tiny_config(dataset, tmp_path / "b", over, base=str(base)), MemorySink(), commands,
+                         hooks=StopAt(3, commands))
+    assert first.status == "stopped"
+    resumed = run_training(tiny_config(dataset, tmp_path / "b", over, base=str(base)), MemorySink(),
+                           resume=first.run_dir)
+    assert resumed.status == "finished"
+    a, b = (read_jsonl(r.run_dir / "metrics.jsonl") for r in (straight, resumed))
+    assert [r["loss"] for r in a] == [r["loss"] for r in b]
+    la, lb = (load_file(str(r.run_dir / "final" / "lora_diffusers.safetensors")) for r in (straight, resumed))
+    assert la.keys() == lb.keys() and all(torch.equal(la[k], lb[k]) for k in la)
+
+
+def test_review_sweeps_strength_and_the_doctor_diagnoses_an_sd3_run(run):
+    from trainer.doctor.diagnose import diagnose
+    from trainer.review import strength
+
+    result, _ = run
+    records = strength.strength_sweep(result.run_dir, "final/lora.safetensors", (0.0, 1.0))
+    assert {r["strength"] for r in records} == {0.0, 1.0} and all(Path(r["file"]).is_file() for r in records)
+    report = diagnose(result.run_dir, write=False)
+    assert report.get("verdict")
+
+
+def test_the_memory_plan_sizes_sd35_medium_and_large_and_warns_what_is_provisional():
+    from trainer.config.schema import from_dict
+    from trainer.plan.memory import estimate_memory
+
+    gib = 2**30
+    for size, denoiser_gib in (("sd3", 4.0), ("sd3-large", 15.0)):
+        folder = Path(__file__).resolve().parents[1] / "trainer" / "models" / "model_configs" / size
+        cfg = from_dict({"model": {"base": str(folder), "family": "sd3"}, "dataset": {"resolution": 1024},
+                         "lora": {"rank": 16, "alpha": 16.0}, "train": {"precision": "bf16", "device": "cpu"}})
+        plan = estimate_memory(cfg, free=24 * gib)
+        assert plan.parts["unet_weights"] > denoiser_gib * gib  # 2.5 B / 8.1 B parameters in bf16
+        assert plan.parts["text_encoder_weights"] > 10 * gib  # T5-XXL alone is 4.7 B
+        assert [w.code for w in plan.warnings] == ["memory.warn.provisional"]
