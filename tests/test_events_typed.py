@@ -122,7 +122,7 @@ def test_a_non_finite_number_is_written_as_a_string_and_read_back_as_a_float(tmp
 
 def test_the_status_enum_says_the_strings_the_run_folder_and_the_api_say():
     # the runner's states, the endings a run returns (its exit codes) and what a reader makes of a dead run
-    from trainer.train.loop import EXIT_CODES
+    from trainer.train.outcomes import EXIT_CODES
 
     assert [s.value for s in RunStatus] == ["idle", "starting", "running", "finished", "stopped", "paused",
                                             "guard_stopped", "failed", "interrupted"]

@@ -8,10 +8,8 @@ picture loading in :mod:`.feeding`, the step's measures in :mod:`.measures`, the
 
 from __future__ import annotations
 
-import enum
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +30,7 @@ from trainer.train.feeding import FeedingMixin
 from trainer.train.hooks import Hooks
 from trainer.train.loss import LossMixin
 from trainer.train.measures import CpuShare, MeasuresMixin
+from trainer.train.outcomes import RunResult, StepOutcome
 from trainer.train.outputs import OutputsMixin
 from trainer.train.preparation import PreparationMixin
 from trainer.train.probes import ProbesMixin
@@ -41,36 +40,6 @@ from trainer.train.validation import ValidationMixin
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
-
-EXIT_CODES = {"finished": 0, "stopped": 130, "paused": 130, "guard_stopped": 3, "failed": 1}
-
-
-class StepOutcome(enum.Enum):
-    """What an optimizer step leaves the loop to do."""
-
-    CONTINUE = "continue"  # the next step (applied or skipped)
-    ROLLBACK = "rollback"  # the guard put back an earlier state: the loop re-reads the data position
-    STOP = "stop"  # the person asked to stop
-    GUARD_STOP = "guard_stop"  # the guard stopped the run
-    PAUSE = "pause"  # the person asked to pause (a checkpoint was just saved)
-
-    @property
-    def ending(self) -> str | None:
-        """The run's status when this outcome ends it, else None."""
-        return {"stop": "stopped", "guard_stop": "guard_stopped", "pause": "paused"}.get(self.value)
-
-
-@dataclass
-class RunResult:
-    status: str  # finished | stopped | paused | guard_stopped | failed
-    run_dir: Path | None
-    final_lora: Path | None = None
-    message: str = ""
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_CODES[self.status]
-
 
 def run_training(
     config: Config,
