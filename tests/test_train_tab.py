@@ -52,6 +52,18 @@ def test_the_latest_word_of_each_signal_in_the_page_language():
     assert t("signal_precision_fallback", "ko") in ko and "grad_spike" not in ko
 
 
+def test_with_no_run_training_the_poll_stops_its_timer(tmp_path):
+    ui = _ui(tmp_path)
+    first = train.poll_view(ui, {}, "en")
+    assert first["poll_timer"].active is False  # an open page polls no more: each tick costs it 0.1-0.3 s of CPU
+    assert train.poll_view(ui, first["poll_state"], "en") == {}  # showing the Train step looks once, finds nothing
+    assert train.poll_every(active=False, shown=True, moved=True) is None
+    assert train.poll_every(active=True, shown=True, moved=True) == train.RUN_POLL_S
+    assert train.poll_every(active=True, shown=False, moved=True) == train.IDLE_POLL_S
+    ticking = train.pace(train.RUN_POLL_S)  # what Start and Continue send
+    assert ticking.active is True and ticking.value == train.RUN_POLL_S
+
+
 def test_start_waits_while_a_run_trains_and_comes_back_after():
     during, after = train.run_buttons(True), train.run_buttons(False)
     assert during["start_btn"].interactive is False and during["start_btn"].variant == "secondary"

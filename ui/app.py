@@ -10,6 +10,7 @@ import gradio as gr
 from . import live, plots
 from .binding import UI
 from .context import AppContext
+from .early import EarlyScript
 from .fields import NAMES
 from .i18n import t
 from .paths import MAX_UPLOAD
@@ -197,8 +198,12 @@ def launch_app(demo: gr.Blocks, security: Security, host: str = "127.0.0.1", por
                share: bool = False, prevent_thread_lock: bool = False, quiet: bool = False):
     """Launch with the policy: login when restricted, no extra allowed paths, upload size limit, no API page
     leaks before the login, only known Host names and the app's own Origin."""
+    from starlette.middleware import Middleware
+
     demo.queue(default_concurrency_limit=1)
     calm_queue(demo)
+    kwargs = app_kwargs(security)
+    kwargs["middleware"].append(Middleware(EarlyScript))  # before gradio's scripts: no frames while idle
     launched = demo.launch(
         server_name=host,
         server_port=port,
@@ -209,7 +214,7 @@ def launch_app(demo: gr.Blocks, security: Security, host: str = "127.0.0.1", por
         prevent_thread_lock=True,  # the share link's host is known only now; blocked below when asked
         quiet=quiet,
         show_error=False,
-        app_kwargs=app_kwargs(security),
+        app_kwargs=kwargs,
         css=CSS,
         js=live.PAGE_JS,
         footer_links=["gradio", "settings"],

@@ -1,16 +1,17 @@
 """Step 4, Train: Start / Stop / Sample now / Save now, the live plots, the status line, the guard's alert box,
 and the samples as they are made.
 
-Every tab polls the one process-wide runner (``gr.Timer``, page load, and showing the Train step) and gets
-``gr.skip()`` while the runner's version has not moved; within a changed version only the parts that changed are
-sent (the gallery when samples arrived, the status when its words changed). Each poll costs the page a fixed
-~0.1 s of CPU in gradio's own bookkeeping, whatever it brings, so the poll sets its own pace
+Every tab polls the one process-wide runner (``gr.Timer``, page load, a language chosen, and showing the Train
+step) and gets ``gr.skip()`` while the runner's version has not moved; within a changed version only the parts
+that changed are sent (the gallery when samples arrived, the status when its words changed). Each poll costs the
+page a fixed 0.1-0.3 s of CPU in gradio's own bookkeeping, whatever it brings, so the poll sets its own pace
 (:func:`poll_every`): every 2 s while a run trains with the Train step shown, 5 s while nothing moves, 10 s on
-another step or with no run (a run started from another tab still shows within 10 s). The plots take only the
-new points: the page keeps its figures (``ui/live_view.js``) and the poll sends them whole once, then what the
-rows since the tab's last look add (:func:`live_plots`). The poll runs with ``concurrency_limit=None`` so no
-tab waits behind another tab's click; gradio's timer does not tick while the tab is hidden, and the first tick
-after it shows again catches up.
+another step; with no run training the timer stops (an open page costs nothing): Start and Continue start it
+again, and a run started elsewhere (another tab, the API) shows once this tab's Train step is shown. The plots
+take only the new points: the page keeps its figures (``ui/live_view.js``) and the poll sends them whole once,
+then what the rows since the tab's last look add (:func:`live_plots`). The poll runs with
+``concurrency_limit=None`` so no tab waits behind another tab's click; gradio's timer does not tick while the tab
+is hidden, and the first tick after it shows again catches up.
 """
 
 from __future__ import annotations
@@ -58,14 +59,22 @@ APPLY_JS = "(message) => { if (window.ldLive) window.ldLive.apply(message); }"
 REDRAW_AFTER = plots.MAX_POINTS  # new points a tab's lines take before it gets whole (decimated) figures again
 RUN_POLL_S = 2.0  # a run trains and the Train step shows: the status and plots move (they draw every >= 3 s)
 QUIET_POLL_S = 5.0  # it trains, but nothing came since the last look (a long step, samples being drawn)
-IDLE_POLL_S = 10.0  # no run, or the Train step hidden (showing it polls at once)
+IDLE_POLL_S = 10.0  # it trains with the Train step hidden (showing it polls at once); the page's first pace
 
 
-def poll_every(active: bool, shown: bool, moved: bool) -> float:
-    """Seconds until a tab's next poll: often only while there is something to see."""
-    if not active or not shown:
+def poll_every(active: bool, shown: bool, moved: bool) -> float | None:
+    """Seconds until a tab's next poll: often only while there is something to see; None (no timer) while no
+    run trains."""
+    if not active:
+        return None
+    if not shown:
         return IDLE_POLL_S
     return RUN_POLL_S if moved else QUIET_POLL_S
+
+
+def pace(every: float | None) -> gr.Timer:
+    """The timer's update for this pace: ticking every ``every`` seconds, or stopped."""
+    return gr.Timer(every, active=True) if every is not None else gr.Timer(active=False)
 
 
 def build(ui: UI) -> None:
@@ -134,7 +143,7 @@ def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
         if not ok:
             raise UserError(t("err_run_active", lang))
         return {"train_msg": ok_box(t("started", lang)), **run_buttons(True), "confirm_btn": gr.Button(visible=False),
-                "poll_timer": gr.Timer(RUN_POLL_S)}
+                "poll_timer": pace(RUN_POLL_S)}
 
     start_outputs = ["train_msg", "start_btn", *RUN_BUTTONS, "continue_btn", "confirm_btn", "poll_timer"]
     ui.on(ui["start_btn"].click, start, ["lang", "confirm", "report_state", *NAMES], start_outputs,
@@ -172,7 +181,7 @@ def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
         if not ok:
             raise UserError(t("err_run_active", lang))
         return {"train_msg": ok_box(t("continued", lang, run=ctx.run_rel(run), step=step)), **run_buttons(True),
-                "poll_timer": gr.Timer(RUN_POLL_S)}
+                "poll_timer": pace(RUN_POLL_S)}
 
     ui.on(ui["continue_btn"].click, continue_run, ["lang"],
           ["train_msg", "start_btn", *RUN_BUTTONS, "continue_btn", "poll_timer"],
@@ -188,7 +197,9 @@ def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
 
     inputs = ["lang", "poll_state", "live_view", "train_msg"]
     quiet = {"concurrency_limit": None, "show_progress": "hidden", "show_progress_on": []}
-    polled = ui.on([timer.tick, demo.load], poll, inputs, POLL_OUTPUTS, api_name="poll", js=VIEW_JS, **quiet)
+    # a language chosen (not set by the page on load) asks at once: the plots are drawn again in it
+    polled = ui.on([timer.tick, demo.load, ui["lang"].input], poll, inputs, POLL_OUTPUTS, api_name="poll",
+                   js=VIEW_JS, **quiet)
     polled.then(None, ui["live_plots"], None, js=APPLY_JS, queue=False, show_progress="hidden")
     # showing the Train step looks at once (its polls were slow while it was hidden), as a step being shown
     shown = ui.on(ui["step_train"].select, poll, inputs, POLL_OUTPUTS, js=SHOWN_JS, **quiet)
@@ -326,9 +337,9 @@ def poll_view(ui: UI, state: dict[str, Any], lang: str, view: dict[str, Any] | N
     moved = state.get("version") != runner.version
     if not moved and state.get("lang") == lang and not lost:
         every = poll_every(runner.active, shown, moved=False)
-        if every == state.get("every"):
+        if "every" in state and every == state["every"]:  # (None: the timer is stopped)
             return {}
-        return {"poll_state": {**state, "every": every}, "poll_timer": gr.Timer(every)}
+        return {"poll_state": {**state, "every": every}, "poll_timer": pace(every)}
     snap = runner.snapshot(rows_from=state.get("rows", 0))
     samples, alerts = snap.samples, snap.alerts
     new = {"version": snap.version, "lang": lang, "run": snap.run_dir, "samples": len(samples),
@@ -341,8 +352,8 @@ def poll_view(ui: UI, state: dict[str, Any], lang: str, view: dict[str, Any] | N
     if fresh or new["status_hash"] != state.get("status_hash"):
         out["status_md"] = status
     new["every"] = poll_every(snap.active, shown or (not state and snap.active), moved=True)  # (it jumps to Train)
-    if new["every"] != state.get("every"):
-        out["poll_timer"] = gr.Timer(new["every"])
+    if "every" not in state or new["every"] != state["every"]:
+        out["poll_timer"] = pace(new["every"])
     message, held = live_plots(runner, snap, state, lang, run_label or "idle", whole=fresh or lost)
     new.update(held)
     if state.get("active") and not snap.active:  # paused or ended: the page draws its last points now
