@@ -1,7 +1,9 @@
 """Every step in Korean, on a desktop (1400 px) and on a phone (390×844), in a real headless Chromium: no English
 left on the pages (real names, numbers, file names, paths and the dataset's own words aside), nothing wider than
 a phone's screen outside a box that scrolls on purpose, every gallery's pictures inside it, all six steps on the
-tab bar (none behind "⋯"), and before the first run a line that says why Review and Troubleshoot are grey.
+tab bar (none behind "⋯"), and before the first run a line that says why Review and Troubleshoot are grey. The
+Train step's live plots are in Korean from the first frame they are drawn in (they were gradio's English
+placeholders for a few seconds).
 The workspace holds one short run of the demo (4 steps, trained once for the module) so Review and Troubleshoot
 have something to show. Screenshots: ``test-artifacts/ko-*.png`` and ``test-artifacts/phone-*.png``."""
 
@@ -21,9 +23,9 @@ READY = {
     "plan": "() => !!document.querySelector('#ld-plan')?.innerText.includes('버킷을 반영한 총합')",
     "preset": "() => !!document.querySelector('#ld-card-demo-character') && !!document.querySelector('#ld-preset')"
               ".innerText.includes('최대 메모리')",
-    # the live plots redraw at most every few seconds (ui/live_view.js): until then they may be the page's first
+    # the four live plots, drawn by the page (ui/live_view.js)
     "train": "() => !!document.querySelector('#ld-start') && [...document.querySelectorAll('#ld-train .gtitle')]"
-             ".every(t => /[가-힣]/.test(t.textContent))",
+             ".filter(t => /[가-힣]/.test(t.textContent)).length >= 4",
     "review": "() => document.querySelectorAll('#ld-grid img').length >= 12",
     "troubleshoot": "() => !!document.querySelector('#ld-findings')?.innerText.includes('판정')",
 }
@@ -91,6 +93,19 @@ CUT_JS = """() => {
         [...p.querySelectorAll('text.gtitle, text.title, .g-xtitle text, .g-ytitle text')]
             .filter(t => t.textContent.trim() && !inside(t, p)).map(t => 'plot title ' + t.textContent));
     return [...pictures, ...titles];
+}"""
+# Every text the Train step's shown plots hold, sampled each frame from before the step is first shown
+PLOT_WORDS_JS = """() => {
+    window.ldPlotWords = [];
+    const look = () => {
+        const shown = [...document.querySelectorAll('#ld-train .js-plotly-plot')].filter(p => p.getClientRects().length);
+        const words = shown.flatMap(p => [...p.querySelectorAll('text.gtitle, .g-xtitle text, .g-ytitle text, '
+                                                                + '.legendtext, .annotation-text')])
+            .map(t => t.textContent.trim()).filter(Boolean);
+        if (words.length) window.ldPlotWords.push(words.join(' | '));
+        window.ldPlotLook = requestAnimationFrame(look);
+    };
+    look();
 }"""
 HIDDEN_STEPS_JS = """(keys) => {
     const menu = [...document.querySelectorAll('#ld-wizard .overflow-menu')]
@@ -210,5 +225,26 @@ def test_every_step_in_korean_leaves_no_english_and_nothing_cut_off(browser, app
             if cut:
                 problems[f"{key}: cut off by its own box"] = cut[:5]
         assert not problems, problems
+    finally:
+        context.close()
+
+
+def test_the_live_plots_are_korean_from_the_first_frame_they_show(browser, app):  # noqa: F811
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(90_000)
+    try:
+        page.goto(app.url + "?lang=ko")
+        page.wait_for_function(READY["dataset"])
+        page.evaluate(PLOT_WORDS_JS)
+        page.locator("#ld-train-button").click()
+        page.wait_for_function(READY["train"])
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "ko-4-train-first-draw.png"))  # as they first show
+        page.wait_for_timeout(4_000)  # past the throttle: a redraw in the page's own time
+        seen = page.evaluate("() => { cancelAnimationFrame(window.ldPlotLook); return window.ldPlotWords; }")
+        assert seen and any("손실" in words for words in seen), seen[:3]
+        english = {words: sorted(left) for words in dict.fromkeys(seen) if (left := english_words([words], NAMES))}
+        assert not english, english  # gradio's placeholder was drawn in English until the page's first redraw
     finally:
         context.close()

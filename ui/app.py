@@ -82,14 +82,14 @@ def build_app(ctx: AppContext) -> gr.Blocks:
                     ui.add(name, step, name)
                     module.build(ui)
         timer = gr.Timer(train.IDLE_POLL_S)  # the poll sets its own pace (ui/steps/train.py poll_every)
+        lang_known = _remember_language(ui, demo)
         dataset.wire(ui)
         plan.wire(ui)
         preset.wire(ui)
-        train.wire(ui, timer, demo)
+        train.wire(ui, timer, lang_known)  # the first poll asks in the page's language: its plots are drawn in it
         review.wire(ui)
         troubleshoot.wire(ui)
         _wire_language(ui)
-        _remember_language(ui, demo)
         _wire_first_load(ui, remember_inputs(ui, demo))  # the inputs a reload kept are back before the scan
     return demo
 
@@ -151,11 +151,12 @@ LANG_SAVE_JS = f"""(lang) => {{
 }}"""
 
 
-def _remember_language(ui: UI, demo: gr.Blocks) -> None:
+def _remember_language(ui: UI, demo: gr.Blocks) -> Any:
     """The chosen language survives a reload: the browser keeps it (localStorage) and sets it again on load,
-    which relabels the page through the language switch's own change event. No server call either way."""
+    which relabels the page through the language switch's own change event. No server call either way.
+    Returns the page-load event after which the switch holds the page's language."""
     ui["lang"].change(None, ui["lang"], None, js=LANG_SAVE_JS)
-    demo.load(None, ui["lang"], ui["lang"], js=LANG_READ_JS)
+    return demo.load(None, ui["lang"], ui["lang"], js=LANG_READ_JS)
 
 
 def _wire_first_load(ui: UI, opened: Any) -> None:

@@ -99,7 +99,19 @@
     nextDraw = 0;
   }
 
+  // A plot gradio made (the step shown for the first time, or re-rendered) gets the page's figure at once, not
+  // after the throttle: until then it shows the Plot component's own value, a placeholder without words (it is
+  // every tab's, whatever its language). The throttle is for drawing new points on plots already drawn.
+  function drawNew() {
+    if (document.visibilityState !== "visible") return;
+    for (const name in live.figs) {
+      const gd = plotOf(name);
+      if (gd && live.figs[name].gd !== gd) draw(name);
+    }
+  }
+
   function schedule() {
+    drawNew();
     if (pending === null) pending = setTimeout(drawAll, Math.max(0, nextDraw - performance.now()));
   }
 
@@ -136,15 +148,18 @@
 
   document.addEventListener("visibilitychange", schedule);
   // Any plot gradio drops (a Plot component given a new value, a step re-rendered) is purged, which removes its
-  // resize listener and lets it go.
+  // resize listener and lets it go; one it draws into a live plot's box is given the page's figure (drawNew).
   new MutationObserver((records) => {
     if (!window.Plotly) return;
+    let made = false;
     for (const record of records) {
       for (const node of record.removedNodes) {
         if (node.nodeType !== 1) continue;
         const plots = node.classList.contains("js-plotly-plot") ? [node] : node.querySelectorAll(".js-plotly-plot");
         for (const gd of plots) if (!gd.isConnected) window.Plotly.purge(gd);
       }
+      made = made || (record.addedNodes.length > 0 && !!record.target.closest?.(".ld-live-plot"));
     }
+    if (made) drawNew();
   }).observe(document.body, { childList: true, subtree: true });
 }

@@ -259,6 +259,17 @@ def live_figures(rows: Sequence[dict], max_norm: float, lang: str, uirevision: s
             "lr": lr_figure(rows, lang, uirevision), "scale": scale_figure(rows, lang, uirevision)}
 
 
+def wordless(fig: Fig) -> Fig:
+    """The figure without a word on it (no title, axis titles, legend names or notes): what the Train step's
+    plots hold before the page draws its own figures into them. Their value is the same for every tab, whatever
+    its language, so words there would show in the server's language until the page's first draw."""
+    layout = {**fig["layout"], "title": {**fig["layout"]["title"], "text": ""}, "annotations": [],
+              "showlegend": False}
+    for axis in ("xaxis", "yaxis"):
+        layout[axis] = {**layout[axis], "title": {"text": ""}}
+    return {"data": [{**trace, "name": ""} for trace in fig["data"]], "layout": layout}
+
+
 def live_carry(rows: Sequence[dict]) -> dict[str, Any]:
     """What :func:`new_points` needs to know of the rows a tab's whole figures were drawn from: the loss
     EMA's running average and count, and whether the scale figure has a line (fp16) or only its note."""

@@ -96,8 +96,9 @@ def build(ui: UI) -> None:
     ui.add("to_troubleshoot", gr.Button(t("to_troubleshoot", lang), variant="stop", visible=False),
            "to_troubleshoot", "value")
     # The plots get a value once, here: the page draws into them from then on (a Plot given a new value makes
-    # a new plot, see ui/live_view.js).
-    empty = {name: plot_json(fig) for name, fig in plots.live_figures([], 0.0, lang, "idle").items()}
+    # a new plot, see ui/live_view.js). That value is every tab's, whatever its language: it has no words, and
+    # the page draws its own figures, in its language, as soon as a plot shows.
+    empty = {name: plot_json(plots.wordless(fig)) for name, fig in plots.live_figures([], 0.0, lang, "idle").items()}
     with gr.Row():
         ui.add("loss_plot", gr.Plot(empty["loss"], show_label=False, elem_id="ld-loss", elem_classes="ld-live-plot"))
         ui.add("grad_plot", gr.Plot(empty["grad"], show_label=False, elem_id="ld-grad", elem_classes="ld-live-plot"))
@@ -115,7 +116,9 @@ def build(ui: UI) -> None:
     ui.add("train_next", gr.Button(t("next_review", lang)), "next_review", "value")
 
 
-def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
+def wire(ui: UI, timer: gr.Timer, loaded: Any) -> None:
+    """``loaded``: the page-load event after which the language switch holds the page's language (``?lang=``
+    or the browser's last choice), so the page's first poll gets its figures in that language."""
     ctx = ui.ctx
     runner = ctx.runner
     ui.add("poll_timer", timer)
@@ -198,9 +201,10 @@ def wire(ui: UI, timer: gr.Timer, demo: gr.Blocks) -> None:
     inputs = ["lang", "poll_state", "live_view", "train_msg"]
     quiet = {"concurrency_limit": None, "show_progress": "hidden", "show_progress_on": []}
     # a language chosen (not set by the page on load) asks at once: the plots are drawn again in it
-    polled = ui.on([timer.tick, demo.load, ui["lang"].input], poll, inputs, POLL_OUTPUTS, api_name="poll",
-                   js=VIEW_JS, **quiet)
+    polled = ui.on([timer.tick, ui["lang"].input], poll, inputs, POLL_OUTPUTS, api_name="poll", js=VIEW_JS, **quiet)
     polled.then(None, ui["live_plots"], None, js=APPLY_JS, queue=False, show_progress="hidden")
+    first = ui.on(loaded, poll, inputs, POLL_OUTPUTS, js=VIEW_JS, **quiet)
+    first.then(None, ui["live_plots"], None, js=APPLY_JS, queue=False, show_progress="hidden")
     # showing the Train step looks at once (its polls were slow while it was hidden), as a step being shown
     shown = ui.on(ui["step_train"].select, poll, inputs, POLL_OUTPUTS, js=SHOWN_JS, **quiet)
     shown.then(None, ui["live_plots"], None, js=APPLY_JS, queue=False, show_progress="hidden")
