@@ -1,9 +1,9 @@
 """Every step in Korean, on a desktop (1400 px) and on a phone (390×844), in a real headless Chromium: no English
 left on the pages (real names, numbers, file names, paths and the dataset's own words aside), nothing wider than
-a phone's screen outside a box that scrolls on purpose, every gallery's pictures inside it, all six steps on the
-tab bar (none behind "⋯"), and before the first run a line that says why Review and Troubleshoot are grey. The
-Train step's live plots are in Korean from the first frame they are drawn in (they were gradio's English
-placeholders for a few seconds).
+a phone's screen outside a box that scrolls on purpose, every gallery's pictures inside it, no plot's legend over
+its titles or axis labels, all six steps on the tab bar (none behind "⋯"), and before the first run a line that
+says why Review and Troubleshoot are grey. The Train step's live plots are in Korean from the first frame they
+are drawn in (they were gradio's English placeholders for a few seconds).
 The workspace holds one short run of the demo (4 steps, trained once for the module) so Review and Troubleshoot
 have something to show. Screenshots: ``test-artifacts/ko-*.png`` and ``test-artifacts/phone-*.png``."""
 
@@ -93,6 +93,23 @@ CUT_JS = """() => {
         [...p.querySelectorAll('text.gtitle, text.title, .g-xtitle text, .g-ytitle text')]
             .filter(t => t.textContent.trim() && !inside(t, p)).map(t => 'plot title ' + t.textContent));
     return [...pictures, ...titles];
+}"""
+# A plot's legend over its own words: its title, an axis title, a tick label (the model measures' legend, put under
+# the plot area at a fraction of its height, covered the step axis's title on a phone)
+OVERLAP_JS = """() => {
+    const hit = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+    const out = [];
+    for (const p of [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.getClientRects().length)) {
+        const legend = p.querySelector('g.legend');
+        if (!legend || !legend.getClientRects().length) continue;
+        const box = legend.getBoundingClientRect();
+        const words = p.querySelectorAll('text.gtitle, .g-xtitle text, .g-x2title text, .g-ytitle text, '
+                                         + '.g-y2title text, .xtick text, .ytick text, .y2tick text');
+        for (const t of words)
+            if (t.textContent.trim() && hit(box, t.getBoundingClientRect()))
+                out.push(`${p.closest('[id^=ld-]')?.id}: legend over '${t.textContent.trim()}'`);
+    }
+    return out;
 }"""
 # Every text the Train step's shown plots hold, sampled each frame from before the step is first shown
 PLOT_WORDS_JS = """() => {
@@ -224,6 +241,11 @@ def test_every_step_in_korean_leaves_no_english_and_nothing_cut_off(browser, app
             cut = page.evaluate(CUT_JS)
             if cut:
                 problems[f"{key}: cut off by its own box"] = cut[:5]
+            covered = page.evaluate(OVERLAP_JS)
+            if covered:
+                problems[f"{key}: a legend over a plot's words"] = covered[:5]
+            if key == "review" and not page.locator("#ld-model-measures .js-plotly-plot g.legend").count():
+                problems["review: no model measures chart to look at"] = True
         assert not problems, problems
     finally:
         context.close()

@@ -392,8 +392,11 @@ def model_measures_figure(rows: dict[int, dict], recommended: int | None, hold_s
     top_drift = max([d for d in drift if d is not None] + [drift_limit]) * 1.15
     fig.update_layout(
         title={"text": tr("model_measures", lang), "font": {"size": 14}}, height=300, template=_TEMPLATE,
-        paper_bgcolor="white", plot_bgcolor="white", margin={"l": 50, "r": 50, "t": 40, "b": 40},
-        legend={"orientation": "h", "y": -0.25},
+        paper_bgcolor="white", plot_bgcolor="white", margin={"l": 50, "r": 50, "t": 40, "b": 10},
+        # the legend at the foot of the figure (y in the figure's own height, not the plot area's): plotly keeps
+        # its rows out of the axes' room, so the step axis's title stays above it however many rows a narrow
+        # screen makes of it (one placed under the plot area at a fraction of its height covered that title)
+        legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0, "xanchor": "left"},
         xaxis={**_AXIS, "title": tr("step", lang)},
         yaxis={**_AXIS, "title": tr("trigger_hold", lang)},
         yaxis2={"title": tr("prior_drift", lang), "overlaying": "y", "side": "right", "range": [0, top_drift],
