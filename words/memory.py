@@ -13,7 +13,7 @@ TEXTS = {
     "memory.warn.fp16_family": ("{family} was trained in bf16 and overflows more readily in fp16: on this device the "
                                 "run uses fp16 with the loss scaler and the guard watching, and T5 stays in fp32; a "
                                 "GPU with bf16 (RTX 30xx or newer) avoids it",
-                                "{family}은(는) bf16으로 학습된 모델이라 fp16에서 더 쉽게 넘칩니다. 이 장치에서는 손실 "
+                                "{family} 모델은 bf16으로 학습되어 fp16에서 더 쉽게 넘칩니다. 이 장치에서는 손실 "
                                 "스케일러와 가드를 켠 fp16으로 돌고 T5는 fp32로 둡니다. bf16이 되는 GPU(RTX 30xx 이상)"
                                 "라면 이 문제가 없습니다"),
     "memory.warn.provisional": ("{family}'s activation figures are provisional, not yet measured at full width: "
