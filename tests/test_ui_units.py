@@ -154,7 +154,9 @@ def test_metric_values_from_json_files_are_read():
 
 
 def test_dose_gauge_has_the_zone():
-    fig = plots.dose_gauge(0.2, 0.05, 0.3, "en")
+    from ui.step_charts import dose_gauge
+
+    fig = dose_gauge(0.2, 0.05, 0.3, "en")
     steps = fig.data[0].gauge.steps
     assert [tuple(s.range) for s in steps][1] == (0.05, 0.3)
     assert fig.data[0].value == 0.2

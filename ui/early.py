@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .html_rewrite import HtmlRewrite
+
 EARLY_JS = (Path(__file__).parent / "early.js").read_text(encoding="utf-8")
 _TAG = f"<script>{EARLY_JS}</script>".encode()
 
@@ -22,40 +24,8 @@ def with_early_script(page: bytes) -> bytes:
     return page if at < 0 else page[:at] + _TAG + page[at:]
 
 
-class EarlyScript:
+class EarlyScript(HtmlRewrite):
     """ASGI middleware: the early script in every HTML page (the app's page, the login page)."""
 
-    def __init__(self, app):
-        self.app = app
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope.get("method") != "GET":
-            await self.app(scope, receive, send)
-            return
-        start: dict | None = None
-        body: list[bytes] = []
-
-        async def capture(message):
-            nonlocal start
-            if message["type"] == "http.response.start":
-                headers = dict(message.get("headers") or [])
-                html = headers.get(b"content-type", b"").startswith(b"text/html")
-                if not html or headers.get(b"content-encoding"):
-                    start = {"pass": True}
-                    await send(message)
-                    return
-                start = message
-                return
-            if start is None or start.get("pass"):
-                await send(message)
-                return
-            if message["type"] == "http.response.body":
-                body.append(message.get("body", b""))
-                if not message.get("more_body"):
-                    page = with_early_script(b"".join(body))
-                    headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
-                    headers.append((b"content-length", str(len(page)).encode()))
-                    await send({**start, "headers": headers})
-                    await send({"type": "http.response.body", "body": page})
-
-        await self.app(scope, receive, capture)
+    def rewrite(self, page: bytes) -> bytes:
+        return with_early_script(page)

@@ -24,9 +24,9 @@ MAX_VLINES = 20  # vertical lines for non-finite steps; beyond that the markers 
 SMOOTHING = 0.9
 RED, BLUE, GREY, ORANGE, GREEN = "#d62728", "#1f77b4", "#9e9e9e", "#ff7f0e", "#2ca02c"
 # "plotly_white" by hand: resolving a named template costs ~13 ms per figure, four figures per poll
-_TEMPLATE = "none"
+TEMPLATE = "none"
 Fig = dict[str, Any]  # a figure as plotly JSON: {"data": [...], "layout": {...}}
-_AXIS = {"gridcolor": "#ebf0f8", "linecolor": "#ebf0f8", "zerolinecolor": "#ebf0f8", "showgrid": True,
+AXIS = {"gridcolor": "#ebf0f8", "linecolor": "#ebf0f8", "zerolinecolor": "#ebf0f8", "showgrid": True,
          "automargin": True}
 
 
@@ -113,8 +113,8 @@ class _Chart:
             "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"},
             "hovermode": "x unified", "paper_bgcolor": "white",
             "plot_bgcolor": "white", "font": {"color": "#2a3f5f"},
-            "xaxis": {"title": {"text": tr("step", lang)}, "rangemode": "nonnegative", **_AXIS},  # no step -0.5
-            "yaxis": {"title": {"text": ytitle}, "type": "log" if log_y else "linear", **_AXIS},
+            "xaxis": {"title": {"text": tr("step", lang)}, "rangemode": "nonnegative", **AXIS},  # no step -0.5
+            "yaxis": {"title": {"text": ytitle}, "type": "log" if log_y else "linear", **AXIS},
         }
 
     def line(self, xs, ys, name: str, color: str, keep=(), width: float = 1.5, dash: str | None = None) -> None:
@@ -340,66 +340,3 @@ def compare_figure(series: dict[str, dict], figure: str, names: dict[str, str], 
 def as_figure(fig: Fig) -> go.Figure:
     """The figure JSON as a validated plotly Figure (raises on a key plotly does not know)."""
     return go.Figure(fig)
-
-
-def dose_gauge(dose: float, low: float, high: float, lang: str = "en") -> go.Figure:
-    """The dose against the preset's zone: under (grey), fit (green), over (red)."""
-    top = max(high * 2.0, dose * 1.15, 1e-9)
-    fig = go.Figure(go.Indicator(
-        mode="gauge+number", value=dose, number={"valueformat": ".3g"},
-        title={"text": tr("dose", lang), "font": {"size": 14}},
-        gauge={
-            "axis": {"range": [0, top]},
-            "bar": {"color": "#333333", "thickness": 0.25},
-            "steps": [{"range": [0, low], "color": "#e0e0e0"}, {"range": [low, high], "color": "#a5d6a7"},
-                      {"range": [high, top], "color": "#ef9a9a"}],
-            "threshold": {"line": {"color": RED, "width": 3}, "thickness": 0.8, "value": dose},
-        },
-    ))
-    fig.update_layout(height=250, margin={"l": 30, "r": 30, "t": 50, "b": 10})
-    return fig
-
-
-def histogram_figure(bins: Sequence[dict], title: str, lang: str = "en") -> go.Figure:
-    """A bar chart of the scan's size or aspect histogram (``label``/``count`` rows)."""
-    fig = go.Figure(go.Bar(x=[b["label"] for b in bins], y=[b["count"] for b in bins], marker={"color": BLUE}))
-    fig.update_layout(title={"text": title, "font": {"size": 14}}, height=240, template=_TEMPLATE,
-                      paper_bgcolor="white", plot_bgcolor="white",
-                      margin={"l": 40, "r": 10, "t": 40, "b": 40}, yaxis={"title": tr("count", lang)})
-    return fig
-
-
-def model_measures_figure(rows: dict[int, dict], recommended: int | None, hold_shows: float, drift_limit: float,
-                          lang: str = "en") -> go.Figure:
-    """The run's own model over its saves (``rows``: :func:`trainer.doctor.model_measures.measures_by_step`):
-    trigger hold (does the trigger alone bring the subject, left axis) and prior drift (how far what the model
-    draws without the trigger moved, right axis), each with the line the verdict reads it against, and the
-    recommended save marked."""
-    steps = sorted(rows)
-    fig = go.Figure()
-    gain = [rows[s].get("trigger_hold") for s in steps]
-    drift = [rows[s].get("prior_drift") for s in steps]
-    fig.add_trace(go.Scatter(x=steps, y=gain, name=tr("trigger_hold", lang), mode="lines+markers",
-                             line={"color": BLUE, "width": 2}))
-    fig.add_trace(go.Scatter(x=steps, y=drift, name=tr("prior_drift", lang), mode="lines+markers", yaxis="y2",
-                             line={"color": ORANGE, "width": 2}))
-    fig.add_hline(y=hold_shows, line={"color": BLUE, "dash": "dot", "width": 1})
-    fig.add_hline(y=drift_limit, line={"color": ORANGE, "dash": "dot", "width": 1}, yref="y2")
-    if recommended is not None and recommended in rows:
-        fig.add_vline(x=recommended, line={"color": GREEN, "dash": "dash", "width": 2})
-        fig.add_trace(go.Scatter(x=[recommended], y=[rows[recommended].get("trigger_hold")], mode="markers",
-                                 name=tr("recommended", lang), marker={"symbol": "star", "size": 14, "color": GREEN}))
-    top_drift = max([d for d in drift if d is not None] + [drift_limit]) * 1.15
-    fig.update_layout(
-        title={"text": tr("model_measures", lang), "font": {"size": 14}}, height=300, template=_TEMPLATE,
-        paper_bgcolor="white", plot_bgcolor="white", margin={"l": 50, "r": 50, "t": 40, "b": 10},
-        # the legend at the foot of the figure (y in the figure's own height, not the plot area's): plotly keeps
-        # its rows out of the axes' room, so the step axis's title stays above it however many rows a narrow
-        # screen makes of it (one placed under the plot area at a fraction of its height covered that title)
-        legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0, "xanchor": "left"},
-        xaxis={**_AXIS, "title": tr("step", lang)},
-        yaxis={**_AXIS, "title": tr("trigger_hold", lang)},
-        yaxis2={"title": tr("prior_drift", lang), "overlaying": "y", "side": "right", "range": [0, top_drift],
-                "showgrid": False},
-    )
-    return fig

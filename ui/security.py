@@ -27,6 +27,7 @@ from starlette.responses import PlainTextResponse
 
 from trainer.errors import UserError
 
+from .html_rewrite import HtmlRewrite
 from .paths import is_loopback
 
 GENERATED_USER = "lora"
@@ -186,39 +187,8 @@ class HostOriginGuard:
             await PlainTextResponse(refused[1], status_code=refused[0])(scope, receive, send)
 
 
-class HideApiInfo:
+class HideApiInfo(HtmlRewrite):
     """ASGI middleware: in HTML pages, replace the embedded API description with ``null``."""
 
-    def __init__(self, app):
-        self.app = app
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope.get("method") != "GET":
-            await self.app(scope, receive, send)
-            return
-        start: dict | None = None
-        body: list[bytes] = []
-
-        async def capture(message):
-            nonlocal start
-            if message["type"] == "http.response.start":
-                headers = dict(message.get("headers") or [])
-                if not headers.get(b"content-type", b"").startswith(b"text/html"):
-                    await send(message)
-                    start = {"pass": True}
-                    return
-                start = message
-                return
-            if start is not None and start.get("pass"):
-                await send(message)
-                return
-            if message["type"] == "http.response.body":
-                body.append(message.get("body", b""))
-                if not message.get("more_body"):
-                    page = _API_INFO.sub(b"window.gradio_api_info = null;</script>", b"".join(body))
-                    headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
-                    headers.append((b"content-length", str(len(page)).encode()))
-                    await send({**start, "headers": headers})
-                    await send({"type": "http.response.body", "body": page})
-
-        await self.app(scope, receive, capture)
+    def rewrite(self, page: bytes) -> bytes:
+        return _API_INFO.sub(b"window.gradio_api_info = null;</script>", page)

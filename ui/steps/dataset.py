@@ -20,7 +20,7 @@ from ..context import DEMO_DATASET, DEMO_HELD_OUT, DEMO_PRIOR
 from ..fields import NAMES, config_from_values
 from ..i18n import t
 from ..paths import import_uploads, safe_name
-from ..plots import histogram_figure
+from ..step_charts import histogram_figure
 from ..widgets import field_widgets
 from . import captioning, gates, own_data
 

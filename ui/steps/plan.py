@@ -23,7 +23,7 @@ from trainer.plan.steps import Plan, make_plan
 from ..binding import UI, error_box
 from ..fields import BY_NAME, NAMES, config_from_values
 from ..i18n import t
-from ..plots import dose_gauge
+from ..step_charts import dose_gauge
 from ..verdict_view import verdict_markdown
 from ..widgets import field_widgets
 from . import gates

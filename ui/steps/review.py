@@ -221,7 +221,7 @@ def model_measures_view(run: Path, recommended: int | None, lang: str) -> dict[s
     from trainer.doctor import verdict
     from trainer.doctor.model_measures import measures_by_step
 
-    from ..plots import model_measures_figure
+    from ..step_charts import model_measures_figure
 
     rows = {s: r for s, r in measures_by_step(run).items() if r.get("trigger_hold") is not None}
     if len(rows) < 2:
