@@ -82,6 +82,7 @@ class FlowMatchSchedule(NoiseSchedule):
         self.num_timesteps = int(scheduler.config.num_train_timesteps)
         # the scheduler's training timesteps run from the most noise down; ours count up with the noise
         self.timesteps = scheduler.timesteps.flip(0).float()
+        self._on_device: dict[torch.device, torch.Tensor] = {}  # the timesteps copied once to each device
         self.sampling = sampling
 
     def draw(self, n, generator):
@@ -90,8 +91,13 @@ class FlowMatchSchedule(NoiseSchedule):
         u = torch.sigmoid(torch.randn((n,), generator=generator))
         return (u * self.num_timesteps).long().clamp(max=self.num_timesteps - 1)
 
+    def _timesteps_on(self, device: torch.device) -> torch.Tensor:
+        if device not in self._on_device:
+            self._on_device[device] = self.timesteps.to(device)
+        return self._on_device[device]
+
     def _sigmas(self, t: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-        sigma = self.timesteps.to(t.device)[t] / self.num_timesteps
+        sigma = self._timesteps_on(t.device)[t] / self.num_timesteps
         return sigma.to(like.dtype).view(-1, *([1] * (like.ndim - 1)))
 
     def noised(self, x0, noise, t):
@@ -99,4 +105,4 @@ class FlowMatchSchedule(NoiseSchedule):
         return (1.0 - sigma) * x0 + sigma * noise, noise - x0
 
     def model_timesteps(self, t):
-        return self.timesteps.to(t.device)[t]
+        return self._timesteps_on(t.device)[t]
