@@ -43,7 +43,7 @@ def estimate(family: str, precision: str, resolution: int, batch: int, checkpoin
     from trainer.config.schema import from_dict
     from trainer.plan.memory import estimate_memory
 
-    base = {"sd15": "trainer/models/model_configs/sd15", "sdxl": "trainer/models/model_configs/sdxl"}[family]
+    base = f"trainer/models/model_configs/{family}"
     cfg = from_dict({"model": {"base": str(REPO / base), "family": family},
                      "dataset": {"resolution": resolution}, "lora": {"rank": 16, "alpha": 16.0, "targets": "attn"},
                      "train": {"precision": precision, "batch_size": batch, "gradient_checkpointing": checkpointing,
@@ -108,7 +108,7 @@ def _pixels(res: int) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--family", choices=("sd15", "sdxl"), default="sd15")
+    ap.add_argument("--family", choices=("sd15", "sdxl", "sd3"), default="sd15")
     ap.add_argument("--precision", default="fp32,bf16", help="comma-separated: fp32, bf16 (fp32 first)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--cells", default="", help="cells to measure instead of the default ones, e.g. 256x1,256x2")

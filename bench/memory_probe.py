@@ -1,4 +1,4 @@
-"""Measured peak memory of one LoRA training step on the real SD1.5 / SDXL architectures (full width, random
+"""Measured peak memory of one LoRA training step on the real SD1.5 / SDXL / SD3.5 architectures (full width, random
 weights from the shipped configs, no download), counted at the allocator.
 
 ``torch.profiler.profile(profile_memory=True)`` records every CPU allocator allocation and free as a ``[memory]``
@@ -15,6 +15,7 @@ weights, LoRA params and optimizer state exist before the step and are counted f
 from __future__ import annotations
 
 import contextlib
+import json
 import types
 
 import torch
@@ -64,26 +65,55 @@ def peaks(fn) -> dict[str, int]:
 
 
 def build_unet(family: str, dtype: torch.dtype):
-    """The family's real UNet from its shipped config, random weights, built directly in ``dtype`` (SDXL's
-    2.6 G params would need 10 GB in fp32 first)."""
-    from diffusers import UNet2DConditionModel
+    """The family's real denoiser (SD1.5/SDXL's UNet, SD3.5's transformer) from its shipped config, random weights,
+    built directly in ``dtype`` (SDXL's 2.6 G params would need 10 GB in fp32 first)."""
+    from trainer.models.family import family as model_family
 
-    config = UNet2DConditionModel.load_config(str(MODEL_CONFIG_DIR / family / "unet"))
+    adapter = model_family(family)
+    config_dir = MODEL_CONFIG_DIR / family / adapter.denoiser_component
+    config = json.loads((config_dir / "config.json").read_text())
     previous = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
     try:
         torch.manual_seed(0)
-        return UNet2DConditionModel.from_config(config)
+        return adapter.denoiser_from_config(config)
     finally:
         torch.set_default_dtype(previous)
 
 
 def attach(unet, family: str, rank: int = 16, targets: str = "attn"):
     from trainer.config.schema import LoraConfig
+    from trainer.models.family import family as model_family
     from trainer.models.lora import attach_lora
 
-    return attach_lora(types.SimpleNamespace(unet=unet), LoraConfig(rank=rank, alpha=rank, targets=targets), family,
-                       seed=0)
+    role = model_family(family).denoiser_component
+    return attach_lora(types.SimpleNamespace(**{role: unet}), LoraConfig(rank=rank, alpha=rank, targets=targets),
+                       family, seed=0)
+
+
+def step_inputs(unet, family: str, resolution: int, batch: int) -> tuple[torch.Tensor, dict, torch.Tensor]:
+    """(noisy latents, the denoiser's other inputs, a target) as the family's training step gives them."""
+    gen = torch.Generator().manual_seed(0)
+    weight_dtype = next(p for p in unet.parameters() if not p.requires_grad).dtype
+    channels = int(unet.config.in_channels)
+    side = resolution // 8
+    latents = torch.randn(batch, channels, side, side, generator=gen).to(weight_dtype)
+    target = torch.randn(batch, channels, side, side, generator=gen)
+    if family == "sd3":  # CLIP-L + CLIP-G's 77 tokens and T5's 256, the pooled CLIP embeddings, a sigma × 1000
+        from trainer.models.families.sd3 import T5_TOKENS
+
+        kwargs = {"encoder_hidden_states": torch.randn(batch, 77 + T5_TOKENS, unet.config.joint_attention_dim,
+                                                       generator=gen),
+                  "pooled_projections": torch.randn(batch, unet.config.pooled_projection_dim, generator=gen),
+                  "timestep": torch.rand(batch, generator=gen) * 1000}
+        return latents, kwargs, target
+    kwargs = {"timestep": torch.randint(0, 1000, (batch,), generator=gen),
+              "encoder_hidden_states": torch.randn(batch, 77, unet.config.cross_attention_dim, generator=gen)}
+    if family == "sdxl":
+        kwargs["added_cond_kwargs"] = {
+            "text_embeds": torch.randn(batch, 1280, generator=gen),
+            "time_ids": torch.tensor([[resolution, resolution, 0, 0, resolution, resolution]] * batch).float()}
+    return latents, kwargs, target
 
 
 def step_peak(unet, family: str, resolution: int, batch: int, precision: str, checkpointing: bool) -> dict[str, int]:
@@ -93,22 +123,12 @@ def step_peak(unet, family: str, resolution: int, batch: int, precision: str, ch
         p.grad = None
     unet.train()
     unet.enable_gradient_checkpointing() if checkpointing else unet.disable_gradient_checkpointing()
-    side = resolution // 8
-    gen = torch.Generator().manual_seed(0)
-    weight_dtype = next(p for p in unet.parameters() if not p.requires_grad).dtype
-    latents = torch.randn(batch, 4, side, side, generator=gen).to(weight_dtype)
-    hidden = torch.randn(batch, 77, unet.config.cross_attention_dim, generator=gen)
-    timesteps = torch.randint(0, 1000, (batch,), generator=gen)
-    added = None
-    if family == "sdxl":
-        added = {"text_embeds": torch.randn(batch, 1280, generator=gen),
-                 "time_ids": torch.tensor([[resolution, resolution, 0, 0, resolution, resolution]] * batch).float()}
-    target = torch.randn(batch, 4, side, side, generator=gen)
+    latents, kwargs, target = step_inputs(unet, family, resolution, batch)
     autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else contextlib.nullcontext())
 
     def run():
         with autocast:
-            pred = unet(latents, timesteps, hidden, added_cond_kwargs=added).sample
+            pred = unet(latents, return_dict=False, **kwargs)[0]
         loss = torch.nn.functional.mse_loss(pred.float(), target)
         loss.backward()
 

@@ -46,7 +46,7 @@ def ours(cfg):
     def step(size: int | None = None):
         size = size or cfg.train.batch_size
         if state["i"] >= len(state["batches"]) or size != state["size"]:
-            state["batches"] = epoch_batches(trainer.samples, size, 0, state["epoch"])
+            state["batches"] = epoch_batches(trainer.feeder.samples, size, 0, state["epoch"])
             state["size"] = size
             state["epoch"] += 1
             state["i"] = 0
@@ -54,7 +54,7 @@ def ours(cfg):
         state["i"] += 1
         trainer.optimizer_step(group, state["epoch"])
 
-    return step, trainer.denoiser
+    return step, trainer.models.denoiser
 
 
 def reference(cfg, device: torch.device | None = None, dtype: torch.dtype = torch.float32):

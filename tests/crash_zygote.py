@@ -38,25 +38,25 @@ def build(dataset: Path, out: Path) -> Trainer:
     trainer.prepare_run_folder(resume=None, parent=None)
     trainer.setup()
     with tempfile.TemporaryDirectory() as scratch:  # imports and first-call costs paid here, not in every child
-        trainer.write_lora_files(Path(scratch), 0)
-        ckpt.save_state(ckpt.snapshot(trainer), Path(scratch) / "state.pt")
+        trainer.checkpointer.write_lora_files(Path(scratch), 0)
+        ckpt.save_state(trainer.checkpointer.snapshot(), Path(scratch) / "state.pt")
     return trainer
 
 
 def move_to(trainer: Trainer, step: int) -> None:
     """As if training reached ``step``: other weights, so each checkpoint's files differ from the last's."""
     with torch.no_grad():
-        for p in trainer.trainable:
+        for p in trainer.models.trainable:
             p.add_(1e-3 * step)
-    trainer.global_step = step
+    trainer.state.global_step = step
 
 
 def child_op(trainer: Trainer, cmd: dict) -> None:
     op = cmd["op"]
     if op == "save_checkpoint":
-        assert trainer.save_checkpoint(trainer.global_step) is not None
+        assert trainer.checkpointer.save(trainer.state.global_step) is not None
     elif op == "save_final":
-        assert trainer.save_final() is not None
+        assert trainer.checkpointer.save_final() is not None
     elif op == "append":  # the metrics and events rows a run appends every step
         sink = RunFolderSink(trainer.paths.root)
         for i in range(cmd["rows"]):

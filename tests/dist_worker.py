@@ -42,10 +42,10 @@ def main(out: Path, configs: list[str]) -> int:
             "run_dir": str(result.run_dir),
             "rank": t.dist.rank,
             "world_size": t.dist.world_size,
-            "global_step": t.global_step,
+            "global_step": t.state.global_step,
             "plan_total_steps": t.plan.total_steps,
             "epochs_seen": t.state.position.epoch,
-            "lora": t.lora.state_dicts(),
+            "lora": t.models.lora.state_dicts(),
             "noise_heads": hooks.noise_heads,
             "batches": hooks.batches,
         }, out / f"{Path(path).stem}-rank{t.dist.rank}.pt")

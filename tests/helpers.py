@@ -90,7 +90,7 @@ class Overflow(Hooks):
     def after_backward(self, trainer):
         self.backward_passes += 1
         if self.backward_passes in self.attempts:
-            trainer.trainable[0].grad.fill_(float("inf"))
+            trainer.models.trainable[0].grad.fill_(float("inf"))
 
 
 def snapshot_of(snap: dict[str, Any]):

@@ -234,27 +234,27 @@ def _poison(tensor: torch.Tensor):
 def test_a_refused_save_keeps_the_previous_rollback_target_on_every_rank(trainer, rank):
     from trainer.train.distributed import Dist
 
-    main_dist = trainer.dist
-    trainer.global_step = 2
-    assert trainer.save_checkpoint(2) is not None
-    target = trainer.last_good
-    trainer.global_step = 3
-    trainer.dist = Dist(rank=rank)
+    main_dist = trainer.checkpointer.dist
+    trainer.state.global_step = 2
+    assert trainer.checkpointer.save(2) is not None
+    target = trainer.checkpointer.last_good
+    trainer.state.global_step = 3
+    trainer.checkpointer.dist = Dist(rank=rank)  # the saving part as another rank sees it
     try:
-        with _poison(trainer.trainable[0]):
-            assert trainer.save_checkpoint(3) is None
+        with _poison(trainer.models.trainable[0]):
+            assert trainer.checkpointer.save(3) is None
     finally:
-        trainer.dist = main_dist
-    assert trainer.last_good is target  # a failure at the next step rolls back to step 2, not onto NaN
+        trainer.checkpointer.dist = main_dist
+    assert trainer.checkpointer.last_good is target  # a failure at the next step rolls back to step 2, not onto NaN
     assert latest_checkpoint(trainer.paths) == trainer.paths.step_dir(2)
     assert not trainer.paths.step_dir(3).exists()
 
 
 @pytest.mark.slow
 def test_a_nonfinite_ema_leaves_no_checkpoint_folder_at_all(trainer):
-    trainer.global_step = 4
-    with _poison(trainer.ema.shadow[0]):  # the live weights are fine: only the EMA's check can refuse
-        assert trainer.save_checkpoint(4) is None
+    trainer.state.global_step = 4
+    with _poison(trainer.state.ema.shadow[0]):  # the live weights are fine: only the EMA's check can refuse
+        assert trainer.checkpointer.save(4) is None
     assert not trainer.paths.step_dir(4).exists()  # no LoRA files without state.pt
     assert [p.name for p in trainer.paths.checkpoints.iterdir() if p.name.startswith(".")] == []
     assert any(e.get("kind") == "save_refused" for e in trainer.external_sink.events)
@@ -262,17 +262,17 @@ def test_a_nonfinite_ema_leaves_no_checkpoint_folder_at_all(trainer):
 
 @pytest.mark.slow
 def test_save_now_then_stop_at_the_same_step_replaces_the_checkpoint_whole(trainer):
-    trainer.global_step = 5
-    first = trainer.save_checkpoint(5)
+    trainer.state.global_step = 5
+    first = trainer.checkpointer.save(5)
     before = (first / "state.pt").stat().st_ino
     with torch.no_grad():
-        trainer.trainable[0].add_(1.0)
-    assert trainer.save_final() == trainer.paths.final / "lora.safetensors"
+        trainer.models.trainable[0].add_(1.0)
+    assert trainer.checkpointer.save_final() == trainer.paths.final / "lora.safetensors"
     folder = trainer.paths.step_dir(5)
     assert {p.name for p in folder.iterdir()} == CHECKPOINT_FILES and (folder / "state.pt").stat().st_ino != before
     state = ckpt.load_state(folder / "state.pt")
     assert torch.equal(next(iter(state["lora"]["unet"].values())).float(),
-                       next(iter(trainer.lora.state_dicts()["unet"].values())).float())
+                       next(iter(trainer.models.lora.state_dicts()["unet"].values())).float())
     final = {p.name for p in trainer.paths.final.iterdir()}
     assert final == {n for n in CHECKPOINT_FILES if n.endswith(".safetensors")}
     assert (trainer.paths.final / "lora.safetensors").read_bytes() == (folder / "lora.safetensors").read_bytes()

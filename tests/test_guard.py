@@ -72,7 +72,7 @@ class InfInBatch(Hooks):
         self.at_step, self.files = at_step, None
 
     def batch_latents(self, trainer, latents):
-        if trainer.global_step + 1 == self.at_step and self.files is None:
+        if trainer.state.global_step + 1 == self.at_step and self.files is None:
             latents = latents.clone()
             latents[0, 0, 0, 0] = float("inf")
             self.files = list(trainer.last_batch_files)
@@ -102,9 +102,9 @@ class NanGradOnce(Hooks):
         self.at_step, self.done = at_step, False
 
     def after_backward(self, trainer):
-        if trainer.global_step + 1 == self.at_step and not self.done:
+        if trainer.state.global_step + 1 == self.at_step and not self.done:
             self.done = True
-            trainer.trainable[0].grad.fill_(float("nan"))
+            trainer.models.trainable[0].grad.fill_(float("nan"))
 
 
 def test_rollback_restores_the_last_checkpoint_and_halves_the_lr(dataset, tmp_path):
@@ -127,8 +127,8 @@ def test_rollback_restores_the_last_checkpoint_and_halves_the_lr(dataset, tmp_pa
 
 class NanEma(Hooks):
     def after_step(self, trainer):
-        if trainer.global_step == 3:
-            trainer.ema.shadow[0].view(-1)[0] = float("nan")
+        if trainer.state.global_step == 3:
+            trainer.state.ema.shadow[0].view(-1)[0] = float("nan")
 
 
 def test_nonfinite_ema_is_reported_as_ema_first(dataset, tmp_path):

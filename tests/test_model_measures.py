@@ -130,8 +130,8 @@ def test_a_run_measures_its_own_model_at_step_0_each_save_and_the_end(tmp_path):
             self.rows: list[dict] = []
 
         def after_step(self, trainer):
-            if trainer.global_step == 3:
-                self.rows = [trainer.probe(3), trainer.probe(3)]
+            if trainer.state.global_step == 3:
+                self.rows = [trainer.measures.measure(3), trainer.measures.measure(3)]
 
     data = write_toy_dataset(tmp_path / "data", n=6)
     cfg = tiny_config(data, tmp_path / "out", {"train.max_steps": 6, "save.every_steps": 3, "sample.enabled": True,

@@ -38,7 +38,7 @@ class PauseAt(Record):
         self.at = at
 
     def after_step(self, trainer):
-        if trainer.global_step == self.at:
+        if trainer.state.global_step == self.at:
             self.commands.pause()
 
 
@@ -53,7 +53,7 @@ def test_pause_then_continue_ends_bitwise_equal_to_an_uninterrupted_run(dataset,
     first = run_training(tiny_config(dataset, tmp_path / "b", OVER), sink, commands, hooks=first_hooks)
     assert first.status == "paused" and first.exit_code == 130, first.message
     run = first.run_dir
-    assert first_hooks.trainer.lora is None and first_hooks.trainer.pipe is None  # the models were let go
+    assert first_hooks.trainer.models is None and first_hooks.trainer.state is None  # the models were let go
     assert latest_checkpoint_step(run) == 2 and not (run / "final").exists()
     paused = sink.of_type("paused")
     assert len(paused) == 1 and paused[0]["checkpoint"] == str(run / "checkpoints" / "step-000002")

@@ -131,16 +131,16 @@ class Record(Overflow):
         super().after_backward(trainer)
 
     def after_step(self, trainer):
-        if self.stop_at is not None and trainer.global_step == self.stop_at:
+        if self.stop_at is not None and trainer.state.global_step == self.stop_at:
             self.commands.stop()
 
 
 def _final_tensors(trainer) -> dict[str, torch.Tensor]:
     """Copies (the live tensors change in place as the run goes on) of the LoRA, EMA and optimizer tensors."""
-    out = {f"lora.{role}.{k}": v for role, sd in trainer.lora.state_dicts().items() for k, v in sd.items()}
-    if trainer.ema is not None:
-        out.update({f"ema.{i}": s.clone() for i, s in enumerate(trainer.ema.shadow)})
-    for pid, st in trainer.optimizer.state_dict()["state"].items():
+    out = {f"lora.{role}.{k}": v for role, sd in trainer.models.lora.state_dicts().items() for k, v in sd.items()}
+    if trainer.state.ema is not None:
+        out.update({f"ema.{i}": s.clone() for i, s in enumerate(trainer.state.ema.shadow)})
+    for pid, st in trainer.state.optimizer.state_dict()["state"].items():
         out.update({f"opt.{pid}.{k}": v.clone() for k, v in st.items() if isinstance(v, torch.Tensor)})
     return out
 
@@ -178,7 +178,7 @@ def test_resume_is_bitwise_exact(dataset, tmp_path, case):
     assert any(k.startswith("lora.emb.") for k in a) and any(k.startswith("ema.") for k in a)
     unequal = [k for k in a if not torch.equal(a[k], b[k])]
     assert not unequal, unequal[:5]
-    assert straight_hooks.trainer.global_step == resumed_hooks.trainer.global_step == 3
+    assert straight_hooks.trainer.state.global_step == resumed_hooks.trainer.state.global_step == 3
 
 
 class NanParamAfter(Hooks):
@@ -193,19 +193,19 @@ class NanParamAfter(Hooks):
 
     def before_step(self, trainer):
         self.trainer = trainer
-        snap = trainer.last_good
+        snap = trainer.checkpointer.last_good
         if snap is not None and id(snap) not in self.copies:
             self.copies[id(snap)] = copy.deepcopy(snap)
         if trainer.guard.rollbacks and self.after_rollback is None:
-            self.after_rollback = {"live": _final_tensors(trainer), "step": trainer.global_step,
-                                   "scale": trainer.scaler.get_scale() if trainer.scaler else None,
+            self.after_rollback = {"live": _final_tensors(trainer), "step": trainer.state.global_step,
+                                   "scale": trainer.state.scaler.get_scale() if trainer.state.scaler else None,
                                    "past": self.copies[id(snap)]}
 
     def after_step(self, trainer):
-        if trainer.global_step == self.at and not self.done:
+        if trainer.state.global_step == self.at and not self.done:
             self.done = True
             with torch.no_grad():
-                trainer.trainable[0].view(-1)[0] = float("nan")
+                trainer.models.trainable[0].view(-1)[0] = float("nan")
 
 
 @pytest.mark.slow
@@ -236,7 +236,7 @@ def test_fp16_rollback_without_bf16_restores_the_past_and_finishes(dataset, tmp_
     for pid, st in past["optimizer"]["state"].items():
         for k in ("exp_avg", "exp_avg_sq"):
             assert torch.equal(live[f"opt.{pid}.{k}"], st[k]), (pid, k)
-    assert hooks.trainer.precision.precision == "fp16"
+    assert hooks.trainer.models.precision.precision == "fp16"
     assert read_jsonl(result.run_dir / "metrics.jsonl")[-1]["step"] == 7
 
 
@@ -299,15 +299,15 @@ class SwitchToBf16(Hooks):
         self.seen: dict | None = None
 
     def after_step(self, trainer):
-        if trainer.global_step == 1 and self.seen is None:
-            cached_before = len(trainer.text._cache)
-            trainer.apply_change({"key": "train.precision", "old": "fp16", "new": "bf16"})
-            frozen = {part: {p.dtype for p in getattr(trainer.pipe, part).parameters()
+        if trainer.state.global_step == 1 and self.seen is None:
+            cached_before = len(trainer.models.text._cache)
+            trainer.recovery.apply_change({"key": "train.precision", "old": "fp16", "new": "bf16"})
+            frozen = {part: {p.dtype for p in getattr(trainer.models.pipe, part).parameters()
                              if not p.requires_grad and p.is_floating_point()}
                       for part in ("unet", "text_encoder")}
-            self.seen = {"cached_before": cached_before, "cached_after": len(trainer.text._cache),
-                         "frozen": frozen, "vae": {p.dtype for p in trainer.pipe.vae.parameters()},
-                         "scaler": trainer.scaler, "trainable": {p.dtype for p in trainer.trainable}}
+            self.seen = {"cached_before": cached_before, "cached_after": len(trainer.models.text._cache),
+                         "frozen": frozen, "vae": {p.dtype for p in trainer.models.pipe.vae.parameters()},
+                         "scaler": trainer.state.scaler, "trainable": {p.dtype for p in trainer.models.trainable}}
 
 
 @pytest.mark.slow

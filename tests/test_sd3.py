@@ -157,8 +157,8 @@ def test_t5_never_runs_in_fp16_and_the_scaler_skips_overflow(base, dataset, tmp_
         def batch_latents(self, trainer, latents):
             if not self.hooked:
                 self.hooked = True
-                for name, layer in (("t5", trainer.pipe.text_encoder_3.encoder.block[0].layer[0].SelfAttention.q),
-                                    ("transformer", trainer.denoiser.transformer_blocks[0].ff.net[2])):
+                for name, layer in (("t5", trainer.models.pipe.text_encoder_3.encoder.block[0].layer[0].SelfAttention.q),
+                                    ("transformer", trainer.models.denoiser.transformer_blocks[0].ff.net[2])):
                     layer.register_forward_hook(lambda m, i, out, name=name: seen[name].add(out.dtype))
             return super().batch_latents(trainer, latents)
 
@@ -201,7 +201,7 @@ class StopAt(Hooks):
         self.step, self.commands = step, commands
 
     def after_step(self, trainer):
-        if trainer.global_step == self.step:
+        if trainer.state.global_step == self.step:
             self.commands.stop()
 
 

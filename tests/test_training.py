@@ -126,7 +126,7 @@ class StopAt(Hooks):
         self.step, self.commands = step, commands
 
     def after_step(self, trainer):
-        if trainer.global_step == self.step:
+        if trainer.state.global_step == self.step:
             self.commands.stop()
 
 
@@ -169,10 +169,10 @@ def test_ema_is_fp32_over_trainable_params_only_and_saved_beside(dataset, tmp_pa
     result = run_training(cfg, MemorySink(), hooks=hooks)
     assert result.status == "finished", result.message
     t = hooks.trainer
-    assert all(s.dtype == torch.float32 for s in t.ema.shadow)
-    assert len(t.ema.shadow) == len(t.trainable)
-    assert sum(s.numel() for s in t.ema.shadow) == sum(p.numel() for p in t.trainable)
-    assert sum(s.numel() for s in t.ema.shadow) < sum(p.numel() for p in t.denoiser.parameters()) / 10
+    assert all(s.dtype == torch.float32 for s in t.state.ema.shadow)
+    assert len(t.state.ema.shadow) == len(t.models.trainable)
+    assert sum(s.numel() for s in t.state.ema.shadow) == sum(p.numel() for p in t.models.trainable)
+    assert sum(s.numel() for s in t.state.ema.shadow) < sum(p.numel() for p in t.models.denoiser.parameters()) / 10
     live = load_file(str(result.run_dir / "final" / "lora.safetensors"))
     ema = load_file(str(result.run_dir / "final" / "lora_ema.safetensors"))
     assert live.keys() == ema.keys()

@@ -68,7 +68,7 @@ def test_trained_embedding_is_saved_and_loads_in_diffusers_as_trained(tmp_path):
     assert "lora_te" not in "".join(load_file(str(final / "lora.safetensors")))  # the LoRA file stays a LoRA
 
     # what the trainer fed the UNet for a trigger prompt is what diffusers makes of the saved file
-    trained_te = hooks.trainer.pipe.text_encoder
+    trained_te = hooks.trainer.models.pipe.text_encoder
     prompt = "zxc, wearing a red hat, on grass"
     tok = base.tokenizer
     with torch.no_grad():
@@ -96,7 +96,7 @@ def test_resume_restores_the_embedding(tmp_path):
 
     class StopAt(Hooks):
         def after_step(self, trainer):
-            if trainer.global_step == 4:
+            if trainer.state.global_step == 4:
                 commands.stop()
 
     first = run_training(tiny_config(data, tmp_path / "b", over), MemorySink(), commands, hooks=StopAt())

@@ -56,21 +56,21 @@ def test_same_weights_same_number_and_it_moves_when_the_weights_move(tmp_path):
     _, held = split_holdout(scan_dataset(cfg.dataset), 2, seed=cfg.train.seed)
     from trainer.data.batches import LatentCache
 
-    encoder = LatentCache(t.pipe.vae, t.device, t.precision.vae_dtype, None)
+    encoder = LatentCache(t.models.pipe.vae, t.models.device, t.models.precision.vae_dtype, None)
     vset = build_validation_set(samples_from_report(type("R", (), {"items": held})()), encoder,
-                                fixed_timesteps(4, t.schedule.num_timesteps), 0, t.device)
-    modules = list(t.lora.models.values())
+                                fixed_timesteps(4, t.models.schedule.num_timesteps), 0, t.models.device)
+    modules = list(t.models.lora.models.values())
 
     def value() -> float:
-        return validation_loss(vset, t.adapter, t.denoiser, t.text, t.schedule, t.precision, modules)
+        return validation_loss(vset, t.models.adapter, t.models.denoiser, t.models.text, t.models.schedule, t.models.precision, modules)
 
-    t.denoiser.train()
+    t.models.denoiser.train()
     rng = torch.get_rng_state()
     first = value()
     assert torch.equal(rng, torch.get_rng_state())  # the training's random stream is untouched
-    assert t.denoiser.training  # and its mode restored
+    assert t.models.denoiser.training  # and its mode restored
     assert value() == first  # the same weights give the very same number
-    lora_param = next(p for n, p in t.denoiser.named_parameters() if "lora_B" in n)
+    lora_param = next(p for n, p in t.models.denoiser.named_parameters() if "lora_B" in n)
     with torch.no_grad():
         lora_param.add_(0.05)
     moved = value()
@@ -173,7 +173,7 @@ def test_fp16_with_loss_scaling_scores_what_fp32_scores_on_the_same_weights(tmp_
                                                  "save.every_steps": 2, "train.max_steps": 4})
     class Keep(Overflow):
         def after_step(self, trainer):
-            self.final = trainer.lora.state_dicts()  # after the last step: the weights scored at step 4
+            self.final = trainer.models.lora.state_dicts()  # after the last step: the weights scored at step 4
 
     hooks = Keep((2,))  # the second backward pass overflows
     result = run_training(cfg, MemorySink(), hooks=hooks)
@@ -189,9 +189,9 @@ def test_fp16_with_loss_scaling_scores_what_fp32_scores_on_the_same_weights(tmp_
     t = Trainer(fp32, MemorySink(), Commands(), Dist(), Hooks())
     t.prepare_run_folder(resume=None, parent=None)
     t.setup()
-    untrained = t.validate()
-    t.lora.load_state_dicts(hooks.final)
-    scored_fp32 = t.validate()
+    untrained = t.validator.loss()
+    t.models.lora.load_state_dicts(hooks.final)
+    scored_fp32 = t.validator.loss()
     # fp16's rounding moves the number by less than a tenth of what four steps of training moved it (measured:
     # 1.196326 untrained, 1.192940 in fp32, 1.192940 in fp16)
     assert abs(scored_fp32 - scored[4]) < abs(scored_fp32 - untrained) / 10

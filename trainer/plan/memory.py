@@ -269,7 +269,7 @@ def estimate_memory(cfg: Config, buckets: list[dict] | None = None, device: torc
     parts = {
         "unet_weights": shapes.unet * wbytes,
         "text_encoder_weights": sum(n for _, n in shapes.text_encoders) * wbytes,
-        # after the latent cache is filled the VAE goes back to the CPU (prepare_data); on a CPU it stays
+        # after the latent cache is filled the VAE goes back to the CPU (Feeder.cache_latents); on a CPU it stays
         "vae_weights": shapes.vae * vae_bytes if (not cfg.dataset.cache_latents or device.type == "cpu") else 0,
         "lora_weights": lora,
         "lora_gradients": lora,

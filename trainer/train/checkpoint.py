@@ -6,13 +6,18 @@ The same snapshot, held in memory, is what the guard's rollback restores.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from trainer.io import atomic_target
 from trainer.tensor_files import NonFiniteTensorError, first_nonfinite
 from trainer.train.state import rng_state
+
+if TYPE_CHECKING:
+    from trainer.config.schema import Config
+    from trainer.train.distributed import Dist
+    from trainer.train.state import TrainState
 
 
 def _tensors(obj: Any, prefix: str = "") -> dict[str, torch.Tensor]:
@@ -29,20 +34,14 @@ def _tensors(obj: Any, prefix: str = "") -> dict[str, torch.Tensor]:
     return out
 
 
-def snapshot(trainer) -> dict[str, Any]:
-    """The trainer's :class:`~trainer.train.state.TrainState` snapshot, with every rank's generators and the config.
+def snapshot(state: TrainState, dist: Dist, config: Config) -> dict[str, Any]:
+    """The :class:`~trainer.train.state.TrainState` snapshot, with every rank's generators and the config.
 
     Every rank calls it at the same steps (it gathers the generators when there are several).
     """
-    rngs = trainer.dist.all_gather_object(rng_state())
-    snap = trainer.state.snapshot(rngs)
-    snap["config"] = trainer.config.to_toml()
+    snap = state.snapshot(dist.all_gather_object(rng_state()))
+    snap["config"] = config.to_toml()
     return snap
-
-
-def restore(trainer, snap: dict[str, Any]) -> None:
-    """Put ``snap`` back into the trainer's state (see :meth:`TrainState.restore`)."""
-    trainer.state.restore(snap, legacy_position=trainer.position_of_step)
 
 
 def nonfinite_in_state(state: dict[str, Any]) -> str | None:

@@ -1,53 +1,94 @@
-"""A step's pictures: loaded ahead on a worker thread when latents are not cached, flipped by a seeded draw,
-and encoded by the VAE when there is no latent cache."""
+"""A step's pictures as latents: from the latent cache when there is one, otherwise loaded ahead on a worker
+thread and encoded by the VAE; flipped by a seeded draw, so a resumed run sees the same pictures."""
 
 from __future__ import annotations
 
+import random
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
 import torch
 
-from trainer.data.batches import LatentCache, image_tensor
-from trainer.train.parts import TrainerParts
+from trainer.config.schema import Config
+from trainer.data.batches import LatentCache, Sample, image_tensor
+from trainer.train.distributed import Dist
+from trainer.train.modelset import TrainingModels
 
 
-class FeedingMixin(TrainerParts):
-    """The Trainer's picture loading (``self._loader`` and ``self._pixels`` are set in its ``__init__``)."""
+class Feeder:
+    """The training pictures of one rank. ``cache_latents`` encodes them all once (when the config says so);
+    without a cache each step's pictures are read by a worker thread while the step before computes."""
 
-    def prefetch(self, epoch: int, start: int, group) -> None:
-        """Without a latent cache, load the next step's images on a worker thread while this step computes
-        (PIL decoding and resizing release the GIL), so data loading is off the critical path."""
-        if self.latents is not None or not group:
+    def __init__(self, config: Config, dist: Dist, models: TrainingModels, samples: list[Sample]):
+        self.config, self.dist, self.models, self.samples = config, dist, models, samples
+        self.cache: LatentCache | None = None
+        self._loader: ThreadPoolExecutor | None = None
+        self._pixels: dict[tuple[int, int], Future] = {}
+        self._encoder: LatentCache | None = None  # the VAE encoder of steps whose latents are not cached
+
+    def cache_latents(self, progress: Callable[[int, int, float], None]) -> None:
+        """Encode every picture (and its flip, when flips are on) once, into memory or the disk cache; the VAE
+        then leaves the device until it is needed to sample. ``progress(done, total, t0)``."""
+        cfg, models = self.config, self.models
+        if not cfg.dataset.cache_latents:
             return
-        if self._loader is None:
-            from concurrent.futures import ThreadPoolExecutor
+        disk = Path(cfg.save.output_dir) / ".cache" / "latents" if cfg.dataset.cache_to_disk else None
+        if disk is not None:
+            disk.mkdir(parents=True, exist_ok=True)
+        self.cache = LatentCache(models.pipe.vae, models.device, models.precision.vae_dtype, disk)
+        flips = (False, True) if cfg.dataset.flip else (False,)
+        t0 = time.perf_counter()
+        self.cache.fill(self.samples, flips, lambda done, total: progress(done, total, t0))
+        if models.device.type != "cpu":
+            models.pipe.vae.to("cpu")  # the VAE is only needed to sample now
 
-            self._loader = ThreadPoolExecutor(max_workers=max(1, self.config.train.num_workers),
-                                              thread_name_prefix="lora-data")
-        for i, batch in enumerate(group):
-            pos = start + i
-            key = (epoch, pos)
-            if key not in self._pixels:
-                flips = self._flips(epoch, pos, len(batch))
-                self._pixels[key] = self._loader.submit(_load_pixels, batch, flips)
-
-    def _flips(self, epoch: int, pos: int, n: int) -> list[bool]:
+    def flips(self, epoch: int, pos: int, n: int) -> list[bool]:
         if not self.config.dataset.flip:
             return [False] * n
-        import random
-
         rank = f":{self.dist.rank}" if self.dist.rank else ""  # rank 0 draws what a single process draws
         rng = random.Random(f"{self.config.train.seed}:{epoch}:{pos}{rank}:flip")
         return [rng.random() < 0.5 for _ in range(n)]
 
-    def _batch_pixels(self, batch, epoch: int, pos: int, flips: list[bool]) -> torch.Tensor:
-        future = self._pixels.pop((epoch, pos), None)
-        if future is not None:
-            return future.result()
-        return torch.stack([image_tensor(s.path, s.bucket, f) for s, f in zip(batch, flips)])
+    def prefetch(self, epoch: int, start: int, group) -> None:
+        """Without a latent cache, load the next step's images on a worker thread while this step computes
+        (PIL decoding and resizing release the GIL), so data loading is off the critical path."""
+        if self.cache is not None or not group:
+            return
+        if self._loader is None:
+            self._loader = ThreadPoolExecutor(max_workers=max(1, self.config.train.num_workers),
+                                              thread_name_prefix="lora-data")
+        for i, batch in enumerate(group):
+            key = (epoch, start + i)
+            if key not in self._pixels:
+                self._pixels[key] = self._loader.submit(_load_pixels, batch, self.flips(epoch, start + i, len(batch)))
 
-    def _encoder(self) -> LatentCache:
-        if self._pixel_encoder is None:
-            self._pixel_encoder = LatentCache(self.pipe.vae, self.device, self.precision.vae_dtype, None)
-        return self._pixel_encoder
+    def latents(self, batch: list[Sample], epoch: int, pos: int, flips: list[bool]) -> torch.Tensor:
+        """The batch's latents: cached, or its pictures (prefetched when they were) through the VAE."""
+        if self.cache is not None:
+            return self.cache.batch(batch, flips)
+        future = self._pixels.pop((epoch, pos), None)
+        pixels = future.result() if future is not None else _load_pixels(batch, flips)
+        if self._encoder is None:
+            self._encoder = LatentCache(self.models.pipe.vae, self.models.device, self.models.precision.vae_dtype, None)
+        with torch.no_grad():
+            return LatentCache.encode(self._encoder, pixels)
+
+    def set_vae_dtype(self, dtype: torch.dtype) -> None:
+        for cache in (self.cache, self._encoder):
+            if cache is not None:
+                cache.vae_dtype = dtype
+
+    def close(self) -> None:
+        if self._loader is not None:
+            self._loader.shutdown(wait=False, cancel_futures=True)
+        self._pixels.clear()
+
+
+def caption_rng(seed: int, epoch: int, step: int, micro: int, rank: int = 0) -> random.Random:
+    """The caption shuffles and dropouts of one micro-batch: from its place in the run, never from a global draw."""
+    return random.Random(f"{seed}:{epoch}:{step}:{micro}:{f'{rank}:' if rank else ''}captions")
 
 
 def _load_pixels(batch, flips: list[bool]) -> torch.Tensor:

@@ -1,45 +1,45 @@
 """``run_training(config, sink, commands)``: train a Stable Diffusion LoRA, report every step, obey commands.
 
-Read top to bottom: :func:`run_training` prepares a :class:`Trainer` and calls its named steps. One
-optimizer step is forward/backward per micro-batch, then unscale → clip → one host sync → the guard's
-decision → optimizer step → EMA. Nothing here imports a UI. The forward pass and its loss are in :mod:`.loss`,
-picture loading in :mod:`.feeding`, the step's measures in :mod:`.measures`, the validation loss in :mod:`.validation`.
+The recipe, read top to bottom: :func:`run_training` makes a :class:`Trainer`, whose ``setup`` builds its plain
+parts from the config (models, feeder, validator, model measures, sampler, checkpointer, recovery) next to the
+one :class:`TrainState`, and whose ``train`` runs the loop. One optimizer step is forward/backward per
+micro-batch (:meth:`Trainer.compute_loss`), then unscale → clip → one host sync → the guard's decision →
+optimizer step → EMA. Nothing here imports a UI; nothing here calls a denoiser but through the family's adapter.
 """
 
 from __future__ import annotations
 
 import time
 import traceback
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
+import torch.nn.functional as F
 
 from trainer.config.schema import Config
-from trainer.data.batches import epoch_batches
-from trainer.doctor.guard import Decision
+from trainer.data.batches import epoch_batches, process_caption, samples_from_report
+from trainer.doctor.guard import Decision, Guard
 from trainer.doctor.numerics import HealthTensors, StepHealth, grad_norms, weight_norm_flag
 from trainer.errors import UserError
+from trainer.plan.steps import Plan
 from trainer.run.events import Sink, event
 from trainer.run.rundir import RunPaths, write_status
-from trainer.train import checkpoint as ckpt
 from trainer.train.commands import Commands
 from trainer.train.distributed import Dist
-from trainer.train.ema import LoraEMA
-from trainer.train.feeding import FeedingMixin
+from trainer.train.feeding import Feeder, caption_rng
 from trainer.train.hooks import Hooks
-from trainer.train.loss import LossMixin
-from trainer.train.measures import CpuShare, MeasuresMixin
+from trainer.train.measures import StepMeasures
+from trainer.train.modelset import TrainingModels, load_models
 from trainer.train.outcomes import RunResult, StepOutcome
-from trainer.train.outputs import OutputsMixin
-from trainer.train.preparation import PreparationMixin
-from trainer.train.probes import ProbesMixin
-from trainer.train.recovery import RecoveryMixin
-from trainer.train.state import DataPosition, TrainState
-from trainer.train.validation import ValidationMixin
+from trainer.train.outputs import Checkpointer, Sampler
+from trainer.train.preparation import build_state, open_run_folder, resume_state, trim_metrics
+from trainer.train.probes import ModelMeasures
+from trainer.train.recovery import Recovery, position_of_step
+from trainer.train.state import TrainState
+from trainer.train.validation import Validator
 
-if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
 
 def run_training(
     config: Config,
@@ -74,302 +74,303 @@ def run_training(
     return result
 
 
-class Trainer(PreparationMixin, FeedingMixin, LossMixin, MeasuresMixin, ValidationMixin, ProbesMixin, RecoveryMixin,
-              OutputsMixin):
+class Trainer:
+    """One run: its parts, built by :meth:`setup`, and the loop. Hooks (tests' fault injection) get the trainer."""
+
+    # the run folder and what was decided before the models (prepare_run_folder)
+    paths: RunPaths
+    plan: Plan
+    # the parts (setup)
+    models: TrainingModels
+    state: TrainState
+    guard: Guard
+    feeder: Feeder
+    validator: Validator
+    measures: ModelMeasures
+    step_measures: StepMeasures
+    sampler: Sampler
+    checkpointer: Checkpointer
+    recovery: Recovery
+
     def __init__(self, config: Config, sink: Sink | None, commands: Commands, dist: Dist, hooks: Hooks):
-        self.config = config
-        self.commands = commands
-        self.dist = dist
-        self.hooks = hooks
+        self.config, self.commands, self.dist, self.hooks = config, commands, dist, hooks
         self.external_sink = sink
         self.sink: Sink = sink or (lambda ev: None)
-        self.paths: RunPaths | None = None
         self.started_at = time.time()
-        self.state: TrainState | None = None  # built with the optimizer (prepare_optimization)
-        self.last_good: dict[str, Any] | None = None  # the rollback target: a snapshot whose tensors are finite
-        self.last_batch_files: list[str] = []
-        self.failure: dict[str, Any] | None = None
-        self._update_ref: tuple[int, list[torch.Tensor]] | None = None  # (step, LoRA weights at that step)
-        self._cpu_share = CpuShare()  # the CPU each step got, for the slowdown detector
-        self._rows: list[dict[str, Any]] = []
-        self._loader: ThreadPoolExecutor | None = None  # a thread pool that loads the next step's images when latents are not cached
-        self._pixels: dict[tuple[int, int], Any] = {}
-        self._pixel_encoder = None  # made on first use (feeding)
-        self._sampler = None  # made at the first sample point (outputs)
-        self._findings_emitted: set[str] = set()
-        self.held_out, self.validation = [], None  # the validation loss's pictures (prepare_data)
-        self.probes, self.probe_timesteps = {}, []  # the model measures' pictures (prepare_data, step 0)
+        self.opened = False  # the run folder exists (prepare_run_folder)
+        self.ready = False  # every part is built (setup)
+        self.rows: list[dict[str, Any]] = []  # the step rows so far, for the detectors
+        self.last_batch_files: list[str] = []  # the step's pictures, named in a NaN alert
 
-    # The run state's parts, read (and, for counters, written) through the one TrainState.
-    @property
-    def global_step(self) -> int:
-        return self.state.global_step if self.state is not None else 0
-
-    @global_step.setter
-    def global_step(self, value: int) -> None:
-        assert self.state is not None
-        self.state.global_step = value
-
-    @property
-    def epoch(self) -> int:
-        return self.state.position.epoch if self.state is not None else 0
-
-    @property
-    def optimizer(self):
-        assert self.state is not None
-        return self.state.optimizer
-
-    @property
-    def lr_scheduler(self):
-        assert self.state is not None
-        return self.state.lr_scheduler
-
-    @property
-    def scaler(self):
-        return self.state.scaler if self.state is not None else None
-
-    @scaler.setter
-    def scaler(self, value) -> None:
-        assert self.state is not None
-        self.state.scaler = value
-
-    @property
-    def ema(self) -> LoraEMA | None:
-        return self.state.ema if self.state is not None else None
-
-    @property
-    def lr_factor(self) -> float:
-        assert self.state is not None
-        return self.state.lr_factor
-
-    @lr_factor.setter
-    def lr_factor(self, value: float) -> None:
-        assert self.state is not None
-        self.state.lr_factor = value
-
-    def position_of_step(self, step: int) -> DataPosition:
-        """Where an uninterrupted run with no skipped step stands after ``step`` steps (format-1 files)."""
-        accum = self.config.train.grad_accum
-        epoch, in_epoch = divmod(step, self.steps_per_epoch)
-        return DataPosition(epoch, in_epoch * accum, step * accum)
+    def emit(self, event_type: str, /, **fields: Any) -> None:
+        """Report an event (rank 0); ``step`` defaults to the optimizer steps applied so far."""
+        if self.dist.is_main:
+            ev = event(event_type, step=fields.pop("step", self.state.global_step if self.ready else 0), **fields)
+            if event_type == "step":
+                self.rows.append(ev.to_json())
+            self.sink(ev)
 
     # ----------------------------------------------------------------------------------------- setup
 
-    def emit(self, event_type: str, /, **fields: Any) -> None:
-        if self.dist.is_main:
-            ev = event(event_type, step=fields.pop("step", self.global_step), **fields)
-            if event_type == "step":
-                self._rows.append(ev.to_json())
-            self.sink(ev)
+    def prepare_run_folder(self, resume: str | Path | None = None, parent: str | Path | None = None) -> None:
+        run = open_run_folder(self.config, self.dist, resume, parent, self.started_at, self.external_sink)
+        self.paths, self.report, self.plan, self.held_out, self.sink = run.paths, run.report, run.plan, run.held_out, run.sink
+        self.opened = True
 
     def setup(self, resume: bool = False) -> None:
-        """Models, data (and caches), optimizer: everything before the first step."""
-        self.load_models()
-        self.prepare_data()
-        self.prepare_optimization()
+        """Models, data (and caches), optimizer and the parts that use them: everything before the first step."""
+        cfg, dist, plan, paths, emit = self.config, self.dist, self.plan, self.paths, self.emit
+        self.models = models = load_models(cfg, dist)
+        samples = samples_from_report(self.report, cfg.dataset.trigger)
+        self.feeder = Feeder(cfg, dist, models, samples)
+        self.validator = Validator(cfg, dist, plan, models, self.report, self.held_out)  # while the VAE is here
+        self.measures = ModelMeasures(cfg, dist, plan, models, paths, samples, self.report, self.held_out)
+        self.feeder.cache_latents(lambda done, total, t0: self._progress("cache_latents", done, total, t0))
+        self.state, self.guard = build_state(cfg, models, plan, dist)
+        self.step_measures = StepMeasures(models.trainable, models.device)
+        self.sampler = Sampler(cfg, dist, paths, models, self.state, emit)
+        self.checkpointer = Checkpointer(cfg, dist, paths, plan, self.report, models, self.state, emit, self.started_at)
+        legacy = partial(position_of_step, steps_per_epoch=plan.steps_per_epoch, grad_accum=cfg.train.grad_accum)
+        self.recovery = Recovery(cfg, dist, paths, plan, models, self.state, self.guard, self.feeder,
+                                 self.checkpointer, self.step_measures, emit, legacy)
+        self.ready = True
+        self.checkpointer.last_good = self.checkpointer.snapshot()  # the rollback target: its tensors are finite
         if resume:
-            self.resume_from_checkpoint()
+            last, snap = resume_state(paths, dist)
+            self.state.restore(snap, legacy_position=legacy)
+            self.checkpointer.last_good = snap
+            if dist.is_main:  # rows past the checkpoint were never saved; they will be trained again
+                trim_metrics(paths, self.state.global_step)
+            emit("resumed", checkpoint=str(last), run_dir=str(paths.root))
+
+    def _progress(self, task: str, done: int, total: int, t0: float) -> None:
+        if done == total or done == 1 or done % max(1, total // 20) == 0:
+            self.emit("progress", task=task, done=done, total=total, seconds=round(time.perf_counter() - t0, 3))
+
+    def announce_start(self) -> None:
+        m = self.models
+        self.emit("started", run_dir=str(self.paths.root), plan=self.plan.to_json(), device=str(m.device),
+                  precision=m.precision.to_json(), trainable_params=sum(p.numel() for p in m.trainable),
+                  base=m.base_info.to_json(), world_size=self.dist.world_size)
+        if m.precision.fallback:
+            self.emit("alert", level="warning", kind="precision_fallback", message=m.precision.fallback)
+        for w in m.base_info.warnings:
+            self.emit("alert", level="warning", kind="distilled_base", message=w)
 
     # ------------------------------------------------------------------------------------------ loop
 
     def train(self) -> str:
-        """Optimizer steps until ``total_steps`` were applied. The data position moves by the batches each
+        """Optimizer steps until the plan's total were applied. The data position moves by the batches each
         step consumed, applied or skipped, so a skipped step never makes a batch come round twice."""
-        cfg = self.config
-        accum = cfg.train.grad_accum
-        if self.global_step == 0 and cfg.sample.enabled and 0 in self.plan.sample_steps:
-            self.sample(0)
-        if self.global_step == 0 and self.probes_due(0):
-            self.probe(0)
-        assert self.state is not None  # built by prepare_optimization
-        pos = self.state.position
-        while self.global_step < self.total_steps:
+        cfg, state = self.config, self.state
+        accum, total = cfg.train.grad_accum, self.plan.total_steps
+        if state.global_step == 0 and cfg.sample.enabled and 0 in self.plan.sample_steps:
+            self.sampler.sample(0)
+        if state.global_step == 0 and self.measures.due(0, total):
+            self.measures.measure(0)
+        pos = state.position
+        while state.global_step < total:
             epoch = pos.epoch
-            batches = self.dist.shard(epoch_batches(self.samples, cfg.train.batch_size, cfg.train.seed, epoch))
-            while pos.batch < len(batches) and self.global_step < self.total_steps:
+            batches = self.dist.shard(epoch_batches(self.feeder.samples, cfg.train.batch_size, cfg.train.seed, epoch))
+            while pos.batch < len(batches) and state.global_step < total:
                 start = pos.batch
                 group = batches[start : start + accum]
                 nxt = start + accum
-                self.prefetch(epoch, nxt, batches[nxt : nxt + accum])
+                self.feeder.prefetch(epoch, nxt, batches[nxt : nxt + accum])
                 pos.advance(len(group))
                 outcome = self.optimizer_step(group, epoch, start)
                 if outcome.ending:
                     return outcome.ending
-                pos = self.state.position  # a rollback put back another position object
+                pos = state.position  # a rollback put back another position object
                 if outcome is StepOutcome.ROLLBACK:
                     break
             if pos.batch >= len(batches) and pos.epoch == epoch:
                 pos.next_epoch()
         return "finished"
 
+    def compute_loss(self, batch, epoch: int, micro: int, pos: int = 0) -> torch.Tensor:
+        """One micro-batch's loss: captions, latents, noise and timesteps drawn from the run's seed, the denoiser's
+        prediction against the family's target, its loss weights (min-SNR for DDPM) and prior-image weights."""
+        cfg, m, step, rank = self.config, self.models, self.state.global_step, self.dist.rank
+        # Every random draw of this micro-batch comes from (seed, step, micro) or from its place in the
+        # epoch: identical after a resume, and computable ahead of time by the prefetcher.
+        # Each rank draws its own noise, timesteps and caption choices; rank 0 the same as a single process.
+        gen = torch.Generator().manual_seed(hash((cfg.train.seed, step, micro, *((rank,) if rank else ()))) & 0x7FFF_FFFF)
+        crng = caption_rng(cfg.train.seed, epoch, step, micro, rank)
+        flips = self.feeder.flips(epoch, pos, len(batch))
+        captions = [process_caption(s.caption, cfg.dataset, crng) for s in batch]
+        latents = self.hooks.batch_latents(self, self.feeder.latents(batch, epoch, pos, flips))
+        noise = torch.randn(latents.shape, generator=gen).to(m.device)
+        if cfg.train.noise_offset:
+            noise = noise + cfg.train.noise_offset * torch.randn((*latents.shape[:2], 1, 1), generator=gen).to(m.device)
+        noise = self.hooks.noise(self, noise)
+        timesteps = m.schedule.draw(latents.shape[0], gen).to(m.device)
+        noisy, target = m.schedule.noised(latents, noise, timesteps)
+        with m.precision.autocast():
+            hidden, pooled = m.text(captions)
+            pred = m.adapter.predict(m.denoiser, noisy.to(m.precision.weight_dtype), m.schedule.model_timesteps(timesteps),
+                                     hidden, pooled, [s.bucket for s in batch])
+        loss = F.mse_loss(pred.float(), target.float(), reduction="none").mean(dim=(1, 2, 3))
+        weights = m.schedule.weights(timesteps, cfg.train.min_snr_gamma)
+        if weights is not None:
+            loss = loss * weights
+        if cfg.dataset.prior_loss_weight != 1.0 and any(s.prior for s in batch):
+            loss = loss * torch.tensor([cfg.dataset.prior_loss_weight if s.prior else 1.0 for s in batch],
+                                       device=loss.device)
+        return loss.mean()
+
     def optimizer_step(self, group, epoch: int, start: int = 0) -> StepOutcome:
-        cfg = self.config
+        cfg, m, state = self.config, self.models, self.state
+        optimizer, scaler, ema = state.optimizer, state.scaler, state.ema
         t0 = time.perf_counter()
-        lr = self.optimizer.param_groups[0]["lr"]  # the UNet lr this step uses (the scheduler moves on after it)
+        lr = optimizer.param_groups[0]["lr"]  # the denoiser's lr this step uses (the scheduler moves on after it)
         self.hooks.before_step(self)
-        loss_sum = torch.zeros((), device=self.device)
+        loss_sum = torch.zeros((), device=m.device)
         self.last_batch_files = [s.rel for batch in group for s in batch]
         for micro, batch in enumerate(group):
             loss = self.compute_loss(batch, epoch, micro, start + micro) / len(group)
-            if self.scaler is not None:
-                self.scaler.scale(loss).backward()
+            if scaler is not None:
+                scaler.scale(loss).backward()
             else:
                 loss.backward()
             loss_sum = loss_sum + loss.detach() * len(group)
         self.dist.average_gradients()
         self.hooks.after_backward(self)
-        if self.scaler is not None:
-            self.scaler.unscale_(self.optimizer)  # unscale first, so clipping sees true gradient sizes
-        grad_norm, clipped = grad_norms(self.trainable, cfg.optim.max_grad_norm)
+        if scaler is not None:
+            scaler.unscale_(optimizer)  # unscale first, so clipping sees true gradient sizes
+        grad_norm, clipped = grad_norms(m.trainable, cfg.optim.max_grad_norm)
         guarded = cfg.guard.enabled
         if guarded:
-            weight_norm, params_ok = weight_norm_flag(self.trainable)
-            ema_ok = self.ema.finite_flag() if self.ema is not None else None
-            update_norm = self._update_norm()
-            ema_drift = self.ema.drift() if self.ema is not None and update_norm is not None else None
+            weight_norm, params_ok = weight_norm_flag(m.trainable)
+            ema_ok = ema.finite_flag() if ema is not None else None
+            update_norm = self.step_measures.update_norm(state.global_step)
+            ema_drift = ema.drift() if ema is not None and update_norm is not None else None
         else:
-            weight_norm = params_ok = torch.ones((), device=self.device)
+            weight_norm = params_ok = torch.ones((), device=m.device)
             ema_ok = update_norm = ema_drift = None
         health = HealthTensors(
             loss_sum=loss_sum, micro_steps=len(group), grad_norm=grad_norm, clipped=clipped,
             params_finite=params_ok, weight_norm=weight_norm,
-            scale=self.scaler._scale if self.scaler is not None else None,  # the tensor itself: no sync
+            scale=scaler._scale if scaler is not None else None,  # the tensor itself: no sync
             ema_finite=ema_ok, update_norm=update_norm, ema_drift=ema_drift,
         ).read(all_reduce=self.dist.all_reduce_health if self.dist.world_size > 1 else None)
         if guarded:
             decision = self.guard.decide(health)
         else:
-            overflow = self.scaler is not None and not health.grad_finite
+            overflow = scaler is not None and not health.grad_finite
             decision = Decision(apply=not overflow, skipped=overflow, nonfinite=None)
-        where = self.locate(decision.nonfinite) if decision.nonfinite else None  # before the grads are cleared
-        if decision.apply or (self.scaler is not None and decision.action == "continue"):
-            if self.scaler is not None:
-                self.scaler.step(self.optimizer)  # skips by itself when the unscale found inf/nan
-                self.scaler.update()
+        where = self.recovery.locate(decision.nonfinite) if decision.nonfinite else None  # before grads are cleared
+        if decision.apply or (scaler is not None and decision.action == "continue"):
+            if scaler is not None:
+                scaler.step(optimizer)  # skips by itself when the unscale found inf/nan
+                scaler.update()
             else:
-                self.optimizer.step()
+                optimizer.step()
             if decision.apply:
-                self.lr_scheduler.step()
-                if self.ema is not None:
-                    self.ema.update()
-        self.optimizer.zero_grad(set_to_none=True)
+                state.lr_scheduler.step()
+                if ema is not None:
+                    ema.update()
+        optimizer.zero_grad(set_to_none=True)
         return self.after_step(health, decision, epoch, time.perf_counter() - t0, where, lr)
 
     def after_step(self, h: StepHealth, decision: Decision, epoch: int, seconds: float, where: str | None,
                    lr: float) -> StepOutcome:
-        cfg = self.config
+        cfg, state, total = self.config, self.state, self.plan.total_steps
         if decision.apply:
-            self.global_step += 1
-        row_step = self.global_step if decision.apply else self.global_step + 1
-        val = self.validate() if decision.apply and self.validation_due(self.global_step) else None
+            state.global_step += 1
+        step = state.global_step
+        row_step = step if decision.apply else step + 1
+        val = self.validator.loss() if decision.apply and self.validator.due(step) else None
         self.emit(
-            "step",
-            step=row_step,
-            epoch=epoch + 1,
-            loss=h.loss,
-            grad_norm=h.grad_norm,
-            grad_norm_clipped=h.grad_norm_clipped,
-            lr=lr,
-            loss_scale=h.loss_scale,
-            skipped=decision.skipped,
-            nonfinite=decision.nonfinite,
-            sec_per_step=round(seconds, 6),
-            weight_norm=h.weight_norm if cfg.guard.enabled else None,
-            update_ratio=h.update_ratio,
-            ema_drift=h.ema_drift,
-            rollbacks=self.guard.rollbacks,
-            **self._device_memory(),
-            **self._cpu_share(),
-            **({} if val is None else {"val_loss": val}),
+            "step", step=row_step, epoch=epoch + 1, loss=h.loss, grad_norm=h.grad_norm,
+            grad_norm_clipped=h.grad_norm_clipped, lr=lr, loss_scale=h.loss_scale, skipped=decision.skipped,
+            nonfinite=decision.nonfinite, sec_per_step=round(seconds, 6),
+            weight_norm=h.weight_norm if cfg.guard.enabled else None, update_ratio=h.update_ratio,
+            ema_drift=h.ema_drift, rollbacks=self.guard.rollbacks, **self.step_measures.device_memory(),
+            **self.step_measures.cpu(), **({} if val is None else {"val_loss": val}),
         )
-        if cfg.guard.detectors and decision.apply and self.global_step % cfg.guard.detect_every == 0:
+        if cfg.guard.detectors and decision.apply and step % cfg.guard.detect_every == 0:
             self.run_detectors()
         if decision.nonfinite is not None:
-            self.report_nonfinite(h, decision, row_step, where)
+            self.recovery.report_nonfinite(h, decision, row_step, where, self.last_batch_files)
         if decision.action == "stop":
             return StepOutcome.GUARD_STOP
         if decision.action == "rollback":
-            self.rollback(decision)
+            self.recovery.rollback(decision)
             return StepOutcome.ROLLBACK
         self.hooks.after_step(self)
         if not decision.apply:
             return StepOutcome.CONTINUE
-        step = self.global_step
         # every rank saves (and stops) at the same step: a save gathers every rank's random generators
         save_now, stop, pause = self.dist.any(self.commands.take_save(), self.commands.stop_requested,
                                               self.commands.pause_requested)
-        pause = pause and not stop and step < self.total_steps  # a pause at the last step is simply the end
-        if (step in self.plan.checkpoint_steps or save_now or pause) and step < self.total_steps:
-            self.save_checkpoint(step)  # a pause's checkpoint is the ordinary one: what resume restores
-        if cfg.sample.enabled and ((step in self.plan.sample_steps and step < self.total_steps)
-                                   or self.commands.take_sample()):
-            self.sample(step)
-        if self.probes_due(step):
-            self.probe(step)
+        pause = pause and not stop and step < total  # a pause at the last step is simply the end
+        if (step in self.plan.checkpoint_steps or save_now or pause) and step < total:
+            self.checkpointer.save(step)  # a pause's checkpoint is the ordinary one: what resume restores
+        if cfg.sample.enabled and ((step in self.plan.sample_steps and step < total) or self.commands.take_sample()):
+            self.sampler.sample(step)
+        if self.measures.due(step, total):
+            self.measures.measure(step)
             if cfg.guard.detectors:
                 self.run_detectors()  # what the model measures warn of, at once
         return StepOutcome.STOP if stop else StepOutcome.PAUSE if pause else StepOutcome.CONTINUE
+
+    def run_detectors(self, final: bool = False) -> None:
+        self.recovery.run_detectors(self.rows, self.measures.enabled, final)
 
     # ------------------------------------------------------------------------------------- endings
 
     def finish(self, status: str) -> RunResult:
         final = None
+        step = self.state.global_step
         if status in ("finished", "stopped"):
-            state = ckpt.snapshot(self)  # on every rank: it gathers each rank's random generators
-            final = self.save_final(state) if self.dist.is_main else None
-            if self.config.sample.enabled and status == "finished" and self.global_step in self.plan.sample_steps:
-                self.sample(self.global_step)  # rank 0 alone samples
-        if self._loader is not None:
-            self._loader.shutdown(wait=False, cancel_futures=True)
+            state = self.checkpointer.snapshot()  # on every rank: it gathers each rank's random generators
+            final = self.checkpointer.save_final(state) if self.dist.is_main else None
+            if self.config.sample.enabled and status == "finished" and step in self.plan.sample_steps:
+                self.sampler.sample(step)  # rank 0 alone samples
+        self.feeder.close()
         if status not in ("failed", "paused") and self.config.guard.detectors:
             self.run_detectors(final=True)  # a paused run is not over: its findings come when it ends
         message = ""
         if status == "guard_stopped":
-            message = f"stopped by the numerics guard at step {self.global_step + 1}"
-            self.emit("stopped", reason="guard", failure=self.failure, message=message)
+            message = f"stopped by the numerics guard at step {step + 1}"
+            self.emit("stopped", reason="guard", failure=self.recovery.failure, message=message)
         elif status == "stopped":
             self.emit("stopped", reason="user", final=str(final) if final else None)
         elif status == "paused":
-            checkpoint = self.paths.step_dir(self.global_step) if self.paths else None
-            self.emit("paused", checkpoint=str(checkpoint) if checkpoint else None)
+            self.emit("paused", checkpoint=str(self.paths.step_dir(step)))
         else:
-            self.emit("finished", final=str(final) if final else None, steps=self.global_step)
+            self.emit("finished", final=str(final) if final else None, steps=step)
         if self.dist.is_main:
-            assert self.paths is not None
-            write_status(self.paths, status, step=self.global_step)
+            write_status(self.paths, status, step=step)
             if status == "guard_stopped":
-                self._write_diagnosis()
+                from trainer.doctor.diagnose import diagnose
+
+                diagnose(self.paths.root)
         self.dist.barrier()
-        return RunResult(status, self.paths.root if self.paths else None, final, message)
+        return RunResult(status, self.paths.root, final, message)
 
     def release_device(self) -> None:
         """Drop the models, optimizer and caches so a paused run gives its memory back (on CUDA to the driver
         too, for another program or the next run). The trainer cannot train after this."""
         import gc
 
-        for name in ("pipe", "denoiser", "lora", "text", "latents", "trainable", "named_trainable", "train_modules",
-                     "_sampler", "_pixel_encoder", "state", "last_good", "_update_ref"):
-            if name in self.__dict__:
-                setattr(self, name, None)
-        self._pixels.clear()
+        self.ready = False
+        for part in ("models", "state", "feeder", "validator", "measures", "step_measures", "sampler", "checkpointer",
+                     "recovery"):
+            setattr(self, part, None)
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
 
-    def _write_diagnosis(self) -> None:
-        from trainer.doctor.diagnose import diagnose
-
-        assert self.paths is not None
-        diagnose(self.paths.root)
-
     def fail(self, error: Exception) -> RunResult:
         tb = traceback.format_exc()
         self.emit("failed", error=f"{type(error).__name__}: {error}", traceback=tb)
-        if self.dist.is_main and self.paths is not None:
+        root = self.paths.root if self.opened else None
+        if self.dist.is_main and self.opened:
             write_status(self.paths, "failed", error=str(error))
-        return RunResult("failed", self.paths.root if self.paths else None, None, f"{type(error).__name__}: {error}")
+        return RunResult("failed", root, None, f"{type(error).__name__}: {error}")
 
     def fail_quietly(self) -> None:
-        if self.dist.is_main and self.paths is not None:
+        if self.dist.is_main and self.opened:
             write_status(self.paths, "failed", error="bad input")
-

@@ -8,28 +8,35 @@ import time
 import psutil
 import torch
 
-from trainer.train.parts import TrainerParts
-
 UPDATE_RATIO_EVERY = 10  # steps between measurements of ‖Δw‖/‖w‖ (one extra copy of the LoRA weights)
 
 
-class MeasuresMixin(TrainerParts):
-    """The Trainer's step measures (``self._update_ref`` is set in its ``__init__``)."""
+class StepMeasures:
+    """A step's measures beside its loss and gradients, read without a host sync (the guard's one sync carries
+    the update norm)."""
 
-    def _update_norm(self) -> torch.Tensor | None:
+    def __init__(self, trainable: list[torch.nn.Parameter], device: torch.device):
+        self.trainable, self.device = trainable, device
+        self.cpu = CpuShare()  # the CPU each step got, for the slowdown detector
+        self._ref: tuple[int, list[torch.Tensor]] | None = None  # (step, LoRA weights at that step)
+
+    def reset(self) -> None:
+        """Forget the reference weights (after a rollback the next measurement starts afresh)."""
+        self._ref = None
+
+    def update_norm(self, step: int) -> torch.Tensor | None:
         """‖w_t − w_{t−k}‖ every k applied steps, for the 'learning stalled' detector; None on other steps.
         A step retried after a skip has the same weights: it is measured once, not against itself."""
-        step = self.global_step
-        if step % UPDATE_RATIO_EVERY != 0 or (self._update_ref is not None and self._update_ref[0] == step):
+        if step % UPDATE_RATIO_EVERY != 0 or (self._ref is not None and self._ref[0] == step):
             return None
         with torch.no_grad():
             current = [p.detach().float().clone() for p in self.trainable]
-            ref, self._update_ref = self._update_ref, (step, current)
+            ref, self._ref = self._ref, (step, current)
             if ref is None:
                 return None
             return torch.stack(torch._foreach_norm(torch._foreach_sub(current, ref[1]))).norm()
 
-    def _device_memory(self) -> dict[str, int | None]:
+    def device_memory(self) -> dict[str, int | None]:
         """On CUDA: the bytes this process's allocator holds and the device's free bytes (every process), for
         the slowdown detector. No host sync: the allocator's counter and one driver query."""
         if self.device.type != "cuda":

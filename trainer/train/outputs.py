@@ -1,6 +1,6 @@
 """What a run leaves behind: LoRA files (kohya, diffusers, EMA), resume state, and sample pictures.
 
-A mixin of :class:`trainer.train.loop.Trainer`.
+Two parts of :class:`trainer.train.loop.Trainer`: the :class:`Checkpointer` and the :class:`Sampler`.
 """
 
 from __future__ import annotations
@@ -9,57 +9,79 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainer.export.lora_files import DIFFUSERS_TWIN, write_diffusers, write_kohya
 from trainer.io import atomic_folder, fsync_file
 from trainer.models.embedding import EMBEDDING_EMA_FILE, EMBEDDING_FILE, write_embedding
 from trainer.run.rundir import rotate_checkpoints, write_checkpoint_marker
+from trainer.run.samples import expand_prompts
 from trainer.tensor_files import NonFiniteTensorError
 from trainer.train import checkpoint as ckpt
-from trainer.train.parts import TrainerParts
 from trainer.train.sampling import sampling_pipeline, write_samples
 
+if TYPE_CHECKING:
+    from trainer.config.schema import Config
+    from trainer.data.scan import DatasetReport
+    from trainer.plan.steps import Plan
+    from trainer.run.rundir import RunPaths
+    from trainer.train.distributed import Dist
+    from trainer.train.modelset import TrainingModels
+    from trainer.train.state import Emit, TrainState
 
-class OutputsMixin(TrainerParts):
+
+class Checkpointer:
+    """The run's saves: LoRA files (kohya, diffusers, EMA, embedding) and ``state.pt`` per checkpoint, the final
+    files, and the rollback target ``last_good`` (the last snapshot whose tensors were all finite)."""
+
+    def __init__(self, config: Config, dist: Dist, paths: RunPaths, plan: Plan, report: DatasetReport,
+                 models: TrainingModels, state: TrainState, emit: Emit, started_at: float):
+        self.config, self.dist, self.paths, self.plan, self.report = config, dist, paths, plan, report
+        self.models, self.state, self.emit, self.started_at = models, state, emit, started_at
+        self.last_good: dict[str, Any] | None = None
+
+    def snapshot(self) -> dict[str, Any]:
+        """The run state with every rank's generators and the config. Every rank calls it at the same steps."""
+        return ckpt.snapshot(self.state, self.dist, self.config)
+
     def _export_ctx(self, step: int, weights: str) -> dict[str, Any]:
+        m = self.models
         return {
-            "config": self.config, "plan": self.plan, "report": self.report, "family": self.family,
-            "unet_config": self.adapter.denoiser_config(self.pipe), "epoch": self.epoch + 1, "step": step,
-            "started_at": self.started_at, "run_id": self.paths.root.name if self.paths else "",
-            "precision": self.precision.precision, "prediction_type": self.base_info.prediction_type,
-            "weights": weights,
+            "config": self.config, "plan": self.plan, "report": self.report, "family": m.family,
+            "unet_config": m.adapter.denoiser_config(m.pipe), "epoch": self.state.epoch + 1, "step": step,
+            "started_at": self.started_at, "run_id": self.paths.root.name,
+            "precision": m.precision.precision, "prediction_type": m.base_info.prediction_type, "weights": weights,
         }
 
     def write_lora_files(self, folder: Path, step: int) -> list[Path]:
-        states = self.lora.adapter_state_dicts()
+        lora, family, ema = self.models.lora, self.models.family, self.state.ema
+        states = lora.adapter_state_dicts()
         written = [
-            write_kohya(folder / "lora.safetensors", states, self._export_ctx(step, "live"), self.lora.config_by_role),
-            write_diffusers(folder / DIFFUSERS_TWIN["lora.safetensors"], states, self.lora.config_by_role, self.family),
+            write_kohya(folder / "lora.safetensors", states, self._export_ctx(step, "live"), lora.config_by_role),
+            write_diffusers(folder / DIFFUSERS_TWIN["lora.safetensors"], states, lora.config_by_role, family),
         ]
-        emb = self.lora.embedding
+        emb = lora.embedding
         if emb is not None:
-            written.append(write_embedding(folder / EMBEDDING_FILE, emb, self.family, {"step": str(step)}))
-        if self.ema is not None:
-            with self.ema.swapped_in():
-                ema_states = self.lora.adapter_state_dicts()
+            written.append(write_embedding(folder / EMBEDDING_FILE, emb, family, {"step": str(step)}))
+        if ema is not None:
+            with ema.swapped_in():
+                ema_states = lora.adapter_state_dicts()
                 if emb is not None:
-                    written.append(write_embedding(folder / EMBEDDING_EMA_FILE, emb, self.family,
+                    written.append(write_embedding(folder / EMBEDDING_EMA_FILE, emb, family,
                                                    {"step": str(step), "weights": "ema"}))
             written.append(write_kohya(folder / "lora_ema.safetensors", ema_states, self._export_ctx(step, "ema"),
-                                       self.lora.config_by_role))
+                                       lora.config_by_role))
             written.append(write_diffusers(folder / DIFFUSERS_TWIN["lora_ema.safetensors"], ema_states,
-                                           self.lora.config_by_role, self.family))
+                                           lora.config_by_role, family))
         return written
 
-    def save_checkpoint(self, step: int) -> Path | None:
+    def save(self, step: int) -> Path | None:
         """Save ``step`` as a checkpoint and make it the rollback target, or refuse both when the state is not finite.
 
         Every rank checks the state it holds (the ranks hold the same weights, so they agree on the rollback
         target); rank 0 writes the folder whole or not at all (:meth:`_write_checkpoint`).
         """
-        state = ckpt.snapshot(self)
-        assert self.paths is not None
+        state = self.snapshot()
         if not self._state_is_finite(state, self.paths.step_dir(step) / "state.pt"):
             return None
         self.last_good = state
@@ -88,7 +110,6 @@ class OutputsMixin(TrainerParts):
         into a temp folder, each checked finite as it is written, then the marker, then one rename. A folder of
         the same step (Save now, then Stop) is replaced the same way; a kill at any point leaves the previous
         complete checkpoint where ``latest_checkpoint`` finds it."""
-        assert self.paths is not None
         folder = self.paths.step_dir(step)
         with atomic_folder(folder) as tmp:
             files = [f.name for f in self.write_lora_files(tmp, step)]
@@ -96,30 +117,12 @@ class OutputsMixin(TrainerParts):
             write_checkpoint_marker(tmp, step)
         return folder, [*files, "state.pt"]
 
-    def sample(self, step: int) -> None:
-        if not self.dist.is_main:
-            return
-        if self.pipe.vae.device != self.device:
-            self.pipe.vae.to(self.device)
-        if self._sampler is None:
-            self._sampler = sampling_pipeline(self.pipe, self.family, self.base_info.prediction_type)
-        size = (self.config.dataset.resolution, self.config.dataset.resolution)
-        assert self.paths is not None
-        folder = self.paths.sample_dir(step)
-        t0 = time.perf_counter()
-        modules = list(self.lora.models.values())
-        records = write_samples(self._sampler, modules, self.sample_prompts, self.config.sample, size,
-                                self.precision, folder, step, ema=self.ema if step > 0 else None)
-        self.emit("sample_ready", step=step, path=str(folder), samples=records,
-                  seconds=round(time.perf_counter() - t0, 3))
-
     def save_final(self, state: dict[str, Any] | None = None) -> Path | None:
         """The last step's checkpoint, and ``final/`` holding its LoRA files (hard links where the filesystem
         allows: every write replaces a file, so a link never sees a later change). Both appear whole.
         ``state``: the snapshot every rank took together (several processes gather their generators)."""
-        state = state if state is not None else ckpt.snapshot(self)
-        step = self.global_step
-        assert self.paths is not None
+        state = state if state is not None else self.snapshot()
+        step = self.state.global_step
         if not self._state_is_finite(state, self.paths.step_dir(step) / "state.pt"):
             return None
         try:
@@ -133,6 +136,33 @@ class OutputsMixin(TrainerParts):
         self.emit("checkpoint_saved", path=str(step_dir), files=sorted(p.name for p in step_dir.iterdir()),
                   final=True, removed=[])
         return self.paths.final / "lora.safetensors"
+
+
+class Sampler:
+    """The run's sample pictures, on rank 0: the sample prompts at fixed seeds, with the live weights (and the EMA
+    weights beside them after step 0). The sampling pipeline is made at the first sample point."""
+
+    def __init__(self, config: Config, dist: Dist, paths: RunPaths, models: TrainingModels, state: TrainState,
+                 emit: Emit):
+        self.config, self.dist, self.paths, self.models, self.state, self.emit = config, dist, paths, models, state, emit
+        self.prompts = expand_prompts(config.sample.prompts, config.dataset.trigger)
+        self._pipeline: Any = None
+
+    def sample(self, step: int) -> None:
+        if not self.dist.is_main:
+            return
+        m = self.models
+        if m.pipe.vae.device != m.device:
+            m.pipe.vae.to(m.device)
+        if self._pipeline is None:
+            self._pipeline = sampling_pipeline(m.pipe, m.family, m.base_info.prediction_type)
+        size = (self.config.dataset.resolution, self.config.dataset.resolution)
+        folder = self.paths.sample_dir(step)
+        t0 = time.perf_counter()
+        records = write_samples(self._pipeline, m.modules(), self.prompts, self.config.sample, size, m.precision,
+                                folder, step, ema=self.state.ema if step > 0 else None)
+        self.emit("sample_ready", step=step, path=str(folder), samples=records,
+                  seconds=round(time.perf_counter() - t0, 3))
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:

@@ -25,16 +25,24 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from trainer.data.batches import LatentCache, image_tensor, samples_from_report, without_trigger
 from trainer.io import append_jsonl
 from trainer.models.lora import set_lora_scale
-from trainer.train.parts import TrainerParts
 from trainer.train.sampling import preserved_training_state
 from trainer.train.validation import fixed_timesteps
+
+if TYPE_CHECKING:
+    from trainer.config.schema import Config
+    from trainer.data.batches import Sample
+    from trainer.data.scan import DatasetReport
+    from trainer.plan.steps import Plan
+    from trainer.run.rundir import RunPaths
+    from trainer.train.distributed import Dist
+    from trainer.train.modelset import TrainingModels
 
 
 def spread(items: list[Any], count: int) -> list[Any]:
@@ -174,36 +182,41 @@ def plain_losses(pset: ProbeSet, denoise: Denoiser, timesteps: list[int]) -> dic
     return out
 
 
-class ProbesMixin(TrainerParts):
-    """The Trainer's model measures: the sets built with the data, measured at step 0 and at every checkpoint,
-    sample point and the end (rank 0 alone, as the validation loss)."""
+class ModelMeasures:
+    """The run's model measures: the picture sets built with the data, measured at step 0 and at every
+    checkpoint, sample point and the end (rank 0 alone, as the validation loss). No sets: measures are off."""
 
-    def build_probes(self) -> None:
-        cfg = self.config
-        self.probes = {}
-        if not cfg.measure.enabled or not self.dist.is_main:
+    def __init__(self, config: Config, dist: Dist, plan: Plan, models: TrainingModels, paths: RunPaths | None,
+                 samples: list[Sample], report: DatasetReport, held_out: list[Any]):
+        self.config, self.dist, self.plan, self.models, self.paths = config, dist, plan, models, paths
+        self.sets: dict[str, ProbeSet] = {}
+        self.timesteps: list[int] = []
+        if not config.measure.enabled or not dist.is_main:
             return
-        self.probe_timesteps = fixed_timesteps(cfg.measure.timesteps, self.schedule.num_timesteps)
-        encoder = LatentCache(self.pipe.vae, self.device, self.precision.vae_dtype, None)
-        own = sorted((s for s in self.samples if not s.prior), key=lambda s: s.rel)
-        prior = sorted((s for s in self.samples if s.prior), key=lambda s: s.rel)
-        m = cfg.measure
-        sets = {"subject": (own, cfg.dataset.trigger), "prior": (prior, "")}
-        for name, (items, trigger) in sets.items():
+        self.timesteps = fixed_timesteps(config.measure.timesteps, models.schedule.num_timesteps)
+        encoder = LatentCache(models.pipe.vae, models.device, models.precision.vae_dtype, None)
+        own = sorted((s for s in samples if not s.prior), key=lambda s: s.rel)
+        prior = sorted((s for s in samples if s.prior), key=lambda s: s.rel)
+        m = config.measure
+        for name, (items, trigger) in {"subject": (own, config.dataset.trigger), "prior": (prior, "")}.items():
             chosen = spread(items, m.pictures)
             if chosen:
-                self.probes[name] = build_probe_set([(s.rel, s.path, s.bucket, s.caption) for s in chosen], encoder,
-                                                    m.timesteps, m.seed, self.device, trigger)
-        if self.held_out:
-            held = samples_from_report(replace(self.report, items=list(self.held_out)), cfg.dataset.trigger)
-            self.probes["held_out"] = build_probe_set([(s.rel, s.path, s.bucket, s.caption) for s in held], encoder,
-                                                      m.timesteps, m.seed, self.device)
-        self.probe_base_samples()  # a resumed run: step 0 was sampled before
+                self.sets[name] = build_probe_set([(s.rel, s.path, s.bucket, s.caption) for s in chosen], encoder,
+                                                  m.timesteps, m.seed, models.device, trigger)
+        if held_out:
+            held = samples_from_report(replace(report, items=list(held_out)), config.dataset.trigger)
+            self.sets["held_out"] = build_probe_set([(s.rel, s.path, s.bucket, s.caption) for s in held], encoder,
+                                                    m.timesteps, m.seed, models.device)
+        self.add_base_samples()  # a resumed run: step 0 was sampled before
 
-    def probe_base_samples(self) -> None:
+    @property
+    def enabled(self) -> bool:
+        return bool(self.sets)
+
+    def add_base_samples(self) -> None:
         """The base model's own step-0 no-trigger samples: what it draws without the trigger, on pictures the LoRA
         never trains on, read back from the sample folder once step 0 was sampled."""
-        if not self.probes or "base_samples" in self.probes or self.paths is None:
+        if not self.sets or "base_samples" in self.sets or self.paths is None:
             return
         manifest = self.paths.sample_dir(0) / "manifest.json"
         if not manifest.is_file():
@@ -212,37 +225,38 @@ class ProbesMixin(TrainerParts):
         shots = [s for s in data["samples"] if s.get("kind") == "no_trigger" and s.get("weights", "live") == "live"]
         if not shots:
             return
+        m = self.models
         size = tuple(data.get("size") or (self.config.dataset.resolution,) * 2)
-        encoder = LatentCache(self.pipe.vae, self.device, self.precision.vae_dtype, None)
+        encoder = LatentCache(m.pipe.vae, m.device, m.precision.vae_dtype, None)
         pics = [(f"samples/step-000000/{s['file']}", manifest.parent / s["file"], size, s["prompt"]) for s in shots]
-        self.probes["base_samples"] = build_probe_set(pics, encoder, self.config.measure.timesteps,
-                                                      self.config.measure.seed, self.device)
+        self.sets["base_samples"] = build_probe_set(pics, encoder, self.config.measure.timesteps,
+                                                    self.config.measure.seed, m.device)
 
-    def probes_due(self, step: int) -> bool:
-        if not self.probes or not self.dist.is_main:
+    def due(self, step: int, total_steps: int) -> bool:
+        if not self.sets or not self.dist.is_main:
             return False
-        return step == 0 or step >= self.total_steps or step in self.plan.checkpoint_steps \
-            or step in self.plan.sample_steps
+        return step == 0 or step >= total_steps or step in self.plan.checkpoint_steps or step in self.plan.sample_steps
 
-    def probe(self, step: int, write: bool = True) -> dict[str, Any]:
+    def measure(self, step: int, write: bool = True) -> dict[str, Any]:
         """Measure every set at ``step`` and (``write``) append the row to ``measures.jsonl``."""
         t0 = time.perf_counter()
         if step == 0:
-            self.probe_base_samples()
-        denoise = Denoiser(self.adapter, self.denoiser, self.text, self.schedule, self.precision,
+            self.add_base_samples()
+        m = self.models
+        denoise = Denoiser(m.adapter, m.denoiser, m.text, m.schedule, m.precision,
                            chunk=max(1, 2 * self.config.train.batch_size))
-        ts = self.probe_timesteps
+        ts = self.timesteps
         row: dict[str, Any] = {"step": step, "timesteps": ts}
-        with preserved_training_state(list(self.lora.models.values())):
-            if "subject" in self.probes:
-                row["subject"] = subject_losses(self.probes["subject"], denoise, ts, self.config.dataset.trigger)
+        with preserved_training_state(m.modules()):
+            if "subject" in self.sets:
+                row["subject"] = subject_losses(self.sets["subject"], denoise, ts, self.config.dataset.trigger)
             # the base model's own samples where there are some (never trained on); else the prior pictures
             for name in ("base_samples", "prior"):
-                if name in self.probes:
-                    row[name] = prior_losses(self.probes[name], denoise, ts, self.lora)
+                if name in self.sets:
+                    row[name] = prior_losses(self.sets[name], denoise, ts, m.lora)
                     break
-            if "held_out" in self.probes:
-                row["held_out"] = plain_losses(self.probes["held_out"], denoise, ts)
+            if "held_out" in self.sets:
+                row["held_out"] = plain_losses(self.sets["held_out"], denoise, ts)
         row["seconds"] = round(time.perf_counter() - t0, 3)
         if write and self.paths is not None:
             append_jsonl(self.paths.measures, row)

@@ -27,11 +27,12 @@ def measure_run(run_dir: str | Path, timesteps: int | None = None, pictures: int
                 progress: Callable[[int, dict[str, Any]], None] | None = None) -> Path:
     """Measure step 0 and every complete checkpoint of ``run_dir`` and write ``measures.jsonl`` (an earlier one is
     renamed ``measures.before-<time>.jsonl``). Returns the file written."""
+    from trainer.data.batches import samples_from_report
     from trainer.train import checkpoint as ckpt
-    from trainer.train.commands import Commands
     from trainer.train.distributed import Dist
-    from trainer.train.hooks import Hooks
-    from trainer.train.loop import Trainer
+    from trainer.train.modelset import load_models
+    from trainer.train.preparation import scan_and_plan
+    from trainer.train.probes import ModelMeasures
 
     paths = RunPaths(Path(run_dir))
     if not paths.config.is_file():
@@ -46,17 +47,17 @@ def measure_run(run_dir: str | Path, timesteps: int | None = None, pictures: int
     if pictures is not None:
         cfg.measure.pictures = pictures
     cfg.dataset.cache_latents = False  # the probes encode their own pictures; nothing trains
-    trainer = Trainer(cfg, None, Commands(), Dist(), Hooks())
-    trainer.paths = paths
-    trainer.report, trainer.plan = trainer._scan_and_plan(cfg)
-    trainer.load_models()
-    trainer.prepare_data()
+    dist = Dist()
+    report, plan, held_out = scan_and_plan(cfg, dist)
+    models = load_models(cfg, dist)
+    samples = samples_from_report(report, cfg.dataset.trigger)
+    measures = ModelMeasures(cfg, dist, plan, models, paths, samples, report, held_out)
     rows = []
     for step, folder in [(0, None), *saves]:
         if folder is not None:
             state = ckpt.load_state(folder / "state.pt")
-            trainer.lora.load_state_dicts(state["lora"])
-        row = trainer.probe(step, write=False)
+            models.lora.load_state_dicts(state["lora"])
+        row = measures.measure(step, write=False)
         rows.append(row)
         if progress is not None:
             progress(step, row)

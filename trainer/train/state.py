@@ -16,12 +16,18 @@ import copy
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
 FORMAT = 2
+
+
+class Emit(Protocol):
+    """How a part of the trainer reports: an event type and its fields (``step`` defaults to the current step)."""
+
+    def __call__(self, event_type: str, /, **fields: Any) -> None: ...
 
 
 def detached_copy(obj: Any) -> Any:

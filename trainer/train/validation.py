@@ -12,7 +12,7 @@ from the dataset (:func:`trainer.data.holdout.split_holdout`), which the plan th
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -20,8 +20,14 @@ import torch.nn.functional as F
 from trainer.data.batches import LatentCache, Sample, image_tensor, samples_from_report
 from trainer.errors import UserError
 from trainer.message import msg
-from trainer.train.parts import TrainerParts
 from trainer.train.sampling import preserved_training_state
+
+if TYPE_CHECKING:
+    from trainer.config.schema import Config
+    from trainer.data.scan import DatasetReport
+    from trainer.plan.steps import Plan
+    from trainer.train.distributed import Dist
+    from trainer.train.modelset import TrainingModels
 
 
 def fixed_timesteps(count: int, num_train_timesteps: int) -> list[int]:
@@ -82,39 +88,43 @@ def validation_loss(vset: ValidationSet, adapter, denoiser, text, schedule, prec
     return total / max(count, 1)
 
 
-class ValidationMixin(TrainerParts):
-    """The Trainer's validation loss: the set built once with the data, evaluated at the scheduled steps."""
+def held_out_folder(cfg: Config) -> list[Any]:
+    """The pictures of ``validation.path`` (scanned like the dataset, before any model loads, so a wrong folder is
+    refused before the run starts); none when it is not set."""
+    if not cfg.validation.path:
+        return []
+    from trainer.data.folders import check_root
+    from trainer.data.scan import scan_dataset
 
-    def held_out_folder(self) -> list[Any]:
-        """The pictures of ``validation.path`` (scanned like the dataset, before any model loads, so a wrong folder
-        is refused before the run starts); none when it is not set."""
-        cfg = self.config
-        if not cfg.validation.path:
-            return []
-        from trainer.data.folders import check_root
-        from trainer.data.scan import scan_dataset
+    check_root(cfg.validation.path, "validation.path")
+    try:
+        folder = scan_dataset(cfg.dataset.model_copy(update={"path": cfg.validation.path, "reg_path": ""}))
+    except UserError as e:  # the scan speaks of the dataset: say which folder it was
+        raise UserError(msg("error.validation.scan", path=cfg.validation.path, reason=e.msg)) from None
+    if not folder.usable:
+        raise UserError(msg("error.validation.no_usable", path=cfg.validation.path))
+    return [it for it in folder.items if not it.prior]
 
-        check_root(cfg.validation.path, "validation.path")
-        try:
-            folder = scan_dataset(cfg.dataset.model_copy(update={"path": cfg.validation.path, "reg_path": ""}))
-        except UserError as e:  # the scan speaks of the dataset: say which folder it was
-            raise UserError(msg("error.validation.scan", path=cfg.validation.path, reason=e.msg)) from None
-        if not folder.usable:
-            raise UserError(msg("error.validation.no_usable", path=cfg.validation.path))
-        return [it for it in folder.items if not it.prior]
 
-    def validation_set(self) -> ValidationSet:
-        cfg = self.config
-        samples = samples_from_report(replace(self.report, items=list(self.held_out)), cfg.dataset.trigger)
-        encoder = LatentCache(self.pipe.vae, self.device, self.precision.vae_dtype, None)
-        timesteps = fixed_timesteps(cfg.validation.timesteps, self.schedule.num_timesteps)
-        return build_validation_set(samples, encoder, timesteps, cfg.validation.seed, self.device)
+class Validator:
+    """The run's validation loss: the held-out set encoded once with the data, scored at the plan's steps on rank
+    0. ``vset`` is None when validation is off."""
 
-    def validation_due(self, step: int) -> bool:
-        return self.validation is not None and self.dist.is_main and self.plan.validates_at(step)
+    def __init__(self, config: Config, dist: Dist, plan: Plan, models: TrainingModels, report: DatasetReport,
+                 held_out: list[Any]):
+        self.config, self.dist, self.plan, self.models = config, dist, plan, models
+        self.vset: ValidationSet | None = None
+        if config.validation.enabled:
+            samples = samples_from_report(replace(report, items=list(held_out)), config.dataset.trigger)
+            encoder = LatentCache(models.pipe.vae, models.device, models.precision.vae_dtype, None)
+            timesteps = fixed_timesteps(config.validation.timesteps, models.schedule.num_timesteps)
+            self.vset = build_validation_set(samples, encoder, timesteps, config.validation.seed, models.device)
 
-    def validate(self) -> float:
-        assert self.validation is not None
-        return validation_loss(self.validation, self.adapter, self.denoiser, self.text, self.schedule, self.precision,
-                               list(self.lora.models.values()), chunk=max(1, self.config.train.batch_size))
+    def due(self, step: int) -> bool:
+        return self.vset is not None and self.dist.is_main and self.plan.validates_at(step)
 
+    def loss(self) -> float:
+        assert self.vset is not None
+        m = self.models
+        return validation_loss(self.vset, m.adapter, m.denoiser, m.text, m.schedule, m.precision, m.modules(),
+                               chunk=max(1, self.config.train.batch_size))
