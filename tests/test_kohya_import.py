@@ -141,7 +141,7 @@ def test_sd_scripts_defaults_fill_what_its_toml_leaves_out(tmp_path):
     (lambda d: (d / "dataset_config.toml").read_text(), "dataset config"),
     (lambda d: json.dumps({**json.loads((d / "kohya_ss_lora.json").read_text()), "flux1_checkbox": True,
                            "LoRA_type": "Flux1"}), "Flux.1"),
-    (lambda d: json.dumps({**json.loads((d / "kohya_ss_lora.json").read_text()), "sd3_checkbox": True}), "SD3"),
+    (lambda d: json.dumps({**json.loads((d / "kohya_ss_lora.json").read_text()), "lumina_checkbox": True}), "Lumina"),
     (lambda d: json.dumps({**json.loads((d / "kohya_ss_lora.json").read_text()), "v2": True}), "SD 2.x"),
     (lambda d: 'network_module = "networks.lora_flux"\npretrained_model_name_or_path = "f.sft"\n', "Flux.1"),
     (lambda d: json.dumps([1, 2]), "one table of settings"),

@@ -67,6 +67,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "kohya.network.lora_type": ("{kind} is not offered; ours trains LoRA (LoCon with lora.conv_rank)",
                                 "{kind}: 없음. 우리는 LoRA(lora.conv_rank로 LoCon)를 학습"),
     "kohya.network.module": ("ours trains LoRA (and LoCon)", "우리는 LoRA(와 LoCon)를 학습"),
+    "kohya.network.family_no_conv": ("{family} has no convolutions to put LoRA on", "{family}에는 LoRA를 달 합성곱이 없음"),
     "kohya.network.no_conv": ("kohya_ss trains no convolutions for this LoRA_type; neither do we",
                               "이 LoRA_type에서는 kohya_ss도 합성곱을 학습하지 않음. 우리도 마찬가지"),
     # training
@@ -135,7 +136,7 @@ TEXTS: dict[str, tuple[str, str]] = {
                          "sd-scripts는 정규화 그림(우리의 사전 보존 그림)을 데이터셋 수만큼 늘림. 우리는 폴더의 반복 수를 씀"),
     "kohya.ours.version": ("our config's format version", "우리 설정 형식의 버전"),
     "kohya.ours.preset": ("the preset these values started from", "이 값들의 출발점이 된 프리셋"),
-    "kohya.ours.family": ("sd-scripts: the script (train_network.py or sdxl_train_network.py)",
+    "kohya.ours.family": ("sd-scripts: the script (train_network.py, sdxl_train_network.py or sd3_train_network.py)",
                           "sd-scripts: 스크립트 이름으로"),
     "kohya.ours.allow_distilled": ("sd-scripts does not check the base", "sd-scripts는 기반 모델을 검사하지 않음"),
     "kohya.ours.trigger": ("in the sample prompts ({placeholder} filled in) and the folder names",

@@ -8,7 +8,8 @@ TEXTS: dict[str, tuple[str, str]] = {
     "kohya.table.not_carried": ("— (not carried over)", "— (옮기지 않음)"),
     "kohya.row.sdxl": ("sd-scripts: sdxl_train_network.py instead of train_network.py",
                        "sd-scripts: train_network.py 대신 sdxl_train_network.py"),
-    "kohya.row.v2": ("SD 2.x is refused: ours trains SD 1.5 and SDXL", "SD 2.x는 거절: 우리는 SD 1.5와 SDXL만 학습"),
+    "kohya.row.v2": ("SD 2.x is refused: ours trains SD 1.5, SDXL and SD 3.5",
+                     "SD 2.x는 거절: 우리는 SD 1.5, SDXL, SD 3.5만 학습"),
     "kohya.row.train_data_dir": ("or the common parent of the dataset config's subsets",
                                  "또는 데이터셋 설정 subset들의 공통 상위 폴더"),
     "kohya.row.reg_data_dir": ("or the parent of the is_reg subsets; sd-scripts balances them to the "
@@ -96,9 +97,9 @@ TEXTS: dict[str, tuple[str, str]] = {
                                "우리는 lora.dropout(LoRA 입력에)만 있음"),
     "kohya.row.sample_sampler": ("ours samples with the base model's own scheduler",
                                  "우리는 기반 모델 자체의 스케줄러로 샘플을 그림"),
-    "kohya.row.te_cache": ("ours runs the text encoder each step (needed for caption shuffling and "
-                           "text-encoder LoRA)",
-                           "우리는 스텝마다 텍스트 인코더를 돌림(태그 섞기와 텍스트 인코더 LoRA에 필요)"),
+    "kohya.row.te_cache": ("ours caches the text embeddings itself whenever the text encoders are frozen and tags "
+                           "are neither shuffled nor dropped",
+                           "우리는 텍스트 인코더가 고정이고 태그를 섞거나 빼지 않으면 텍스트 임베딩을 스스로 캐시함"),
     "kohya.row.vae": ("ours runs the VAE in fp32 where the base's VAE needs it (SDXL), automatically",
                       "우리는 VAE가 필요로 하면(SDXL) 자동으로 fp32로 돌림"),
     "kohya.row.vae_batch_size": ("ours encodes the latent cache one picture at a time",

@@ -85,6 +85,10 @@ def to_kohya(cfg: Config, out_dir: Path) -> tuple[dict[str, Any], dict[str, Any]
         args["network_args"] = [f"conv_dim={cfg.lora.conv_rank}", f"conv_alpha={cfg.lora.effective_conv_alpha:g}"]
     for ours, value in (("lora.conv_rank", cfg.lora.conv_rank), ("lora.conv_alpha", cfg.lora.effective_conv_alpha)):
         put(ours, {}, f"network_args {ours.split('_')[-1].replace('rank', 'dim')}", value if cfg.lora.conv_rank else None)
+    if chosen and chosen.name == "sd3":
+        from trainer.kohya.sd3_export import sd3_args
+
+        sd3_args(cfg, args, rep)
     args["unet_lr"] = cfg.optim.lr
     opt_args = [f"weight_decay={cfg.optim.weight_decay:g}", f"betas={cfg.optim.beta1:g},{cfg.optim.beta2:g}"]
     opt_args += ([f"eps={cfg.optim.eps:g}"] if cfg.optim.optimizer != "prodigy" else

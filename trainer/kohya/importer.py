@@ -14,19 +14,21 @@ from trainer.config.schema import Config, from_dict
 from trainer.errors import UserError
 from trainer.kohya.mapping import BY_GUI, BY_SD, Changed, Row
 from trainer.kohya.report import Report
+from trainer.kohya.sd3 import is_sd3
 from trainer.message import msg
 
-# Signs of a model family we do not train: (key, value test, family name).
+# Signs of a model family we do not train: (key, value test, family name). SD3 configs (trainer.kohya.sd3) name a
+# T5-XXL too; only a config that is not SD3 is refused for it.
 FOREIGN_FAMILIES = (
-    ("flux1_checkbox", bool, "Flux.1"), ("sd3_checkbox", bool, "SD3"), ("hunyuan_image_checkbox", bool, "HunyuanImage"),
+    ("flux1_checkbox", bool, "Flux.1"), ("hunyuan_image_checkbox", bool, "HunyuanImage"),
     ("anima_checkbox", bool, "Anima"), ("lumina_checkbox", bool, "Lumina"), ("v2", bool, "SD 2.x"),
     ("LoRA_type", lambda v: str(v).startswith("Flux1"), "Flux.1"),
     ("network_module", lambda v: str(v).startswith(("networks.lora_flux", "networks.oft_flux")), "Flux.1"),
-    ("network_module", lambda v: str(v).startswith("networks.lora_sd3"), "SD3"),
     ("network_module", lambda v: str(v).startswith(("networks.lora_lumina", "networks.lora_hunyuan", "networks.lora_anima")),
      "a DiT model"),
-    ("t5xxl", bool, "Flux.1/SD3 (it names a T5-XXL text encoder)"),
+    ("t5xxl", bool, "Flux.1 (it names a T5-XXL text encoder)"),
 )  # fmt: skip
+SD3_MAY_HAVE = ("t5xxl",)
 GUI_DEFAULTS = ("network_train_unet_only",)
 KOHYA_MARKERS = ("pretrained_model_name_or_path", "train_data_dir", "network_dim", "learning_rate", "optimizer",
                  "optimizer_type", "max_resolution", "output_name", "dataset_config", "LoRA_type")
@@ -76,8 +78,9 @@ def _check_kind(p: Path, data: Any) -> None:
         raise UserError(msg("error.kohya.comfyui", path=p))
     if "datasets" in data or "general" in data:
         raise UserError(msg("error.kohya.dataset_as_file", path=p))
+    sd3 = is_sd3(data)
     for key, test, family in FOREIGN_FAMILIES:
-        if key in data and test(data[key]):
+        if key in data and test(data[key]) and not (sd3 and key in SD3_MAY_HAVE):
             raise UserError(msg("error.kohya.foreign", path=p, family=family, key=key, value=data[key]))
     if not any(k in data for k in KOHYA_MARKERS):
         raise UserError(msg("error.kohya.not_lora", path=p, keys=", ".join(KOHYA_MARKERS[:4])))
@@ -153,7 +156,9 @@ def import_kohya(path: str | Path, dataset_config: str | Path | None = None, *, 
         imp.report.unsupported("dataset_config", ds_path, why)
         ds_path = None
     _sd_defaults(imp)
-    from trainer.kohya import special, subsets
+    from trainer.kohya import sd3, special, subsets
+
+    sd3.importing(imp)
 
     found = subsets.dataset(imp, read_dataset_config(ds_path) if ds_path else None, str(ds_path or ""))
     special.network(imp)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainer.errors import UserError
+from trainer.kohya import sd3
 from trainer.kohya.mapping import LOCON_TYPES, as_bool, as_int, is_neutral
 from trainer.kohya.steps import BucketRules, KohyaCount, Subset, compare, count
 from trainer.message import msg
@@ -21,27 +22,33 @@ if TYPE_CHECKING:
 
 
 def network(imp: Importer) -> None:
-    """LoRA_type / network_module and network_args decide whether conv_dim counts."""
+    """LoRA_type / network_module and network_args decide whether conv_dim counts (never for a family whose
+    denoiser has no convolutions, as SD3.5's transformer)."""
+    from trainer.models.family import chosen_family
+
     locon = False
+    family = chosen_family(imp.values.get("model.family", "auto"))  # only SD3 is known this early
+    no_conv = family is not None and not family.conv_lora
     if imp.kind == "gui":
         kind = str(imp.get("LoRA_type", "Standard"))
         locon = kind in LOCON_TYPES
         if kind not in ("Standard", *LOCON_TYPES):
             imp.report.changed("LoRA_type", kind, "lora", "LoRA", msg("kohya.network.lora_type", kind=kind))
         elif "LoRA_type" in imp.src:
-            imp.report.mapped("LoRA_type", kind, "lora.conv_rank", "> 0" if locon else "0")
+            imp.report.mapped("LoRA_type", kind, "lora.conv_rank", "> 0" if locon and not no_conv else "0")
         args = {"conv_dim": imp.get("conv_dim"), "conv_alpha": imp.get("conv_alpha")}
     else:
         module = str(imp.get("network_module", "networks.lora"))
         args = _kv(imp.get("network_args"))
+        own = sd3.network_args(imp, args) if module == sd3.SD3_MODULE else set()  # it reported the module too
         locon = module == "networks.lora" or args.get("algo", "locon").strip('"') == "locon"
-        if module not in ("networks.lora", "lycoris.kohya") or not locon:
+        if module not in ("networks.lora", "lycoris.kohya", sd3.SD3_MODULE) or not locon:
             imp.report.changed("network_module", f"{module} {args.get('algo', '')}".strip(), "lora", "LoRA",
                                msg("kohya.network.module"))
-        elif "network_module" in imp.src:
+        elif "network_module" in imp.src and not own:
             imp.report.mapped("network_module", module, "lora", "LoRA")
         for k, v in args.items():
-            if k not in ("conv_dim", "conv_alpha", "algo"):
+            if k not in ("conv_dim", "conv_alpha", "algo", *own):
                 imp.report.unsupported(f"network_args {k}", v, msg("kohya.not_offered"))
     for key, ours, conv in (("conv_dim", "lora.conv_rank", int), ("conv_alpha", "lora.conv_alpha", float)):
         raw = args.get(key)
@@ -49,11 +56,12 @@ def network(imp: Importer) -> None:
             continue
         value = conv(float(str(raw).strip('"')))
         src_key = key if imp.kind == "gui" else f"network_args {key}"
-        if locon:
+        if locon and not no_conv:
             imp.values[ours] = value
             imp.report.mapped(src_key, raw, ours, value)
         elif value:
-            imp.report.unsupported(src_key, raw, msg("kohya.network.no_conv"))
+            imp.report.unsupported(src_key, raw, msg("kohya.network.family_no_conv", family=family.label)
+                                   if no_conv and family else msg("kohya.network.no_conv"))
     imp.done |= {"LoRA_type", "network_module", "network_args", "conv_dim", "conv_alpha"}
 
 

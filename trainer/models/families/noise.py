@@ -75,6 +75,10 @@ class FlowMatchSchedule(NoiseSchedule):
     training timesteps are drawn logit-normal (the SD3 paper's default, as diffusers' and sd-scripts' SD3 and Flux
     trainers draw them) or uniformly, and every sample weighs the same."""
 
+    logit_mean = 0.0
+    logit_std = 1.0
+    """The logit-normal draw's mean and standard deviation (the SD3 paper's; an sd-scripts export writes them)."""
+
     def __init__(self, scheduler_config, sampling: str = "logit_normal"):
         from diffusers import FlowMatchEulerDiscreteScheduler
 
@@ -88,7 +92,7 @@ class FlowMatchSchedule(NoiseSchedule):
     def draw(self, n, generator):
         if self.sampling == "uniform":
             return torch.randint(0, self.num_timesteps, (n,), generator=generator)
-        u = torch.sigmoid(torch.randn((n,), generator=generator))
+        u = torch.sigmoid(torch.randn((n,), generator=generator) * self.logit_std + self.logit_mean)
         return (u * self.num_timesteps).long().clamp(max=self.num_timesteps - 1)
 
     def _timesteps_on(self, device: torch.device) -> torch.Tensor:
