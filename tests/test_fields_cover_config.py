@@ -37,6 +37,8 @@ NOT_SHOWN = {
     "guard.enabled", "guard.max_consecutive_skips", "guard.max_rollbacks", "guard.detectors", "guard.detect_every",
     # the preset's dose zone, which the Steps page shows but does not edit
     "dose.fit_low", "dose.fit_high",
+    # whether that zone is measured yet: the preset says so, the plan shows it
+    "dose.provisional",
     # how many pictures the captioner reads at once: a memory knob, 8 suits every captioner offered
     "caption.batch_size",
 }  # fmt: skip
