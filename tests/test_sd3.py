@@ -247,3 +247,19 @@ def test_the_memory_plan_sizes_sd35_medium_and_large_and_warns_what_is_provision
         assert plan.parts["unet_weights"] > denoiser_gib * gib  # 2.5 B / 8.1 B parameters in bf16
         assert plan.parts["text_encoder_weights"] > 10 * gib  # T5-XXL alone is 4.7 B
         assert [w.code for w in plan.warnings] == ["memory.warn.provisional"]
+
+
+def test_min_snr_on_a_flow_family_is_said_to_do_nothing_not_silently_dropped():
+    from trainer.config.schema import from_dict
+    from trainer.models.families.noise import FlowMatchSchedule
+    from trainer.plan.memory import estimate_memory
+
+    configs = Path(__file__).resolve().parents[1] / "trainer" / "models" / "model_configs"
+    codes = {}
+    for family in ("sd3", "sd15"):
+        cfg = from_dict({"model": {"base": str(configs / family), "family": family}, "dataset": {"resolution": 512},
+                         "train": {"precision": "bf16", "device": "cpu", "min_snr_gamma": 5.0}})
+        codes[family] = [w.code for w in estimate_memory(cfg, free=None).warnings]
+    assert "memory.warn.min_snr" in codes["sd3"] and "memory.warn.min_snr" not in codes["sd15"]
+    schedule = FlowMatchSchedule({"num_train_timesteps": 1000, "shift": 3.0})
+    assert schedule.weights(torch.tensor([3, 500]), 5.0) is None  # and the loss ignores it indeed

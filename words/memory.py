@@ -19,6 +19,10 @@ TEXTS = {
     "memory.warn.provisional": ("{family}'s activation figures are provisional, not yet measured at full width: "
                                 "read the total as a rough figure", "{family}의 활성값 수치는 임시값으로, 아직 실제 "
                                 "크기에서 재지 않았습니다. 합계는 대략의 값으로 보세요"),
+    "memory.warn.min_snr": ("train.min_snr_gamma = {gamma} has no effect here: min-SNR weighting is for DDPM models, "
+                            "and {family} trains with flow matching, which weights its timesteps by how it draws them",
+                            "train.min_snr_gamma = {gamma} 설정은 여기서 효과가 없습니다. min-SNR 가중치는 DDPM 모델용이고, "
+                            "{family} 모델은 플로 매칭으로 학습하며 타임스텝을 뽑는 방식 자체로 가중치를 둡니다"),
     "memory.part.text_encoder_activations": ("text encoder activations", "텍스트 인코더 활성값"),
     "memory.part.vae_encode": ("VAE encoding (latents not cached)", "VAE 인코딩(잠재 캐시 없음)"),
     "memory.part.runtime": ("runtime (CUDA context, workspaces)", "런타임(CUDA 컨텍스트, 작업 공간)"),

@@ -231,6 +231,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ui.action_rollback": ("roll back", "되돌리기"),
     "ui.signal_precision_fallback": ("Precision changed", "정밀도 변경"),
     "ui.signal_save_refused": ("Save refused", "저장 거부"),
+    "ui.signal_min_snr_ignored": ("Min-SNR does not apply", "min-SNR 적용 안 됨"),
     "ui.broke_loss": ("the loss", "손실(loss)"),
     "ui.broke_grad": ("the gradient (before any weight changed)", "그라디언트 (가중치가 바뀌기 전)"),
     "ui.broke_param": ("the LoRA weights", "LoRA 가중치"),

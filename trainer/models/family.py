@@ -71,6 +71,7 @@ class ModelFamily:
     the larger of the two; a key left out has one regime."""
     reference_widths: ClassVar[int]  # the summed UNet block widths ``activations`` were measured on
     activations_provisional: ClassVar[bool] = False  # ``activations`` not yet measured at full width
+    min_snr: ClassVar[bool] = True  # min-SNR loss weighting applies (DDPM); flow matching weights its own way
     bf16_native: ClassVar[bool] = False  # trained and released in bf16: fp16 overflows more readily (plan warns)
 
     # -------------------------------------------------------------------------------------- names

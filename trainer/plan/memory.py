@@ -293,6 +293,8 @@ def estimate_memory(cfg: Config, buckets: list[dict] | None = None, device: torc
         warnings.append(msg("memory.warn.fp16_family", family=adapter.label))
     if adapter.activations_provisional:
         warnings.append(msg("memory.warn.provisional", family=adapter.label))
+    if cfg.train.min_snr_gamma > 0 and not adapter.min_snr:
+        warnings.append(msg("memory.warn.min_snr", family=adapter.label, gamma=cfg.train.min_snr_gamma))
     return MemoryPlan(rounded, total, name, asked_free, verdict_for(total, asked_free), device_total,
                       (width, height), notes, warnings)
 

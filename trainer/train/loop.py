@@ -23,6 +23,7 @@ from trainer.data.batches import epoch_batches, process_caption, samples_from_re
 from trainer.doctor.guard import Decision, Guard
 from trainer.doctor.numerics import HealthTensors, StepHealth, grad_norms, weight_norm_flag
 from trainer.errors import UserError
+from trainer.message import msg
 from trainer.plan.steps import Plan
 from trainer.run.events import Sink, event
 from trainer.run.rundir import RunPaths, write_status
@@ -156,6 +157,9 @@ class Trainer:
             self.emit("alert", level="warning", kind="precision_fallback", message=m.precision.fallback)
         for w in m.base_info.warnings:
             self.emit("alert", level="warning", kind="distilled_base", message=w)
+        if self.config.train.min_snr_gamma > 0 and not m.adapter.min_snr:
+            self.emit("alert", level="warning", kind="min_snr_ignored", message=msg(
+                "memory.warn.min_snr", family=m.adapter.label, gamma=self.config.train.min_snr_gamma))
 
     # ------------------------------------------------------------------------------------------ loop
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,15 +37,30 @@ def preserved_training_state(modules: list[torch.nn.Module]):
             torch.cuda.set_rng_state_all(cuda_rng)
 
 
-def sampling_pipeline(pipe, family: str, prediction_type: str):
+@dataclass(frozen=True)
+class SamplingPipeline:
+    """A family's few-step sampling pipeline over the run's modules (a diffusers pipeline) and the channels of
+    the latents it starts from (4 for SD1.5/SDXL, 16 for SD3.5)."""
+
+    pipe: Any
+    latent_channels: int
+
+    def __call__(self, **kwargs):
+        return self.pipe(**kwargs)
+
+    @property
+    def vae_scale_factor(self) -> int:
+        return int(self.pipe.vae_scale_factor)
+
+
+def sampling_pipeline(pipe, family: str, prediction_type: str) -> SamplingPipeline:
     """A pipeline over the same modules with the family's deterministic few-step sampler (DDIM for SD1.5/SDXL)."""
     from trainer.models.family import family as model_family
 
     adapter = model_family(family)
     sampler = adapter.sampling_pipeline(pipe, prediction_type)
     sampler.set_progress_bar_config(disable=True)
-    sampler.latent_channels = adapter.latent_channels(pipe)
-    return sampler
+    return SamplingPipeline(sampler, adapter.latent_channels(pipe))
 
 
 def png_bytes(image) -> bytes:

@@ -57,6 +57,7 @@ class SD3(ModelFamily):
     reference_widths = 24 * 1536  # SD3.5 Medium: 24 blocks of 1536 channels
     activations_provisional = True
     bf16_native = True
+    min_snr = False  # rectified flow: train.min_snr_gamma does not apply (the plan and the run say so)
 
     # ------------------------------------------------------------------------------------------ parts
 
