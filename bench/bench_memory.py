@@ -38,13 +38,15 @@ FIT_CELLS = ((256, 1), (320, 1), (128, 4))  # what --fit fits through; every oth
 SMALL_FIT_CELLS = ((64, 1), (64, 2), (128, 1))  # the small-latent regime's (gradient checkpointing only)
 
 
-def estimate(family: str, precision: str, resolution: int, batch: int, checkpointing: bool) -> int:
-    """The plan's transient part for this cell: activations plus the LoRA's gradients."""
+def estimate(configs: str, precision: str, resolution: int, batch: int, checkpointing: bool,
+             family: str | None = None) -> int:
+    """The plan's transient part for this cell: activations plus the LoRA's gradients. ``configs``: the shipped
+    config folder (``sd15``, ``sdxl``, ``sd3``, ``sd3-large``); ``family``: its family when the name is not it."""
     from trainer.config.schema import from_dict
     from trainer.plan.memory import estimate_memory
 
-    base = f"trainer/models/model_configs/{family}"
-    cfg = from_dict({"model": {"base": str(REPO / base), "family": family},
+    base = f"trainer/models/model_configs/{configs}"
+    cfg = from_dict({"model": {"base": str(REPO / base), "family": family or configs},
                      "dataset": {"resolution": resolution}, "lora": {"rank": 16, "alpha": 16.0, "targets": "attn"},
                      "train": {"precision": precision, "batch_size": batch, "gradient_checkpointing": checkpointing,
                                "device": "cpu"}})
@@ -59,7 +61,7 @@ def measure(family: str, precisions: list[str], cells=CELLS, checkpointing=(Fals
     t0 = time.perf_counter()
     unet = mp.build_unet(family, torch.float32 if precisions[0] == "fp32" else torch.bfloat16)
     lora = mp.attach(unet, family)
-    grads = 4 * sum(p.numel() for p in lora.trainable("unet"))
+    grads = 4 * sum(p.numel() for p in lora.trainable(next(iter(lora.models))))
     print(f"  {family} UNet built, LoRA attached: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     for precision in precisions:
         if precision == "bf16":  # the frozen weights, as the trainer holds them; LoRA stays fp32

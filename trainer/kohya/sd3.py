@@ -115,7 +115,7 @@ def base_shift(base: str, follow_paths: bool = True) -> float:
     try:
         return float(json.loads(path.read_text(encoding="utf-8")).get("shift", 1.0))
     except (OSError, ValueError, TypeError):
-        return 1.0  # diffusers' FlowMatchEulerDiscreteScheduler default
+        return 1.0  # the flow-matching Euler scheduler's default shift in diffusers
 
 
 # ------------------------------------------------------------------------------------------------ import

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 
 from trainer.config.schema import Config
 from trainer.data.batches import epoch_batches, process_caption, samples_from_report
+from trainer.data.scan import DatasetReport
 from trainer.doctor.guard import Decision, Guard
 from trainer.doctor.numerics import HealthTensors, StepHealth, grad_norms, weight_norm_flag
 from trainer.errors import UserError
@@ -80,7 +81,9 @@ class Trainer:
 
     # the run folder and what was decided before the models (prepare_run_folder)
     paths: RunPaths
+    report: DatasetReport
     plan: Plan
+    held_out: list[Any]
     # the parts (setup)
     models: TrainingModels
     state: TrainState
