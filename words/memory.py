@@ -16,9 +16,11 @@ TEXTS = {
                                 "{family} 모델은 bf16으로 학습되어 fp16에서 더 쉽게 넘칩니다. 이 장치에서는 손실 "
                                 "스케일러와 가드를 켠 fp16으로 돌고 T5는 fp32로 둡니다. bf16이 되는 GPU(RTX 30xx 이상)"
                                 "라면 이 문제가 없습니다"),
-    "memory.warn.provisional": ("{family}'s activation figures are provisional, not yet measured at full width: "
-                                "read the total as a rough figure", "{family}의 활성값 수치는 임시값으로, 아직 실제 "
-                                "크기에서 재지 않았습니다. 합계는 대략의 값으로 보세요"),
+    "memory.warn.provisional": ("{family}'s activation figures for this precision and gradient-checkpointing setting "
+                                "are derived from other measurements, not measured at full width themselves: read the "
+                                "total as a rough figure", "이 정밀도와 그라디언트 체크포인팅 설정에서 {family}의 활성값 "
+                                "수치는 다른 측정에서 끌어낸 값이고, 실제 크기에서 직접 잰 값이 아닙니다. 합계는 대략의 "
+                                "값으로 보세요"),
     "memory.warn.min_snr": ("train.min_snr_gamma = {gamma} has no effect here: min-SNR weighting is for DDPM models, "
                             "and {family} trains with flow matching, which weights its timesteps by how it draws them",
                             "train.min_snr_gamma = {gamma} 설정은 여기서 효과가 없습니다. min-SNR 가중치는 DDPM 모델용이고, "

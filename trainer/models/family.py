@@ -70,7 +70,8 @@ class ModelFamily:
     sits where the linear fit through the larger cells runs out (its per-step term is negative). The plan takes
     the larger of the two; a key left out has one regime."""
     reference_widths: ClassVar[int]  # the summed UNet block widths ``activations`` were measured on
-    activations_provisional: ClassVar[bool] = False  # ``activations`` not yet measured at full width
+    # the (precision, gradient checkpointing) cells of ``activations`` derived rather than measured at full width
+    provisional_activations: ClassVar[frozenset[tuple[str, bool]]] = frozenset()
     min_snr: ClassVar[bool] = True  # min-SNR loss weighting applies (DDPM); flow matching weights its own way
     bf16_native: ClassVar[bool] = False  # trained and released in bf16: fp16 overflows more readily (plan warns)
 

@@ -291,7 +291,7 @@ def estimate_memory(cfg: Config, buckets: list[dict] | None = None, device: torc
     warnings = []
     if precision.precision == "fp16" and adapter.bf16_native:
         warnings.append(msg("memory.warn.fp16_family", family=adapter.label))
-    if adapter.activations_provisional:
+    if key in adapter.provisional_activations:
         warnings.append(msg("memory.warn.provisional", family=adapter.label))
     if cfg.train.min_snr_gamma > 0 and not adapter.min_snr:
         warnings.append(msg("memory.warn.min_snr", family=adapter.label, gamma=cfg.train.min_snr_gamma))

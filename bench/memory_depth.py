@@ -1,0 +1,131 @@
+"""SD3.5's transformer activations at full width, measured on 1 and 2 of its blocks and carried to its depth.
+
+A full SD3.5 Medium step on this machine's two cores takes many minutes per cell (2.5 B parameters, and bf16
+matmuls emulated on a CPU without AMX). Its activations are a sum over blocks, each of the model's full width:
+a step's transient peak is ``c + Σ d(block)``, where ``c`` is the patch embedding, the text projections, the
+final layer and the loss, and ``d`` what one block saves for the backward (with gradient checkpointing: the
+block's input, plus one block's recompute in ``c``). Medium has two kinds of block (13 with a second, dual
+attention and 11 plain); Large has 38 plain blocks of another width. So each cell is measured on four
+truncated models (1 and 2 blocks, each kind), ``c`` and both ``d`` are solved from them, and the full model's
+figure is ``c + 13·d_dual + 11·d_plain``. The LoRA's gradients are counted from the adapted layers the same way.
+
+    OMP_NUM_THREADS=2 nice python bench/memory_depth.py --precision bf16          # the fit cells, ~15 min
+    python bench/memory_depth.py --precision fp32 --fit                           # also print coefficients
+    python bench/memory_depth.py --check-large                                    # Large, 1 and 2 blocks, vs the plan
+
+``--check-large`` measures Large's own blocks (width 2432, no dual attention) and compares its extrapolated
+figure with the plan's estimate, which scales Medium's coefficients by width: the held-out check.
+``--full CELL`` measures the whole Medium at one cell (slow) to check the extrapolation itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+import torch  # noqa: E402
+
+FIT_CELLS = ((256, 1), (320, 1), (128, 4))
+HELD_OUT = ((128, 1), (192, 1), (256, 2), (384, 1))
+
+
+def build(size: str, layers: int, dual: bool, dtype: torch.dtype):
+    """SD3.5 ``size`` ("sd3" Medium or "sd3-large") at full width with ``layers`` blocks, dual attention in all of
+    them or none, random weights, LoRA on the attention (rank 16) as the plan's coefficients assume."""
+    import memory_probe as mp
+    from diffusers import SD3Transformer2DModel
+
+    config = json.loads((REPO / "trainer/models/model_configs" / size / "transformer/config.json").read_text())
+    config.update(num_layers=layers, dual_attention_layers=list(range(layers)) if dual else [])
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        torch.manual_seed(0)
+        model = SD3Transformer2DModel.from_config(config)
+    finally:
+        torch.set_default_dtype(previous)
+    lora = mp.attach(model, "sd3")
+    return model, 4 * sum(p.numel() for p in lora.trainable("transformer"))
+
+
+def cell(size: str, layers: int, dual: bool, precision: str, ckpt: bool, res: int, batch: int) -> dict:
+    import memory_probe as mp
+
+    model, grads = build(size, layers, dual, torch.float32 if precision == "fp32" else torch.bfloat16)
+    peak = mp.step_peak(model, "sd3", res, batch, precision, ckpt)
+    return {"measured": peak["tensors"], "lora_grads": grads}
+
+
+def full_depth(size: str, precision: str, ckpt: bool, res: int, batch: int) -> dict:
+    """The full model's figures from four truncated ones: ``c + n_dual·d_dual + n_plain·d_plain``."""
+    config = json.loads((REPO / "trainer/models/model_configs" / size / "transformer/config.json").read_text())
+    n_dual = len(config.get("dual_attention_layers") or [])
+    n_plain = int(config["num_layers"]) - n_dual
+    kinds = [True, False] if n_dual else [False]
+    per: dict[bool, tuple[dict, dict]] = {}
+    for dual in kinds:
+        per[dual] = (cell(size, 1, dual, precision, ckpt, res, batch), cell(size, 2, dual, precision, ckpt, res, batch))
+    out = {}
+    for key in ("measured", "lora_grads"):
+        slopes = {dual: two[key] - one[key] for dual, (one, two) in per.items()}
+        base = sum(one[key] - slopes[dual] for dual, (one, _) in per.items()) / len(per)
+        out[key] = round(base + n_dual * slopes.get(True, 0) + n_plain * slopes[False])
+        out[f"{key}_per_block"] = {("dual" if d else "plain"): s for d, s in slopes.items()}
+        out[f"{key}_base"] = round(base)
+    return out
+
+
+def main() -> None:
+    from bench_memory import estimate, fit
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--precision", default="bf16", choices=("bf16", "fp32"))
+    ap.add_argument("--cells", default="", help="e.g. 256x1,128x4 (default: the fit cells and the held-out ones)")
+    ap.add_argument("--size", default="sd3", choices=("sd3", "sd3-large"))
+    ap.add_argument("--fit", action="store_true")
+    ap.add_argument("--full", default="", help="also measure the whole Medium at this cell, e.g. 128x1 (slow)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    cells = tuple(tuple(int(n) for n in c.split("x")) for c in args.cells.split(",") if c) or FIT_CELLS + HELD_OUT
+    print(f"SD3.5 {args.size}, full width, rank-16 attention LoRA, {args.precision}, CPU; MiB of activations + LoRA "
+          "gradients (the step's transient), from 1 and 2 blocks carried to the model's depth")
+    print(f"{'ckpt':>5} {'px':>4} {'batch':>5} {'estimate':>9} {'measured':>9} {'error':>7}  (fit cell?)")
+    rows = []
+    t0 = time.perf_counter()
+    for ckpt in (False, True):
+        for res, batch in cells:
+            r = full_depth(args.size, args.precision, ckpt, res, batch)
+            est = estimate(args.size, args.precision, res, batch, ckpt, family="sd3")
+            row = {"family": "sd3", "size": args.size, "precision": args.precision, "ckpt": ckpt, "res": res,
+                   "batch": batch, "estimate": est, **r}
+            rows.append(row)
+            if args.json:
+                print(json.dumps(row), flush=True)
+                continue
+            print(f"{ckpt!s:>5} {res:>4} {batch:>5} {est / 2**20:>9.1f} {r['measured'] / 2**20:>9.1f} "
+                  f"{est / r['measured'] - 1:>+7.1%}  {'fit' if (res, batch) in FIT_CELLS else 'held out'}", flush=True)
+    print(f"  {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    if args.full:
+        import memory_probe as mp
+
+        res, batch = (int(n) for n in args.full.split("x"))
+        model = mp.build_unet("sd3", torch.float32 if args.precision == "fp32" else torch.bfloat16)  # Medium
+        mp.attach(model, "sd3")
+        whole = mp.step_peak(model, "sd3", res, batch, args.precision, False)["tensors"]
+        part = full_depth(args.size, args.precision, False, res, batch)["measured"]
+        print(f"whole model at {res}x{batch}: {whole / 2**20:.1f} MiB; from 1-2 blocks: {part / 2**20:.1f} MiB "
+              f"({part / whole - 1:+.1%})")
+    if args.fit:
+        for key, coefficients in fit(rows).items():
+            print(f"    {key}: {coefficients},")
+
+
+if __name__ == "__main__":
+    main()
