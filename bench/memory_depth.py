@@ -92,6 +92,7 @@ def main() -> None:
     ap.add_argument("--fit", action="store_true")
     ap.add_argument("--full", default="", help="also measure the whole Medium at this cell, e.g. 128x1 (slow)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--ckpt", default="both", choices=("both", "off", "on"), help="gradient checkpointing cells")
     args = ap.parse_args()
     cells = tuple(tuple(int(n) for n in c.split("x")) for c in args.cells.split(",") if c) or FIT_CELLS + HELD_OUT
     print(f"SD3.5 {args.size}, full width, rank-16 attention LoRA, {args.precision}, CPU; MiB of activations + LoRA "
@@ -99,7 +100,7 @@ def main() -> None:
     print(f"{'ckpt':>5} {'px':>4} {'batch':>5} {'estimate':>9} {'measured':>9} {'error':>7}  (fit cell?)")
     rows = []
     t0 = time.perf_counter()
-    for ckpt in (False, True):
+    for ckpt in {"both": (False, True), "off": (False,), "on": (True,)}[args.ckpt]:
         for res, batch in cells:
             r = full_depth(args.size, args.precision, ckpt, res, batch)
             est = estimate(args.size, args.precision, res, batch, ckpt, family="sd3")
