@@ -9,11 +9,12 @@ attention and 11 plain); Large has 38 plain blocks of another width. So each cel
 truncated models (1 and 2 blocks, each kind), ``c`` and both ``d`` are solved from them, and the full model's
 figure is ``c + 13·d_dual + 11·d_plain``. The LoRA's gradients are counted from the adapted layers the same way.
 
-    OMP_NUM_THREADS=2 nice python bench/memory_depth.py --precision bf16          # the fit cells, ~15 min
-    python bench/memory_depth.py --precision fp32 --fit                           # also print coefficients
-    python bench/memory_depth.py --check-large                                    # Large, 1 and 2 blocks, vs the plan
+    python bench/memory_depth.py --precision fp32 --fit       # fit and held-out cells, both checkpointing modes
+    python bench/memory_depth.py --precision bf16 --ckpt off --cells 256x1,320x1   # bf16 (~6x slower on a CPU)
+    python bench/memory_depth.py --size sd3-large --cells 128x1                    # Large, 1 and 2 blocks, vs the plan
 
-``--check-large`` measures Large's own blocks (width 2432, no dual attention) and compares its extrapolated
+On this machine's two cores an fp32 128 px cell (its eight truncated models) takes about a minute of CPU time,
+a bf16 one about six. ``--size sd3-large`` measures Large's own blocks (width 2432, no dual attention) and compares its extrapolated
 figure with the plan's estimate, which scales Medium's coefficients by width: the held-out check.
 ``--full CELL`` measures the whole Medium at one cell (slow) to check the extrapolation itself.
 """
@@ -40,17 +41,9 @@ def build(size: str, layers: int, dual: bool, dtype: torch.dtype):
     """SD3.5 ``size`` ("sd3" Medium or "sd3-large") at full width with ``layers`` blocks, dual attention in all of
     them or none, random weights, LoRA on the attention (rank 16) as the plan's coefficients assume."""
     import memory_probe as mp
-    from diffusers import SD3Transformer2DModel
 
-    config = json.loads((REPO / "trainer/models/model_configs" / size / "transformer/config.json").read_text())
-    config.update(num_layers=layers, dual_attention_layers=list(range(layers)) if dual else [])
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)
-    try:
-        torch.manual_seed(0)
-        model = SD3Transformer2DModel.from_config(config)
-    finally:
-        torch.set_default_dtype(previous)
+    model = mp.build_unet("sd3", dtype, configs=size, num_layers=layers,
+                          dual_attention_layers=list(range(layers)) if dual else [])
     lora = mp.attach(model, "sd3")
     return model, 4 * sum(p.numel() for p in lora.trainable("transformer"))
 

@@ -64,14 +64,15 @@ def peaks(fn) -> dict[str, int]:
     return {"allocator": peak, "tensors": tally.peak}
 
 
-def build_unet(family: str, dtype: torch.dtype):
-    """The family's real denoiser (SD1.5/SDXL's UNet, SD3.5's transformer) from its shipped config, random weights,
-    built directly in ``dtype`` (SDXL's 2.6 G params would need 10 GB in fp32 first)."""
+def build_unet(family: str, dtype: torch.dtype, configs: str | None = None, **overrides):
+    """The family's real denoiser (SD1.5/SDXL's UNet, SD3.5's transformer) from its shipped config (the folder
+    ``configs``, by default the family's own), with ``overrides`` on it, random weights, built directly in ``dtype``
+    (SDXL's 2.6 G params would need 10 GB in fp32 first)."""
     from trainer.models.family import family as model_family
 
     adapter = model_family(family)
-    config_dir = MODEL_CONFIG_DIR / family / adapter.denoiser_component
-    config = json.loads((config_dir / "config.json").read_text())
+    config_dir = MODEL_CONFIG_DIR / (configs or family) / adapter.denoiser_component
+    config = {**json.loads((config_dir / "config.json").read_text()), **overrides}
     previous = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
     try:
