@@ -1,17 +1,17 @@
-"""SD3.5's transformer activations at full width, measured on 1 and 2 of its blocks and carried to its depth.
+"""SD3.5's transformer activations at full width, measured on 2 and 3 of its blocks and carried to its depth.
 
 A full SD3.5 Medium step on this machine's two cores takes many minutes per cell (2.5 B parameters, and bf16
 matmuls emulated on a CPU without AMX). Its activations are a sum over blocks, each of the model's full width:
 a step's transient peak is ``c + Σ d(block)``, where ``c`` is the patch embedding, the text projections, the
-final layer and the loss, and ``d`` what one block saves for the backward (with gradient checkpointing: the
-block's input, plus one block's recompute in ``c``). Medium has two kinds of block (13 with a second, dual
-attention and 11 plain); Large has 38 plain blocks of another width. So each cell is measured on four
-truncated models (1 and 2 blocks, each kind), ``c`` and both ``d`` are solved from them, and the full model's
-figure is ``c + 13·d_dual + 11·d_plain``. The LoRA's gradients are counted from the adapted layers the same way.
+final layer, the loss and the last block (lighter: it leaves the text alone), and ``d`` what one block saves
+for the backward (with gradient checkpointing: the block's inputs, plus one block's recompute in ``c``). Medium
+has two kinds of block (13 with a second, dual attention and 10 plain before the last); Large has 37 plain blocks
+of another width before its last. So each cell is measured on four truncated models (2 and 3 blocks, each kind),
+``c`` and both ``d`` are solved from them, and the full model's figure is ``c + 13·d_dual + 10·d_plain``. The LoRA's gradients are counted from the adapted layers the same way.
 
     python bench/memory_depth.py --precision fp32 --fit       # fit and held-out cells, both checkpointing modes
     python bench/memory_depth.py --precision bf16 --ckpt off --cells 256x1,320x1   # bf16 (~6x slower on a CPU)
-    python bench/memory_depth.py --size sd3-large --cells 128x1                    # Large, 1 and 2 blocks, vs the plan
+    python bench/memory_depth.py --size sd3-large --cells 128x1                    # Large, 2 and 3 blocks, vs the plan
 
 On this machine's two cores an fp32 128 px cell (its eight truncated models) takes about a minute of CPU time,
 a bf16 one about six. ``--size sd3-large`` measures Large's own blocks (width 2432, no dual attention) and compares its extrapolated
@@ -38,12 +38,13 @@ HELD_OUT = ((128, 1), (192, 1), (256, 2), (384, 1))
 
 
 def build(size: str, layers: int, dual: bool, dtype: torch.dtype):
-    """SD3.5 ``size`` ("sd3" Medium or "sd3-large") at full width with ``layers`` blocks, dual attention in all of
-    them or none, random weights, LoRA on the attention (rank 16) as the plan's coefficients assume."""
+    """SD3.5 ``size`` ("sd3" Medium or "sd3-large") at full width with ``layers`` blocks, random weights, LoRA on
+    the attention (rank 16) as the plan's coefficients assume. As in the real model, the last block is a plain one
+    that does not update the text (``context_pre_only``); with ``dual`` the others have the second attention."""
     import memory_probe as mp
 
     model = mp.build_unet("sd3", dtype, configs=size, num_layers=layers,
-                          dual_attention_layers=list(range(layers)) if dual else [])
+                          dual_attention_layers=list(range(layers - 1)) if dual else [])
     lora = mp.attach(model, "sd3")
     return model, 4 * sum(p.numel() for p in lora.trainable("transformer"))
 
@@ -57,19 +58,23 @@ def cell(size: str, layers: int, dual: bool, precision: str, ckpt: bool, res: in
 
 
 def full_depth(size: str, precision: str, ckpt: bool, res: int, batch: int) -> dict:
-    """The full model's figures from four truncated ones: ``c + n_dual·d_dual + n_plain·d_plain``."""
+    """The full model's figures from truncated ones: ``c + n_dual·d_dual + (n_plain - 1)·d_plain``, where ``c``
+    holds the last block. Each kind's ``d`` is the difference between 2 and 3 blocks, never 1 and 2: the last block
+    (which leaves the text alone) is lighter than the others, and with checkpointing the step's peak holds one
+    block's recompute besides the saved inputs, so a 1-block model's peak has the lighter block's recompute in it
+    and a 2-block model's the heavier one's (measured: 1 → 2 blocks adds 23-26 MiB at 128 px, 2 → 3 adds 2.3)."""
     config = json.loads((REPO / "trainer/models/model_configs" / size / "transformer/config.json").read_text())
     n_dual = len(config.get("dual_attention_layers") or [])
     n_plain = int(config["num_layers"]) - n_dual
     kinds = [True, False] if n_dual else [False]
     per: dict[bool, tuple[dict, dict]] = {}
     for dual in kinds:
-        per[dual] = (cell(size, 1, dual, precision, ckpt, res, batch), cell(size, 2, dual, precision, ckpt, res, batch))
+        per[dual] = (cell(size, 2, dual, precision, ckpt, res, batch), cell(size, 3, dual, precision, ckpt, res, batch))
     out = {}
     for key in ("measured", "lora_grads"):
-        slopes = {dual: two[key] - one[key] for dual, (one, two) in per.items()}
-        base = sum(one[key] - slopes[dual] for dual, (one, _) in per.items()) / len(per)
-        out[key] = round(base + n_dual * slopes.get(True, 0) + n_plain * slopes[False])
+        slopes = {dual: three[key] - two[key] for dual, (two, three) in per.items()}
+        base = sum(two[key] - slopes[dual] for dual, (two, _) in per.items()) / len(per)  # c and the last block
+        out[key] = round(base + n_dual * slopes.get(True, 0) + (n_plain - 1) * slopes[False])
         out[f"{key}_per_block"] = {("dual" if d else "plain"): s for d, s in slopes.items()}
         out[f"{key}_base"] = round(base)
     return out
@@ -89,7 +94,7 @@ def main() -> None:
     args = ap.parse_args()
     cells = tuple(tuple(int(n) for n in c.split("x")) for c in args.cells.split(",") if c) or FIT_CELLS + HELD_OUT
     print(f"SD3.5 {args.size}, full width, rank-16 attention LoRA, {args.precision}, CPU; MiB of activations + LoRA "
-          "gradients (the step's transient), from 1 and 2 blocks carried to the model's depth")
+          "gradients (the step's transient), from 2 and 3 blocks carried to the model's depth")
     print(f"{'ckpt':>5} {'px':>4} {'batch':>5} {'estimate':>9} {'measured':>9} {'error':>7}  (fit cell?)")
     rows = []
     t0 = time.perf_counter()
@@ -112,10 +117,11 @@ def main() -> None:
         res, batch = (int(n) for n in args.full.split("x"))
         model = mp.build_unet("sd3", torch.float32 if args.precision == "fp32" else torch.bfloat16)  # Medium
         mp.attach(model, "sd3")
-        whole = mp.step_peak(model, "sd3", res, batch, args.precision, False)["tensors"]
-        part = full_depth(args.size, args.precision, False, res, batch)["measured"]
-        print(f"whole model at {res}x{batch}: {whole / 2**20:.1f} MiB; from 1-2 blocks: {part / 2**20:.1f} MiB "
-              f"({part / whole - 1:+.1%})")
+        for ckpt in {"both": (False, True), "off": (False,), "on": (True,)}[args.ckpt]:
+            whole = mp.step_peak(model, "sd3", res, batch, args.precision, ckpt)["tensors"]
+            part = full_depth("sd3", args.precision, ckpt, res, batch)["measured"]
+            print(f"whole model at {res}x{batch}, checkpointing {ckpt}: {whole / 2**20:.1f} MiB; from 2-3 blocks: "
+                  f"{part / 2**20:.1f} MiB ({part / whole - 1:+.1%})", flush=True)
     if args.fit:
         for key, coefficients in fit(rows).items():
             print(f"    {key}: {coefficients},")

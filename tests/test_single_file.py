@@ -289,3 +289,29 @@ def test_real_size_layout_is_what_diffusers_reads(shipped):
         prefix = single_file.SDXL_OPEN_CLIP_PREFIX
         te2_back = sfu.convert_open_clip_checkpoint(te2, ck, prefix=prefix)
         assert shapes(te2_back) == shapes(te2.state_dict())
+
+
+def test_a_single_files_header_is_read_once_per_version(tmp_path, monkeypatch):
+    """Telling the family, the model size and whether T5 is inside each ask for the tensor names: one read of the
+    header serves them all, and a file written again is read again."""
+    import safetensors
+    from safetensors.torch import save_file
+
+    from trainer.models.family import checkpoint_keys
+
+    opened = []
+    real = safetensors.safe_open
+
+    def counting(*args, **kwargs):
+        opened.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(safetensors, "safe_open", counting)
+    path = tmp_path / "model.safetensors"
+    save_file({"model.diffusion_model.joint_blocks.0.x": torch.zeros(1)}, str(path))
+    assert checkpoint_keys(path) == {"model.diffusion_model.joint_blocks.0.x"}
+    assert checkpoint_keys(path) == checkpoint_keys(tmp_path / "." / "model.safetensors")
+    assert len(opened) == 1
+    save_file({"model.diffusion_model.joint_blocks.37.x": torch.zeros(2)}, str(path))
+    assert checkpoint_keys(path) == {"model.diffusion_model.joint_blocks.37.x"} and len(opened) == 2
+    assert checkpoint_keys(tmp_path / "model.ckpt") == frozenset()

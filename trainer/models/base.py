@@ -23,6 +23,7 @@ from trainer.models.family import (
     DISTILLED_WORDS,
     FAMILIES,
     MODEL_CONFIG_DIR,  # noqa: F401 (where tests and bench/ read the shipped configs from)
+    checkpoint_keys,
     chosen_family,
     family_of_checkpoint_keys,
     family_of_pipeline,
@@ -95,12 +96,7 @@ def _family_from_index(folder: Path) -> str | None:
 
 
 def _family_from_single_file(path: Path) -> str:
-    if path.suffix.lower() != ".safetensors":
-        return family_of_checkpoint_keys(()).name
-    from safetensors import safe_open
-
-    with safe_open(str(path), framework="pt") as f:
-        return family_of_checkpoint_keys(f.keys()).name
+    return family_of_checkpoint_keys(checkpoint_keys(path)).name
 
 
 def base_config_folder(model_cfg, kind: str) -> Path | None:

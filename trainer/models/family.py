@@ -12,6 +12,7 @@ Nothing here imports torch or diffusers at import time: the config validates fam
 
 from __future__ import annotations
 
+import functools
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -305,6 +306,24 @@ def family_of_hub_id(repo_id: str) -> ModelFamily:
         if f.pipeline_marker and f.pipeline_marker.lower() in repo_id.lower():
             return f
     return family(DEFAULT)
+
+
+def checkpoint_keys(path: Path) -> frozenset[str]:
+    """The tensor names of a single-file checkpoint (a ``.safetensors`` file's header; empty for other formats),
+    read once per version of the file: telling the family, the model size and whether T5 is inside all ask."""
+    path = Path(path)
+    if path.suffix.lower() != ".safetensors":
+        return frozenset()
+    stat = path.stat()
+    return _header_keys(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _header_keys(path: str, mtime_ns: int, size: int) -> frozenset[str]:
+    from safetensors import safe_open
+
+    with safe_open(path, framework="pt") as f:
+        return frozenset(f.keys())
 
 
 def family_of_checkpoint_keys(keys) -> ModelFamily:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from trainer.models.family import Activations, ModelFamily, TextEncoder, register
+from trainer.models.family import Activations, ModelFamily, TextEncoder, checkpoint_keys, register
 
 T5_TOKENS = 256  # diffusers' SD3 pipeline's max_sequence_length, and sd-scripts' default for SD3
 
@@ -55,8 +55,8 @@ class SD3(ModelFamily):
     # picture at these sizes, the per-pixel term is the blocks' saved inputs plus one block's recompute, and the
     # held-out cells are within ±17 %.
     activations: ClassVar[Activations] = {
-        ("fp32", False): (-21_192_283, 621_353_895, 680_994.4),
-        ("fp32", True): (-114_802_104, 590_598_435, 65_238.8),
+        ("fp32", False): (-51_196_581, 685_654_297, 673_414.0),
+        ("fp32", True): (-46_768_124, 91_081_464, 69_498.0),
         ("half", False): (-16_255_094, 476_596_405, 522_342.4),
         ("half", True): (-50_988_254, 262_308_635, 28_975.2),
     }
@@ -193,24 +193,15 @@ class SD3(ModelFamily):
 
     def checkpoint_config_dir(self, path):
         """SD3.5 Large (38 joint blocks) or Medium (24), by the file's own tensor names."""
-        if path.suffix.lower() == ".safetensors":
-            from safetensors import safe_open
-
-            with safe_open(str(path), framework="pt") as f:
-                if any(k.startswith(self.checkpoint_marker + "37.") for k in f):
-                    return self.config_dir.with_name("sd3-large")
+        if any(k.startswith(self.checkpoint_marker + "37.") for k in checkpoint_keys(path)):
+            return self.config_dir.with_name("sd3-large")
         return self.config_dir
 
     def single_file_kwargs(self, path, config_dir, torch_dtype):
         # the shipped configs hold no T5 tokenizer (its vocabulary is the model's, not ours to ship): without a
         # tokenizer_3 folder beside the file, or without T5 weights in it, the base loads without T5
         has_tokenizer = (config_dir / "tokenizer_3").is_dir()
-        has_t5 = False
-        if path.suffix.lower() == ".safetensors":
-            from safetensors import safe_open
-
-            with safe_open(str(path), framework="pt") as f:
-                has_t5 = any(k.startswith("text_encoders.t5xxl.") for k in f)
+        has_t5 = any(k.startswith("text_encoders.t5xxl.") for k in checkpoint_keys(path))
         return {} if has_tokenizer and has_t5 else {"text_encoder_3": None, "tokenizer_3": None}
 
 
