@@ -7,4 +7,5 @@ bash scripts/browser.sh || echo "test.sh: no headless Chromium; browser tests wi
 .venv/bin/python -m ruff check .
 .venv/bin/python -m mypy  # trainer/, as pyproject.toml [tool.mypy] says
 export HF_HUB_OFFLINE=1 TRANSFORMERS_VERBOSITY=error DIFFUSERS_VERBOSITY=error
-exec .venv/bin/python -m pytest -q "$@"
+# two processes, one test file each at a time (tests/conftest.py gives each one thread); -n 0 runs in this one
+exec .venv/bin/python -m pytest -q -n "${LORA_DOCTOR_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@"
