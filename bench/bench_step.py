@@ -9,7 +9,7 @@ measured per variant in a fresh subprocess.
 ``--model tiny-sd15`` is the test suite's tiny model (64 px); ``demo`` the demo base that the README's run command
 trains on a CPU (SD1.5's four blocks, 2x VAE, 64 px); ``sd15-quarter`` is SD1.5's own architecture at a
 quarter of its widths (8x VAE with mid attention, 12-layer text encoder) at 128 px, whose VAE is a larger
-share of a step, as in the real model (see README, Performance).
+share of a step, as in the real model (see docs/performance.md).
 
 Both steps are built by ``bench/steppers.py``: ours is our Trainer's optimizer step; the reference is the
 training step of diffusers' ``train_text_to_image_lora.py`` re-implemented from its documented behaviour.

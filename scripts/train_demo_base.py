@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=bt.BaseSettings.seed)
     ap.add_argument("--caption-canonical-share", type=float, default=bt.BaseSettings.caption_canonical_share,
                     help="share of world captions in the canonical order; the rest come with their tags in a "
-                         "random order (see README, Demo status)")
+                         "random order (see docs/demo.md, Demo status)")
     ap.add_argument("--resume", action="store_true", help="reuse the VAE, latents and last checkpoint in --work")
     ap.add_argument("--keep-checkpoints", action="store_true",
                     help="also keep diffusion-<step>.pt for every checkpoint (about 100 MB each)")

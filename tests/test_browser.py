@@ -1,6 +1,7 @@
 """The app in a real headless Chromium (Debian's, driven by Playwright): walk the wizard, train, watch the loss
 plot gain points, see the guard's alert for a run that goes NaN, a second tab that sees the running job and
-cannot start another, and the Korean switch. Screenshots of each step go to ``test-artifacts/``."""
+cannot start another, and the Korean switch. Screenshots of each step go to ``test-artifacts/``; the wizard walk
+also keeps the README's pictures of the steps, ``docs/images/step-*.png``, current (:func:`doc_shot`)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,51 @@ def shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
+# The README's picture of each wizard step: its tab's element id and its English label.
+DOC_IMAGES = Path(__file__).resolve().parent.parent / "docs" / "images"
+DOC_STEPS = {"dataset": ("ld-dataset", "Dataset"), "steps": ("ld-plan", "Steps"), "train": ("ld-train", "Train"),
+             "review": ("ld-review", "Review"), "troubleshoot": ("ld-troubleshoot", "Troubleshoot")}
+DOC_VIEWPORT = {"width": 1280, "height": 800}
+
+
+def doc_shot(page, name: str, focus: str | None = None) -> bool:
+    """Save what the page shows as ``docs/images/step-<name>.png`` (1280×800, the README's picture of that step),
+    only when that step's tab is the selected one, in English, and its panel is visible: a test that took another
+    path leaves the picture as it was. ``focus`` (a selector) is scrolled to the top of the window first. The
+    viewport and the scroll are put back afterwards. test_browser_verdict.py runs after this file and writes Review
+    and Troubleshoot again from the full default demo run, so a whole test run leaves those two from that run."""
+    panel_id, label = DOC_STEPS[name]
+    tab = page.get_by_role("tab", selected=True)
+    if tab.count() != 1 or tab.inner_text().strip() != label or not page.locator(f"#{panel_id}").is_visible():
+        return False
+    before = page.viewport_size
+    page.set_viewport_size(DOC_VIEWPORT)
+    try:
+        page.wait_for_timeout(1_000)  # plots and grids settle to the narrower width
+        if focus:  # its top a little below the window's
+            page.locator(focus).first.evaluate(
+                "el => window.scrollTo(0, el.getBoundingClientRect().top + window.scrollY - 24)")
+        else:
+            page.evaluate("() => window.scrollTo(0, 0)")
+        DOC_IMAGES.mkdir(parents=True, exist_ok=True)
+        save_small_png(page.screenshot(), DOC_IMAGES / f"step-{name}.png")
+    finally:
+        if before:
+            page.set_viewport_size(before)
+        page.evaluate("() => window.scrollTo(0, 0)")
+    return True
+
+
+def save_small_png(png: bytes, path: Path) -> None:
+    """A screenshot as a 256-colour PNG: the sample grids' noise made a full-colour one over 300 KB, this a third."""
+    import io
+
+    from PIL import Image
+
+    Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(
+        path, format="PNG", optimize=True)
+
+
 def button(page, name: str):
     return page.get_by_role("button", name=name, exact=True)
 
@@ -90,8 +136,11 @@ def walk_to_train(page, fields: dict[str, str], advanced: dict[str, str] | None 
     page.wait_for_function("() => document.body.innerText.includes('usable pictures')")
     if shots:
         shot(page, "1-dataset")
+        doc_shot(page, "dataset", "#ld-dataset >> text=usable pictures")
     button(page, "Next: steps →").click()
     page.wait_for_function("() => document.body.innerText.includes('Bucket-aware total')")
+    if shots:  # the README's picture shows the demo's own plan, before the test shortens it
+        doc_shot(page, "steps")
     for name, value in fields.items():
         set_field(page, name, value)
     page.wait_for_timeout(800)
@@ -153,15 +202,18 @@ def test_walk_the_wizard_train_and_review(page):
     assert line["x"] == [3, 6] and all(y > 0 for y in line["y"])
     assert star["y"] == [min(line["y"])]
     shot(page, "4-train")
+    doc_shot(page, "train")
     button(page, "Next: review →").click()
     page.wait_for_function("() => document.querySelectorAll('#ld-grid img').length === 12")
     assert "Recommended" in page.locator("#ld-recommend").inner_text()
     measures = page.locator("#ld-measures").inner_text()
     assert "validation loss (★ lowest)" in measures and measures.count("★") == 2  # the header and the lowest
     shot(page, "5-review")
+    doc_shot(page, "review", "#ld-recommend")
     button(page, "Next: troubleshoot →").click()
     wait_text(page, "#ld-findings", "Observed")
     shot(page, "6-troubleshoot")
+    doc_shot(page, "troubleshoot", "#ld-findings")
     page.get_by_role("tab", name=re.compile("Dataset")).click()  # earlier steps stay reachable
     assert "Dataset" in selected_step(page)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_browser import ARTIFACTS, CHROMIUM, button, pytestmark, shot, sync_api, wait_text  # noqa: F401
+from tests.test_browser import ARTIFACTS, CHROMIUM, button, doc_shot, pytestmark, shot, sync_api, wait_text  # noqa: F401
 
 VERDICT = re.compile(r"[Vv]erdict: (fit|under-trained|over-trained|broken)")
 
@@ -113,12 +113,14 @@ def test_plan_review_and_troubleshoot_agree_on_the_default_demo_run(app, default
         ARTIFACTS.mkdir(exist_ok=True)
         page.locator("#ld-grid").screenshot(path=str(ARTIFACTS / "review-grid-default-demo.png"))
         shot(page, "verdict-5-review")
+        doc_shot(page, "review", "#ld-recommend")  # the README's pictures, from the whole default run
         recommended = page.locator("#ld-recommend").inner_text()
 
         button(page, "Next: troubleshoot →").click()
         troubleshoot = verdict_on(page, "#ld-findings")
         findings = page.locator("#ld-findings").inner_text()
         shot(page, "verdict-6-troubleshoot")
+        doc_shot(page, "troubleshoot", "#ld-findings")
     finally:
         context.close()
 

@@ -152,7 +152,8 @@ def test_cross_kv_targets_only_the_cross_attention_keys_and_values(family):
 
 def test_cross_kv_lora_files_load_in_diffusers_alike(dataset, tmp_path):
     # One alpha for every module: diffusers' kohya loader keeps only the most common alpha when they differ, and
-    # with cross_kv the convolutions outnumber the attention layers (README, "LoRA files").
+    # with cross_kv the convolutions outnumber the attention layers (docs/families.md, "LoRA on the
+    # convolutions").
     final = _train(dataset, tmp_path, **{"lora.targets": "cross_kv", "lora.conv_alpha": 4.0})
     with safe_open(str(final / "lora.safetensors"), "pt") as f:
         keys = list(f.keys())

@@ -1,4 +1,4 @@
-"""The demo's pictures are shown at a size a person can judge, and the default preset samples as the README says.
+"""The demo's pictures are shown at a size a person can judge, and the default preset samples as docs/demo.md says.
 
 The demo draws 64 px pictures; the Review grid and the Train gallery enlarge them for display
 (``trainer.data.images.for_display``) by a whole factor, nearest neighbour: each pixel becomes a block of its own
@@ -20,7 +20,7 @@ from trainer.config.presets import preset_config
 from trainer.data.images import DISPLAY_SIDE, display_scale, for_display
 from trainer.demo.world import character_scene, demo_sample_prompts, render_scene
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+DEMO_PAGE = Path(__file__).resolve().parent.parent / "docs" / "demo.md"
 
 
 def _blocks_equal_pixels(small: Image.Image, big: Image.Image) -> bool:
@@ -85,12 +85,12 @@ def test_the_train_gallery_opens_samples_enlarged(tmp_path):
     assert _blocks_equal_pixels(picture, open_rgb(tmp_path / "s.png"))
 
 
-def test_the_default_preset_samples_as_the_readme_says():
+def test_the_default_preset_samples_as_the_demo_page_says():
     sample = preset_config("demo-character").sample
-    text = README.read_text(encoding="utf-8")
+    text = DEMO_PAGE.read_text(encoding="utf-8")
     status = text[text.index("### Demo status"):]
     found = re.search(r"samples with (\d+) DDIM steps, guidance ([\d.]+) and sample seed (\d+)", status)
-    assert found, "the README's Demo status names the preset's sample settings"
+    assert found, "docs/demo.md's Demo status names the preset's sample settings"
     steps, guidance, seed = int(found[1]), float(found[2]), int(found[3])
     assert (sample.steps, sample.guidance, sample.seed) == (steps, guidance, seed)
     assert [p.replace("{trigger}", "zxc") for p in sample.prompts] == demo_sample_prompts()

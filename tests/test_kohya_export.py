@@ -1,5 +1,5 @@
 """Exporting to sd-scripts and the round trips: kohya file → our config → sd-scripts files gives back the same
-value for every supported key; the README's table is the one the importer reads."""
+value for every supported key; the docs' table (docs/kohya.md, docs/ko/kohya.md) is the one the importer reads."""
 
 from __future__ import annotations
 
@@ -125,9 +125,9 @@ def test_toml_writer_writes_the_dataset_config_shape():
     assert tomllib.loads(dumps_toml(data)) == data
 
 
-def test_readme_table_is_the_one_the_importer_reads():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    for lang in ("en", "ko"):
-        m = re.search(rf"<!-- kohya-table:{lang} -->\n(.*?)\n<!-- /kohya-table:{lang} -->", readme, re.S)
-        assert m, f"README lacks the {lang} kohya table markers"
+def test_docs_table_is_the_one_the_importer_reads():
+    for lang, page in (("en", "docs/kohya.md"), ("ko", "docs/ko/kohya.md")):
+        text = (REPO / page).read_text(encoding="utf-8")
+        m = re.search(rf"<!-- kohya-table:{lang} -->\n(.*?)\n<!-- /kohya-table:{lang} -->", text, re.S)
+        assert m, f"{page} lacks the {lang} kohya table markers"
         assert m.group(1) == render_table(say, lang)

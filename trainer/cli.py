@@ -1,8 +1,9 @@
 """Headless CLI: ``python -m trainer {plan,check-dataset,tiny-model,train,diagnose,measure,import-kohya,export-kohya,
 caption,tiny-captioner} ...``.
 
-Exit codes (DESIGN.md): 0 finished, 2 bad input (one line naming the key or file), 3 stopped by the numerics
-guard (diagnosis written), 130 stopped by the user.
+Exit codes (docs/design.md, "The command line"): 0 finished, 2 bad input (one line naming the key or file),
+3 stopped by the numerics guard (diagnosis written), 130 stopped by the user; 1 a run that failed after it
+started.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The words of the kohya mapping table (:data:`trainer.kohya.mapping.ROWS`): what becomes of each kohya_ss /
-sd-scripts setting, as the import report and the README table say it."""
+sd-scripts setting, as the import report and the table in docs/kohya.md say it."""
 
 from __future__ import annotations
 

@@ -53,7 +53,8 @@ class ModelConfig(_Section):
     """"auto" (read from the base) or a registered family's name (trainer.models.family): "sd15", "sdxl"."""
     prediction_type: Literal["auto", "epsilon", "v_prediction"] = "auto"
     allow_distilled: bool = False
-    """Train on a turbo/LCM/lightning base anyway (the seeds advise against it)."""
+    """Train on a turbo/LCM/lightning base anyway (docs/training-guide.md advises against it: "Do not train on
+    distilled models")."""
 
 
 class DatasetConfig(_Section):

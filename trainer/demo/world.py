@@ -151,7 +151,7 @@ def varied_caption(scene: Scene, rng: np.random.Generator, canonical_share: floa
     Real captions come in any order; a text encoder that only ever saw one order reads words by their slot.
     On the committed base (canonical captions only) a character LoRA draws "zxc, right, on snow" more often
     than "zxc, on snow, right", where "on snow" sits in the world captions' background slot (0.79 vs 0.01 and
-    0.67 vs 0.48 likeness on two training seeds; README, Demo status)."""
+    0.67 vs 0.48 likeness on two training seeds; docs/demo.md, Demo status)."""
     if scene.is_character:
         raise ValueError("varied_caption is for world scenes; the character's captions come from caption()")
     if rng.random() < canonical_share:

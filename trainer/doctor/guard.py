@@ -1,10 +1,11 @@
 """The numerics guard: decide, from one step's health, whether its update may reach the weights.
 
-A non-finite gradient is never applied, whatever the precision. What breaks first is recorded (the seeds:
-gradient first points at loss scaling / fp16 overflow / input scale; parameter first points at the optimizer
-update or its state; EMA first at the EMA's own accumulation). With fp16 an overflowing step is the loss
-scaler's ordinary business (skip, halve the scale) until the scale collapses; then it is a gradient failure.
-That includes its warm-up before the first applied step, however long a high initial scale makes it.
+A non-finite gradient is never applied, whatever the precision. What breaks first is recorded
+(docs/design.md, "Numerics rules": gradient first points at loss scaling / fp16 overflow / input scale;
+parameter first points at the optimizer update or its state; EMA first at the EMA's own accumulation). With fp16
+an overflowing step is the loss scaler's ordinary business (skip, halve the scale) until the scale collapses;
+then it is a gradient failure. That includes its warm-up before the first applied step, however long a high
+initial scale makes it.
 """
 
 from __future__ import annotations

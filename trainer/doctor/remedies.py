@@ -1,4 +1,4 @@
-"""The one change a rollback applies (the seeds: change one thing at a time).
+"""The one change a rollback applies (docs/training-guide.md, "Change one thing at a time").
 
 The change fits what broke first (the collapse seed). A non-finite loss or gradient points at fp16 overflow,
 the loss scaling or the inputs, so any setting that can change mid-run may do (bf16 where the machine has

@@ -1,7 +1,8 @@
 """One judgement per run and per checkpoint: fit, under, over or broken, with the evidence that decided it.
 
-Plan, Review, Troubleshoot and the guard's alert all read it from here, so they cannot disagree. The seeds'
-rule is "judge by pictures, not by the loss", so the evidence is weighed by how much it can be trusted:
+Plan, Review, Troubleshoot and the guard's alert all read it from here, so they cannot disagree. The rule is
+"judge by pictures, not by the loss" (docs/training-guide.md, "Reading the saves"), so the evidence is weighed by
+how much it can be trusted:
 
 - **strong**: the guard's non-finite alert (the run broke); the run's own model at each save, for any subject
   (:mod:`trainer.doctor.model_measures`: does the trigger carry the subject, did what the model draws without it
@@ -39,8 +40,9 @@ from trainer.message import Msg, msg
 from trainer.run.rundir import RunPaths
 
 LIKENESS_SHOWS = 0.5  # a judge's likeness from which the subject is there (the demo's: stripes, eyes, hat)
-# Calibrated on the demo world's pictures in a plain folder (scripts/doctor_calibration.py, README "Is the doctor
-# right?"): the model-only verdict against the demo's picture measures at every save of 0.1x / 1x / 10x the lr.
+# Calibrated on the demo world's pictures in a plain folder (scripts/doctor_calibration.py, docs/doctor.md "Is
+# the doctor right?"): the model-only verdict against the demo's picture measures at every save of 0.1x / 1x / 10x
+# the lr.
 # Demo saves the pictures call under reached a trigger hold of at most 0.471, fit ones at least 0.476: a thin margin
 # at three timesteps (measure.timesteps), so a save near the line is read beside its neighbours.
 HOLD_SHOWS = 0.475  # trigger hold from which the trigger alone brings the subject
@@ -158,7 +160,8 @@ def _picture_observations(row: dict[str, Any], measured: bool, best_adherence: f
         else:
             obs.append(Observation("pictures", "fit", trust, msg("verdict.likeness", like=like)))
     # a save that has not learned the subject follows the prompt no better: adherence drops mean overfitting
-    # only once the subject is there (the seeds' "more alike, but poses drift to the data's")
+    # only once the subject is there (docs/training-guide.md, "Reading the saves": "even more alike, but poses
+    # drift to the data's")
     shows = like is None or like >= LIKENESS_SHOWS
     if judged and shows and adh is not None and best_adherence is not None and adh < best_adherence - ADHERENCE_SLACK:
         obs.append(Observation("pictures", "over", trust, msg("verdict.low_adherence", adh=adh, best=best_adherence),
@@ -353,8 +356,9 @@ def run_verdict(run_dir: str | Path, findings: list[Any] | None = None) -> Verdi
         lines.append(msg("verdict.other_checkpoint", step=c.step, label=LABEL_TEXT[c.label], evidence=c.evidence[0]))
     lines += [o.line(outweighed=o.points_to not in (None, label)) for o in run_obs if o.points_to != "broken"]
     strong = any(c.measures.get("likeness") is not None or c.measures.get("trigger_hold") is not None for c in cvs)
-    # where the pictures or the model were measured, the trends of the numbers are weak beside them (the seeds:
-    # judge by pictures, not by the loss), and so are the pixel scores
+    # where the pictures or the model were measured, the trends of the numbers are weak beside them
+    # (docs/training-guide.md, "Reading the saves": judge by pictures, not by the loss), and so are the pixel
+    # scores
     weak = (PIXEL_SIGNALS if strong else ()) + (WEAK_NUMBER_SIGNALS if any(c.measures for c in cvs) else ())
     deciding = next((c for c in cvs if c.label == label), rec)  # the first save that shows the run's verdict
     observations = tuple(run_obs) + (rec.observations if rec else ()) + (

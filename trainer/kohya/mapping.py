@@ -3,7 +3,7 @@
 Each :class:`Row` names the key in the kohya_ss GUI's saved JSON (``gui``), the sd-scripts key (``sd``: a
 ``train_network.py`` argument as its ``--config_file`` TOML spells it, or a ``dataset_config`` key), our dotted
 config key, and the two converters. A row without ``ours`` is a setting we do not carry over; its note says
-what we do instead or why it does not matter. The importer, the exporter and the README's table all read
+what we do instead or why it does not matter. The importer, the exporter and docs/kohya.md's table all read
 this table (:func:`render_table`), so the three cannot drift apart.
 
 Key names were checked against kohya_ss ``kohya_gui/lora_gui.py`` (``save_configuration``'s parameters are
@@ -356,8 +356,8 @@ def is_neutral(v: Any) -> bool:
 
 
 def render_table(say: Callable[[Msg, str], str], lang: str = "en") -> str:
-    """The README's mapping table (Markdown) in ``lang``, made from :data:`ROWS` and SD3.5's rows; ``say`` words a
-    message (``words.say``)."""
+    """The mapping table of docs/kohya.md and docs/ko/kohya.md (Markdown) in ``lang``, made from :data:`ROWS`
+    and SD3.5's rows; ``say`` words a message (``words.say``)."""
     from trainer.kohya.sd3 import SD3_ROWS
 
     head = ("kohya_ss GUI (JSON)", "sd-scripts", "LoRA Doctor", say(msg("kohya.table.note"), lang))

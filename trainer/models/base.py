@@ -2,8 +2,8 @@
 file or a hub id.
 
 Every path ends in a diffusers pipeline (SD1.5 or SDXL) plus a :class:`BaseInfo` saying what was loaded,
-which family it is, and whether it looks distilled (the seeds: LoRA training on a few-step distilled base
-undoes the distillation and blurs the pictures).
+which family it is, and whether it looks distilled (docs/training-guide.md, "Do not train on distilled models":
+LoRA training on a few-step distilled base undoes the distillation and blurs the pictures).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The one place that decides device and precision.
 
-Rules (DESIGN.md, from the seeds): frozen weights in the low-precision dtype; LoRA params, optimizer state
-and EMA shadow in fp32; fp16 runs through autocast + GradScaler on our own path (accelerate does no fp16 AMP
-on CPU, ours works everywhere). bf16 asked for where the device lacks it falls back to fp16 on a GPU
+Rules (docs/design.md, "Numerics rules"): frozen weights in the low-precision dtype; LoRA params, optimizer
+state and EMA shadow in fp32; fp16 runs through autocast + GradScaler on our own path (accelerate does no fp16
+AMP on CPU, ours works everywhere). bf16 asked for where the device lacks it falls back to fp16 on a GPU
 (with the scaler) and to fp32 on a CPU without bf16 autocast, with a message that is recorded in the run.
 """
 

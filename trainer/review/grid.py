@@ -1,7 +1,7 @@
 """Review a run from its folder: the checkpoint × prompt grid and the recommended checkpoint.
 
 The pictures' measures are :mod:`trainer.doctor.pictures`; the strength sweep, which draws, is
-:mod:`trainer.review.strength`. The seeds' rule for picking:
+:mod:`trainer.review.strength`. The rule for picking (docs/training-guide.md, "Reading the saves"):
 the best checkpoint sits between "fits" and "starting to overfit", and the last save is rarely it. With the
 demo character the pictures can be measured (likeness, adherence); for any run the no-trigger sample can be
 compared with the base model's (leakage) and the trigger samples with step 0 (burn).

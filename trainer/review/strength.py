@@ -1,6 +1,7 @@
 """The strength sweep of the Review step: one LoRA file drawn at several strengths on the run's sample prompts
-(the seeds: good at 0.6-0.8 but too much at 1.0 is a little over-trained, so use it lower or an earlier save;
-like the character only at 1.2 is under-trained, so more steps or a higher lr)."""
+(docs/training-guide.md, "The strength sweep": good at 0.6-0.8 but too much at 1.0 is a little over-trained, so
+use it lower or an earlier save; like the character only at 1.2 is under-trained, so more steps or a higher
+lr)."""
 
 from __future__ import annotations
 

@@ -1,1 +1,2 @@
-"""The run folder contract (DESIGN.md) and what a run writes into it: events, metric rows, sample names."""
+"""The run folder contract (docs/design.md, "The run folder") and what a run writes into it: events, metric
+rows, sample names."""

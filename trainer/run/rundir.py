@@ -1,5 +1,6 @@
-"""The run folder contract (DESIGN.md): ``<output_dir>/<name>/<run_id>/`` with config, plan, metrics, events,
-checkpoints, samples, diagnosis and the final LoRA; plus the journal entry naming the parent run."""
+"""The run folder contract (docs/design.md, "The run folder"): ``<output_dir>/<name>/<run_id>/`` with config,
+plan, metrics, events, checkpoints, samples, diagnosis and the final LoRA; plus the journal entry naming the
+parent run."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""EMA of the LoRA weights: fp32 shadow over the trainable params only (the seeds' three EMA pitfalls:
-low-precision accumulation, averaging the whole UNet, and mixing EMA and live weights when sampling or saving).
+"""EMA of the LoRA weights: fp32 shadow over the trainable params only (the three EMA pitfalls of docs/design.md,
+"Numerics rules": low-precision accumulation, averaging the whole UNet, and mixing EMA and live weights when
+sampling or saving).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Sample pictures from the weights being trained, without disturbing the training.
 
-The seeds' four prompt kinds are the defaults: trigger only; trigger with a pose/background absent from the
-data; trigger with another outfit; no trigger (does the LoRA leak into everything?). Every checkpoint uses
-the same prompts and the same seed, so pictures line up across steps. The training modules are used as they
+The four prompt kinds of docs/training-guide.md ("Sample prompts that test generalisation") are the defaults:
+trigger only; trigger with a pose/background absent from the data; trigger with another outfit; no trigger (does
+the LoRA leak into everything?). Every checkpoint uses the same prompts and the same seed, so pictures line up
+across steps. The training modules are used as they
 are (no casting); train mode and the global RNG state are restored afterwards.
 """
 

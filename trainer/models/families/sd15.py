@@ -19,8 +19,9 @@ class SD15(UNetFamily):
     base_model_version = "sd_v1"
     modelspec_architecture = "stable-diffusion-v1/lora"
     # Measured on the CPU at the allocator (live tensor bytes), SDPA attention, rank-16 attention LoRA, fitted on
-    # the 256 and 320 px cells at batch 1 and 128 px at batch 4 (bench/bench_memory.py --fit); the README's table
-    # holds every cell. The per-step term is minus the LoRA gradients: they are part of the per-sample bytes.
+    # the 256 and 320 px cells at batch 1 and 128 px at batch 4 (bench/bench_memory.py --fit); the table in
+    # docs/memory.md holds every cell. The per-step term is minus the LoRA gradients: they are part of the
+    # per-sample bytes.
     activations: ClassVar[Activations] = {
         ("fp32", False): (-12_754_940, 7_859_968, 407_368.9),
         ("fp32", True): (-12_754_940, 216_448, 118_184.0),
