@@ -234,8 +234,9 @@ def test_review_sweeps_strength_and_the_doctor_diagnoses_an_sd3_run(run):
     assert report.get("verdict")
 
 
-def test_the_memory_plan_sizes_sd35_medium_and_large_and_warns_what_is_provisional():
+def test_the_memory_plan_sizes_sd35_medium_and_large_and_warns_what_is_provisional(monkeypatch):
     from trainer.config.schema import from_dict
+    from trainer.models.families.sd3 import SD3
     from trainer.plan.memory import estimate_memory
 
     gib = 2**30
@@ -247,7 +248,12 @@ def test_the_memory_plan_sizes_sd35_medium_and_large_and_warns_what_is_provision
         assert plan.parts["unet_weights"] > denoiser_gib * gib  # 2.5 B / 8.1 B parameters in bf16
         assert plan.parts["text_encoder_weights"] > 10 * gib  # T5-XXL alone is 4.7 B
         assert plan.warnings == [] and plan.parts["activations"] > 8 * gib  # 1024 px: 4,096 picture tokens
-    cfg.train.gradient_checkpointing = True  # checkpointing's figures are derived (bench/memory_depth.py)
+        cfg.train.gradient_checkpointing = True  # each block keeps its inputs; one block's recompute at a time
+        checkpointed = estimate_memory(cfg, free=24 * gib)
+        assert checkpointed.warnings == []  # measured (bench/memory_depth.py), not derived
+        assert plan.parts["activations"] / 20 < checkpointed.parts["activations"] < plan.parts["activations"] / 8
+    # a (precision, checkpointing) cell whose figures are derived rather than measured is said to be so
+    monkeypatch.setattr(SD3, "provisional_activations", frozenset({("half", True)}))
     plan = estimate_memory(cfg, free=24 * gib)
     assert [w.code for w in plan.warnings] == ["memory.warn.provisional"]
 

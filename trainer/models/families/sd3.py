@@ -46,22 +46,25 @@ class SD3(ModelFamily):
         # what the picture reads of the text: the text stream's keys and values in the joint attention
         "cross_kv": ["add_k_proj", "add_v_proj"],
     }
-    # SD3.5 Medium at full width on the CPU (bench/memory_depth.py: 1 and 2 blocks of each kind carried to 24, the
-    # 256 and 320 px batch-1 and 128 px batch-4 cells; 333 text tokens a sample). fp32 without gradient
-    # checkpointing is measured: the held-out 128, 192 px and 256 px batch-2 cells within +3.2 %. bf16 is fp32
-    # scaled by the bf16/fp32 ratio measured at 128 px (0.767 without, 0.444 with checkpointing); without
-    # checkpointing that is checked on bf16 cells measured apart (256 and 320 px: +3.7 %, +3.8 %). Checkpointing's
-    # cells are derived and marked provisional (the plan says so): its measured peaks do not grow with the
-    # picture at these sizes, the per-pixel term is the blocks' saved inputs plus one block's recompute, and the
-    # held-out cells are within ±17 %.
+    # SD3.5 Medium at full width on the CPU (bench/memory_depth.py): each cell measured on 2 and 3 blocks of each
+    # kind (the last block is always the lighter one that leaves the text alone, as in the real model) and carried
+    # to 13 dual-attention + 11 plain blocks; 333 text tokens a sample. fp32 is fitted through the 256 and 320 px
+    # batch-1 and 128 px batch-4 cells, both checkpointing modes; held out 128 and 192 px, 256 px batch 2 and
+    # 384 px are within 0.3 %. bf16 without checkpointing is fp32's scaled by the bf16/fp32 ratio measured at
+    # 128 px (0.744): 128 px -0.3 %, and against bf16 cells measured apart at 256 and 320 px +2.7 %, +2.1 %.
+    # bf16 with checkpointing is fitted per pixel through its own 256 and 320 px cells, split between step and
+    # sample as fp32's: 128 px held out -4.0 %.
     activations: ClassVar[Activations] = {
         ("fp32", False): (-51_196_581, 685_654_297, 673_414.0),
         ("fp32", True): (-46_768_124, 91_081_464, 69_498.0),
-        ("half", False): (-16_255_094, 476_596_405, 522_342.4),
-        ("half", True): (-50_988_254, 262_308_635, 28_975.2),
+        ("half", False): (-38_104_243, 510_314_120, 501_204.0),
+        ("half", True): (-23_955_301, 46_653_227, 32_902.5),
     }
-    reference_widths = 24 * 1536  # SD3.5 Medium: 24 blocks of 1536 channels
-    provisional_activations = frozenset({("fp32", True), ("half", True)})
+    # What the activations scale with across sizes: the blocks' (depth × width) plus the parts outside them (patch
+    # embedding, text projections, final layer, loss), which grow with the width alone and weigh as 12 blocks. Large
+    # measured on its own blocks (memory_depth.py --size sd3-large, fp32, 128 and 256 px, both checkpointing modes)
+    # is 2.03-2.43× Medium; (depth + 12) × width gives 2.20 (depth × width alone gave 2.51: up to +17 %).
+    reference_widths = (24 + 12) * 1536  # SD3.5 Medium: 24 blocks of 1536 channels
     bf16_native = True
     min_snr = False  # rectified flow: train.min_snr_gamma does not apply (the plan and the run say so)
 
@@ -86,7 +89,7 @@ class SD3(ModelFamily):
         return SD3Transformer2DModel.from_config(config)
 
     def activation_width(self, denoiser_config):
-        return int(denoiser_config["num_layers"]) * int(denoiser_config["num_attention_heads"]) \
+        return (int(denoiser_config["num_layers"]) + 12) * int(denoiser_config["num_attention_heads"]) \
             * int(denoiser_config["attention_head_dim"])
 
     def prepare_weights(self, pipe, weight_dtype) -> None:
