@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np
 import torch
 
+import words  # noqa: F401  run folders hold their messages worded, as the app and the CLI write them
 from trainer.config.schema import from_dict
 from trainer.demo import evaluation as ev
 from trainer.demo.datasets import write_character_dataset, write_prior_dataset

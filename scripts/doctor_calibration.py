@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
 
+import words  # noqa: F401  run folders hold their messages worded, as the app and the CLI write them
 from trainer.config.schema import from_dict
 
 PRESET = "demo-character"

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from PIL import Image
 
+import words  # noqa: F401  the app and the CLI word the library's messages with words/ (codes.wording); so do tests
+
 if os.environ.get("PYTEST_XDIST_WORKER"):
     import torch
 

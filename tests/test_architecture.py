@@ -1,16 +1,24 @@
 """The shape of the code: trainer/'s sub-packages import each other without a cycle, the trainer library imports no
-UI, and no source file grows past what a reader takes in at once."""
+UI, the layer contracts of pyproject.toml (import-linter) hold and catch a forbidden import, and no source file grows
+past what a reader takes in at once."""
 
 from __future__ import annotations
 
 import ast
+import os
+import shutil
+import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 TRAINER = REPO / "trainer"
 MAX_LINES = 400
 UI_MODULES = ("gradio", "plotly", "ui", "fastapi", "starlette", "uvicorn")
+LAYERED = ("codes", "words", "trainer", "ui")  # pyproject.toml [tool.importlinter] root_packages
 
 
 def _imports(path: Path) -> list[str]:
@@ -114,3 +122,30 @@ def test_the_doctor_judges_without_knowing_the_demo():
     named = {p.relative_to(REPO).as_posix(): [m for m in _imports(p) if m.startswith("trainer.demo")]
              for p in _sources(TRAINER / "doctor")}
     assert not {k: v for k, v in named.items() if v}
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess:
+    """``lint-imports`` over the packages under ``root`` (its pyproject.toml), in a process of its own."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    code = "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
+    return subprocess.run([sys.executable, "-c", code, "--no-cache"], cwd=root, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_the_layer_contracts_hold_and_a_forbidden_import_breaks_them(tmp_path):
+    """A copy of the sources keeps every contract; one ``import trainer`` in words/ (a leaf) breaks one."""
+    pytest.importorskip("importlinter")
+
+    def not_source(folder: str, names: list[str]) -> list[str]:
+        return [n for n in names if n == "__pycache__" or not (n.endswith(".py") or Path(folder, n).is_dir())]
+
+    for package in LAYERED:
+        shutil.copytree(REPO / package, tmp_path / package, ignore=not_source)
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    kept = _lint_imports(tmp_path)
+    assert kept.returncode == 0, kept.stdout + kept.stderr
+    leaf = tmp_path / "words" / "samples.py"
+    leaf.write_text(leaf.read_text(encoding="utf-8") + "\nimport trainer  # noqa\n", encoding="utf-8")
+    broken = _lint_imports(tmp_path)
+    assert broken.returncode != 0, broken.stdout
+    assert "words/ is a leaf" in broken.stdout and "BROKEN" in broken.stdout, broken.stdout

@@ -105,7 +105,7 @@ def test_a_sample_drawn_by_the_demo_base_is_shown_pixel_for_pixel():
     from trainer.config.schema import ModelConfig
     from trainer.models.base import DEMO_BASE_DIR, load_pipeline
     from trainer.models.precision import decide_precision
-    from trainer.train.sampling import render, sampling_pipeline
+    from trainer.sampling import render, sampling_pipeline
 
     if not (DEMO_BASE_DIR / "model_index.json").is_file():
         pytest.skip("demo/base is missing: run scripts/train_demo_base.py")

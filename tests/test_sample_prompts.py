@@ -81,8 +81,8 @@ def test_several_pictures_per_prompt_each_with_its_own_seed_drawn_as_one_alone(t
     from tests.helpers import tiny_config, write_toy_dataset
     from trainer.models.base import load_pipeline
     from trainer.models.precision import decide_precision
+    from trainer.sampling import render, sampling_pipeline
     from trainer.train.loop import run_training
-    from trainer.train.sampling import render, sampling_pipeline
 
     data = write_toy_dataset(tmp_path / "data", n=2)
     cfg = tiny_config(data, tmp_path / "runs", {"train.max_steps": 1, "sample.enabled": True, "sample.images_per_prompt": 2,

@@ -72,10 +72,10 @@ def test_the_trainer_library_holds_no_korean():
     assert not gone, f"these no longer hold words; take them off STILL_WORDED_IN_TRAINER: {sorted(gone)}"
 
 
-# trainer modules that word messages: the edges that write a file people read (run folder, CLI output); the rest
-# of the library returns codes and values
-MAY_IMPORT_WORDS = {"trainer/cli.py", "trainer/caption/command.py", "trainer/train/console.py", "trainer/run/worded.py",
-                    "trainer/errors.py"}  # a UserError words its own message (str(e) in English, e.say(lang))
+# trainer modules that word messages: the CLI's commands, which print for people; the rest of the library returns
+# codes and values, and its run-folder files, an error's English and the console are worded by the words installed in
+# codes.wording. pyproject.toml's import-linter contracts say the same (docs/design.md, "Layers").
+MAY_IMPORT_WORDS = {"trainer/cli.py", "trainer/caption/command.py"}
 
 
 def _imports_words(tree: ast.AST) -> bool:

@@ -136,7 +136,7 @@ def cmd_train(args) -> int:
 
     cfg = load_config(args.config, args.set)
     check_output_dir(cfg.save.output_dir)
-    return run_from_cli(cfg, resume=args.resume, parent=args.parent, quiet=args.quiet)
+    return run_from_cli(cfg, resume=args.resume, parent=args.parent, quiet=args.quiet, say=words.say)
 
 
 def check_output_dir(output_dir: str) -> None:

@@ -4,22 +4,19 @@ Anything raised as :class:`UserError` is shown as one line (no traceback) and, f
 process with exit code 2. The message names the file or the config key and says what to do.
 
 A :class:`UserError` carries a :class:`~trainer.message.Msg` (a code in ``words/`` and its values), so the app
-words it in the reader's language with :meth:`UserError.say`; ``str(e)`` is its English, what the CLI prints.
+words it in the reader's language with :meth:`UserError.say`; ``str(e)`` is its English, what the CLI prints, in
+the words :mod:`codes.wording` has installed (the app's and the CLI's).
 A plain string is still taken (the app's own errors, already worded for the reader).
 """
 
 from __future__ import annotations
 
+from codes import wording
 from trainer.message import Msg
 
 
 def _word(message: Msg | str, lang: str) -> str:
-    if not isinstance(message, Msg):
-        return message
-    # words/ imports trainer modules that raise this error, so it is reached only once an error is worded
-    from words import say
-
-    return say(message, lang)
+    return wording.say(message, lang)
 
 
 def in_english(message: Msg | str) -> str:
@@ -35,7 +32,11 @@ class UserError(Exception):
     def __init__(self, message: Msg | str):
         super().__init__(message)  # args keep the Msg: a pickled error (another process) still words itself
         self.msg = message
-        self.message = _word(message, "en")
+
+    @property
+    def message(self) -> str:
+        """The message in English, worded when it is read."""
+        return _word(self.msg, "en")
 
     def say(self, lang: str) -> str:
         """The message in ``lang`` ("en" or "ko")."""

@@ -100,7 +100,8 @@ def _wire_language(ui: UI) -> None:
     def relabel(*, lang: str) -> dict[str, Any]:
         out: dict[str, Any] = relabel_fields(ui, lang)
         for name, key, attr in ui.texts:
-            out[name] = gr.update(**{attr: t(key, lang)})
+            text: dict[str, Any] = {attr: t(key, lang)}  # (the attribute is a label, a value, an info…)
+            out[name] = gr.update(**text)
         for p in list_presets():
             if p.id in ui.cards:
                 out[f"card_{p.id}"] = gr.update(value=p.label(lang))

@@ -39,9 +39,9 @@ class HtmlRewrite:
                 body.append(message.get("body", b""))
                 if not message.get("more_body"):
                     page = self.rewrite(b"".join(body))
-                    headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
-                    headers.append((b"content-length", str(len(page)).encode()))
-                    await send({**start, "headers": headers})
+                    kept = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+                    kept.append((b"content-length", str(len(page)).encode()))
+                    await send({**start, "headers": kept})
                     await send({"type": "http.response.body", "body": page})
 
         await self.app(scope, receive, capture)

@@ -164,7 +164,7 @@ def warnings_markdown(snap: RunSnapshot, lang: str) -> str:
     for a in snap.alerts:
         if str(a.kind or "").startswith("nonfinite_"):
             continue
-        message = a.message or ""  # a precision fallback says it in English alone
+        message = a.message or ""  # a precision fallback of a run from before codes says it in English alone
         lines.append(f"- ⚠️ **{signal_label(str(a.kind), lang)}**: "
                      f"{message if isinstance(message, str) else words.say(message, lang)}")
     return f"**{t('run_warnings', lang)}**\n\n" + "\n".join(lines) if lines else ""

@@ -107,7 +107,7 @@ class _Chart:
         self.traces: list[dict] = []
         self.shapes: list[dict] = []
         self.annotations: list[dict] = []
-        self.layout = {
+        self.layout: dict[str, Any] = {
             "title": {"text": title, "font": {"size": 14}, "x": 0.02, "xanchor": "left"}, "height": HEIGHT,
             "margin": {"l": 50, "r": 10, "t": 40, "b": 40}, "uirevision": uirevision,
             "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"},

@@ -31,6 +31,7 @@ def run_picker(ui: UI, name: str, refresh: str) -> None:
 def field_widget(ui: UI, f: Field, value: Any, choices: list | None = None) -> Any:
     lang = ui.ctx.lang
     common: dict[str, Any] = {"label": f.label(lang), "info": f.help(lang), "elem_id": f"ld-f-{f.name}"}
+    w: gr.Textbox | gr.Number | gr.Checkbox | gr.Dropdown
     if f.kind in ("text", "csv"):
         w = gr.Textbox(value=value, **common)
     elif f.kind == "lines":
@@ -61,6 +62,6 @@ def relabel_fields(ui: UI, lang: str) -> dict[str, Any]:
     for name, f in BY_NAME.items():
         if name not in ui.c:
             continue
-        choices = {"choices": f.choice_items(lang)} if f.kind == "choice" and name != "preset" else {}
+        choices: dict[str, Any] = {"choices": f.choice_items(lang)} if f.kind == "choice" and name != "preset" else {}
         out[name] = gr.update(label=f.label(lang), info=f.help(lang), **choices)
     return out

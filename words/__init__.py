@@ -1,7 +1,7 @@
 """Every word LoRA Doctor shows people, in English and Korean: one table of templates keyed by code.
 
-The trainer library returns codes and values (:class:`trainer.message.Msg`); the app and the CLI word them here with
-:func:`say`. Each module of this package holds one area's templates as ``TEXTS = {code: (english, korean)}``;
+The trainer library returns codes and values (:class:`codes.message.Msg`); the app and the CLI word them here with
+:func:`say`, and the library through :mod:`codes.wording`, where this package installs itself. Each module of this package holds one area's templates as ``TEXTS = {code: (english, korean)}``;
 :data:`TEXTS` is all of them, and a code defined twice is an error at import.
 """
 
@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainer.message import Msg
+from codes import wording
+from codes.message import Msg
 
 from .korean import resolve
 
@@ -83,3 +84,4 @@ def _load() -> None:
 
 
 _load()
+wording.install(say, worded)  # the library words what it must hand on as text with these

@@ -2,6 +2,9 @@
 budget (``memory_fit.*``)."""
 
 TEXTS = {
+    "memory.note.scaled_activations": (
+        "activations scaled from the real model's by the UNet's widths (a rough figure)",
+        "활성값은 실제 모델의 값을 UNet 너비 비율로 줄여 잡았습니다(대략적인 수치)"),
     "memory.part.unet_weights": ("UNet / transformer weights (frozen)", "UNet / 트랜스포머 가중치(고정)"),
     "memory.part.text_encoder_weights": ("text encoder weights (frozen)", "텍스트 인코더 가중치(고정)"),
     "memory.part.vae_weights": ("VAE weights", "VAE 가중치"),

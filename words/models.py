@@ -1,6 +1,13 @@
 """The base model: what loading it may warn about (``base.*``)."""
 
 TEXTS = {
+    # why a base looks distilled: the {reason} of base.distilled
+    "base.distilled_name": ("the name contains '{word}'", "이름에 '{word}' 포함"),
+    "base.distilled_scheduler": ("its scheduler is {scheduler}", "스케줄러가 {scheduler}임"),
+    "base.distilled_guidance": (
+        "its UNet takes a guidance embedding (time_cond_proj_dim), as guidance-distilled models do",
+        "가이던스 증류 모델처럼 UNet이 가이던스 임베딩(time_cond_proj_dim)을 받음"),
+    "base.distilled_config": ("its UNet config names '{word}'", "UNet 설정에 '{word}' 표기"),
     "base.distilled": (
         "This base looks distilled ({reason}). Few-step and guidance-distilled models were trained away from "
         "the ordinary 'add noise, predict it' objective that LoRA training uses; training on them undoes the "

@@ -1,7 +1,7 @@
 """The app's own words (``ui.<key>``): labels, buttons, headings and notes of the wizard's pages. The app reads
 them through ``ui.i18n.t(key, lang)``."""
 
-from trainer.run.samples import PROMPT_KINDS
+from codes.prompts import PROMPT_KINDS
 from words.samples import TEXTS as _KINDS
 
 TEXTS: dict[str, tuple[str, str]] = {

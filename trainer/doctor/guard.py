@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from trainer.message import Msg, msg
+
 if TYPE_CHECKING:  # the guard itself needs no torch, so the detectors can share its threshold
     from trainer.doctor.numerics import StepHealth
 
@@ -26,7 +28,7 @@ class Decision:
     skipped: bool  # the step's update was dropped
     nonfinite: str | None  # loss | grad | param | ema | None
     action: str = "continue"  # continue | stop | rollback
-    reason: str = ""
+    reason: Msg | None = None  # why the step was dropped (``guard.*``)
 
 
 @dataclass
@@ -70,23 +72,23 @@ class Guard:
             scale = h.loss_scale if h.loss_scale is not None else float("inf")
             limit = 4 * self.max_consecutive_skips if self.warmed_up else float("inf")
             if scale >= MIN_LOSS_SCALE and self.consecutive_overflows < limit:
-                return Decision(apply=False, skipped=True, nonfinite=None, reason="fp16 overflow (scaler)")
+                return Decision(apply=False, skipped=True, nonfinite=None, reason=msg("guard.fp16_overflow"))
 
         return self._on_failure(broken)
 
     def _on_failure(self, broken: str) -> Decision:
         weights_broken = broken in ("param", "ema")
         if self.policy == "stop":
-            return Decision(False, True, broken, "stop", f"non-finite {broken}; guard policy is stop")
+            return Decision(False, True, broken, "stop", msg("guard.policy_stop", first=broken))
         if self.policy == "skip" and not weights_broken:
             self.consecutive_skips += 1
             if self.consecutive_skips > self.max_consecutive_skips:
-                return Decision(False, True, broken, "stop",
-                                f"{self.consecutive_skips} consecutive non-finite steps; skipping did not help")
-            return Decision(False, True, broken, "continue", f"non-finite {broken}; step skipped")
+                return Decision(False, True, broken, "stop", msg("guard.skipping_failed", n=self.consecutive_skips))
+            return Decision(False, True, broken, "continue", msg("guard.skipped", first=broken))
         # rollback (or skip where the weights themselves are already broken: nothing to skip)
         if self.policy == "rollback" and self.rollbacks < self.max_rollbacks:
             self.rollbacks += 1
-            return Decision(False, True, broken, "rollback", f"non-finite {broken}; rolling back")
-        why = "the weights are already non-finite" if weights_broken else f"{self.rollbacks} rollbacks used"
-        return Decision(False, True, broken, "stop", f"non-finite {broken}; {why}")
+            return Decision(False, True, broken, "rollback", msg("guard.rolling_back", first=broken))
+        if weights_broken:
+            return Decision(False, True, broken, "stop", msg("guard.weights_broken", first=broken))
+        return Decision(False, True, broken, "stop", msg("guard.rollbacks_used", first=broken, n=self.rollbacks))

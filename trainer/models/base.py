@@ -44,7 +44,7 @@ class BaseInfo:
     family: str  # sd15 | sdxl
     prediction_type: str = "epsilon"
     distilled: bool = False
-    distilled_reason: str = ""
+    distilled_reason: Msg | str = ""  # a family may still say it in a plain string
     warnings: list[Msg] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -134,12 +134,12 @@ def unet_block_names(model_cfg) -> list[str] | None:
     return names + [f"up_blocks.{i}" for i in range(len(config.get("up_block_types", [])))]
 
 
-def detect_distilled(source: str, pipe=None, family: str | None = None) -> tuple[bool, str]:
+def detect_distilled(source: str, pipe=None, family: str | None = None) -> tuple[bool, Msg | str]:
     """Look for turbo / LCM / lightning / hyper / schnell in the name, the configs and the scheduler."""
     lowered = source.lower()
     for word in DISTILLED_WORDS:
         if re.search(rf"(^|[^a-z]){word}([^a-z]|$)", lowered):
-            return True, f"the name contains '{word}'"
+            return True, msg("base.distilled_name", word=word)
     if pipe is not None:
         adapter = model_family(family) if family else family_of_pipeline(type(pipe).__name__)
         reason = adapter.distilled_reason(pipe)

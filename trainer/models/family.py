@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from trainer.errors import UserError
-from trainer.message import chained, msg
+from trainer.message import Msg, chained, msg
 
 AUTO = "auto"  # model.family's "detect it from the base" value
 DISTILLED_WORDS = ("turbo", "lcm", "lightning", "hyper", "schnell")  # in a name or config: a distilled model
@@ -161,7 +161,7 @@ class ModelFamily:
         pipeline was loaded without (SD3.5's optional T5) is (None, None)."""
         return [(getattr(pipe, te.tokenizer, None), getattr(pipe, te.component, None)) for te in self.text_encoders]
 
-    def distilled_reason(self, pipe) -> str | None:
+    def distilled_reason(self, pipe) -> Msg | str | None:
         """Why ``pipe``'s own configs say it is a distilled model (few-step or guidance-distilled), or None."""
         return None
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
+from trainer.message import Msg, msg
+
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -25,7 +27,7 @@ class PrecisionPlan:
     vae_dtype: torch.dtype
     autocast_dtype: torch.dtype | None
     use_scaler: bool
-    fallback: str = ""  # the message when the request could not be honoured
+    fallback: Msg | None = None  # the message when the request could not be honoured
 
     def autocast(self):
         if self.autocast_dtype is None:
@@ -42,7 +44,7 @@ class PrecisionPlan:
             "trainable_dtype": "float32",
             "autocast_dtype": str(self.autocast_dtype).replace("torch.", "") if self.autocast_dtype else None,
             "grad_scaler": self.use_scaler,
-            "fallback": self.fallback,
+            "fallback": self.fallback.to_json() if self.fallback else "",  # worded where a file holds it
         }
 
 
@@ -55,7 +57,6 @@ def resolve_device(name: str = "auto") -> torch.device:
         return torch.device("cpu")
     if name == "cuda" and not torch.cuda.is_available():
         from trainer.errors import UserError
-        from trainer.message import msg
 
         raise UserError(msg("error.device.no_cuda"))
     return torch.device(name)
@@ -68,13 +69,11 @@ def bf16_supported(device: torch.device) -> bool:
 
 
 def decide_precision(requested: str, device: torch.device, vae_force_upcast: bool = False) -> PrecisionPlan:
-    precision, fallback = requested, ""
+    precision, fallback = requested, None
     if requested == "bf16" and not bf16_supported(device):
         precision = "fp16" if device.type == "cuda" else "fp32"
-        fallback = (
-            f"bf16 was asked for but {device} does not support it; using {precision}"
-            + (" with loss scaling" if precision == "fp16" else "")
-        )
+        code = "precision.fallback_scaled" if precision == "fp16" else "precision.fallback"
+        fallback = msg(code, device=str(device), precision=precision)
     weight_dtype = DTYPES[precision]
     if device.type == "cpu" and precision == "fp16":
         # CPU fp16 kernels are partial; frozen weights stay fp32 and autocast runs the matmuls in fp16,

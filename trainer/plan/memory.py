@@ -70,7 +70,7 @@ class MemoryPlan:
     device_total: int | None = None
     resolution: tuple[int, int] = (0, 0)
     """The largest bucket (width, height): the step that peaks."""
-    notes: list[str] = field(default_factory=list)
+    notes: list[Msg] = field(default_factory=list)
     warnings: list[Msg] = field(default_factory=list)
     """What the person should know about this base on this device (shown under the table)."""
 
@@ -83,7 +83,7 @@ class MemoryPlan:
     def to_json(self) -> dict[str, Any]:
         return {"parts": dict(self.parts), "total": self.total, "device": self.device, "free": self.free,
                 "device_total": self.device_total, "verdict": self.verdict, "resolution": list(self.resolution),
-                "notes": list(self.notes), "warnings": [w.to_json() for w in self.warnings]}
+                "notes": [n.to_json() for n in self.notes], "warnings": [w.to_json() for w in self.warnings]}
 
 
 def gib(n: int | float | None) -> str:
@@ -283,11 +283,11 @@ def estimate_memory(cfg: Config, buckets: list[dict] | None = None, device: torc
     rounded = {k: round(v) for k, v in parts.items()}
     total = sum(rounded.values())
     name, asked_free, device_total = device_memory(device) if free == -1 else (device_name or str(device), free, None)
-    notes = []
+    notes: list[Msg] = []
     if precision.fallback:
         notes.append(precision.fallback)
     if shapes.widths != adapter.reference_widths:
-        notes.append("activations scaled from the real model's by the UNet's widths (a rough figure)")
+        notes.append(msg("memory.note.scaled_activations"))
     warnings = []
     if precision.precision == "fp16" and adapter.bf16_native:
         warnings.append(msg("memory.warn.fp16_family", family=adapter.label))

@@ -131,7 +131,7 @@ def _draw_sweep(pipe, info, config: Config, lora: Path, wanted: list[float], pro
     import torch
 
     from trainer.models.embedding import embedding_beside, load_embedding, unload_embedding
-    from trainer.train.sampling import png_bytes, render_batch, sampling_pipeline
+    from trainer.sampling import png_bytes, render_batch, sampling_pipeline
 
     embedding = embedding_beside(lora)
     try:

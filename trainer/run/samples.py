@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from codes.prompts import PROMPT_KINDS
 from trainer.message import Msg, msg
 
-PROMPT_KINDS = ("trigger", "trigger_unseen", "trigger_outfit", "no_trigger")
+__all__ = ["PROMPT_KINDS", "expand_prompts", "prompt_kind", "sample_key"]  # PROMPT_KINDS: named here as before
 
 
 def prompt_kind(kind: str) -> Msg:

@@ -1,12 +1,17 @@
-"""Running a training from the terminal: a progress bar (step, loss, it/s, ETA), Ctrl-C as a clean stop."""
+"""Running a training from the terminal: a progress bar (step, loss, it/s, ETA), Ctrl-C as a clean stop.
+
+Messages are worded by the ``say`` the CLI passes in (``words.say``; by default the words :mod:`codes.wording`
+has installed); this module imports no words."""
 
 from __future__ import annotations
 
 import signal
 import sys
 import threading
+from collections.abc import Callable
+from typing import Any
 
-import words
+from codes import wording
 from trainer.config.schema import Config
 from trainer.doctor.held_out import best_so_far
 from trainer.run.events import Alert, RunEvent, Started, StepRow
@@ -14,8 +19,9 @@ from trainer.train.commands import Commands
 
 
 class ConsoleSink:
-    def __init__(self, quiet: bool = False):
+    def __init__(self, quiet: bool = False, say: Callable[[Any], str] = wording.say):
         self.quiet = quiet
+        self.say = say  # a message in the reader's language
         self.bar = None
         self.best_val: dict | None = None  # the lowest validation loss so far and its step (best_so_far)
 
@@ -41,7 +47,7 @@ class ConsoleSink:
         if isinstance(ev, Alert):
             message = ev.message or ev.get("reason", "")
             self._write(f"[{ev.get('level', 'warning')}] {ev.kind}: "
-                        f"{message if isinstance(message, str) else words.say(message)}")
+                        f"{message if isinstance(message, str) else self.say(message)}")
         elif kind in ("checkpoint_saved", "rollback", "change_applied"):
             self._write(f"{kind}: {ev.get('path') or ev.get('change') or ev.get('key')}")
         elif kind in ("finished", "stopped", "failed") and self.bar is not None:
@@ -54,7 +60,8 @@ class ConsoleSink:
             print(line, file=sys.stderr)
 
 
-def run_from_cli(cfg: Config, resume=None, parent=None, quiet: bool = False) -> int:
+def run_from_cli(cfg: Config, resume=None, parent=None, quiet: bool = False,
+                 say: Callable[[Any], str] = wording.say) -> int:
     from trainer.train.loop import run_training
 
     commands = Commands()
@@ -65,7 +72,7 @@ def run_from_cli(cfg: Config, resume=None, parent=None, quiet: bool = False) -> 
             signal.signal(signal.SIGINT, signal.default_int_handler)
 
         signal.signal(signal.SIGINT, on_sigint)
-    result = run_training(cfg, ConsoleSink(quiet), commands, resume=resume, parent=parent)
+    result = run_training(cfg, ConsoleSink(quiet, say), commands, resume=resume, parent=parent)
     if result.status == "failed":
         print(f"error: training failed: {result.message} (details in {result.run_dir}/events.jsonl)", file=sys.stderr)
     elif result.status == "guard_stopped":

@@ -16,9 +16,9 @@ from trainer.io import atomic_folder, fsync_file
 from trainer.models.embedding import EMBEDDING_EMA_FILE, EMBEDDING_FILE, write_embedding
 from trainer.run.rundir import rotate_checkpoints, write_checkpoint_marker
 from trainer.run.samples import expand_prompts
+from trainer.sampling import sampling_pipeline, write_samples
 from trainer.tensor_files import NonFiniteTensorError
 from trainer.train import checkpoint as ckpt
-from trainer.train.sampling import sampling_pipeline, write_samples
 
 if TYPE_CHECKING:
     from trainer.config.schema import Config

@@ -32,7 +32,7 @@ import torch
 from trainer.data.batches import LatentCache, image_tensor, samples_from_report, without_trigger
 from trainer.io import append_jsonl
 from trainer.models.lora import set_lora_scale
-from trainer.train.sampling import preserved_training_state
+from trainer.sampling import preserved_training_state
 from trainer.train.validation import fixed_timesteps
 
 if TYPE_CHECKING:

@@ -85,7 +85,7 @@ class Recovery:
             "grad_norm": h.grad_norm,
             "action": decision.action,
             "policy": self.guard.policy,
-            "reason": decision.reason,
+            "reason": decision.reason.to_json() if decision.reason else "",  # worded in events.jsonl
         }
         if self.guard.first_failure is None:
             self.guard.first_failure = details

@@ -107,11 +107,11 @@ class Runner:
     def active(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def start(self, config: Config, parent: str | None = None, resume: str | None = None) -> tuple[bool, str]:
+    def start(self, config: Config, parent: str | None = None, resume: str | None = None) -> tuple[bool, Msg]:
         """Start training in a background thread. Returns (started, message); refuses while a run is active."""
         with self._lock:
             if self.active:
-                return False, "a training run is already active; stop it first"
+                return False, msg("run.already_active")
             self._commands = Commands()
             self.state = RunState(status=RunStatus.STARTING, started_at=time.time(), config=config,
                                   run_dir=str(resume) if resume else None)
@@ -120,7 +120,7 @@ class Runner:
                 target=self._run, args=(config, parent, resume), name="lora-training", daemon=True
             )
             self._thread.start()
-        return True, "started"
+        return True, msg("run.started")
 
     def _run(self, config: Config, parent, resume) -> None:
         from trainer.train.loop import run_training
@@ -158,7 +158,7 @@ class Runner:
             return True
         return False
 
-    def continue_run(self, run_dir: str | Path) -> tuple[bool, str]:
+    def continue_run(self, run_dir: str | Path) -> tuple[bool, Msg]:
         """Continue a paused run from its checkpoint, in its own folder with its own settings (``config.toml``):
         the same as :meth:`start` with ``resume``. Refuses a run that is not paused."""
         from trainer.config.schema import load_config

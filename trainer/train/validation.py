@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from trainer.data.batches import LatentCache, Sample, image_tensor, samples_from_report
 from trainer.errors import UserError
 from trainer.message import msg
-from trainer.train.sampling import preserved_training_state
+from trainer.sampling import preserved_training_state
 
 if TYPE_CHECKING:
     from trainer.config.schema import Config

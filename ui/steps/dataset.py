@@ -309,8 +309,8 @@ def thumbnails(report: DatasetReport) -> list[tuple[Image.Image, str]]:
     out = []
     for item in report.items[:MAX_THUMBS]:
         try:
-            with Image.open(item.path) as im:
-                im = im.convert("RGB")
+            with Image.open(item.path) as opened:
+                im = opened.convert("RGB")
                 im.thumbnail((THUMB_SIDE, THUMB_SIDE))
                 out.append((im.copy(), item.rel))
         except OSError:

@@ -84,10 +84,12 @@ def wire(ui: UI) -> None:
             field = BY_PATH.get(c["key"])
             if field is not None and field.name in ui.c:
                 out[field.name] = to_widget(field, c["new"])
-        lines = [words.say(result.message, lang), *(f"- `{c['key']}`: {c['old']} → {c['new']} "
-                                                    f"({words.say(c['why'], lang)})" for c in result.changes)]
+        message = result.message
+        assert message is not None  # fit_to_memory always says what it did
+        lines = [words.say(message, lang), *(f"- `{c['key']}`: {c['old']} → {c['new']} "
+                                             f"({words.say(c['why'], lang)})" for c in result.changes)]
         out["memory_md"] = memory_markdown(ui, {**values, **out}, lang, report_state) + "\n\n" + "\n".join(lines)
-        out["preset_msg"] = ok_box(words.say(result.message, lang))
+        out["preset_msg"] = ok_box(words.say(message, lang))
         return out
 
     ui.on(ui["memory_fit"].click, fit, inputs, [*field_outputs, "memory_md", "preset_msg"], api_name="fit_memory",

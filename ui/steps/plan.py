@@ -8,6 +8,7 @@ the CLI line, the base-model check), so one handler keeps them all in step.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from typing import Any
 
 import gradio as gr
@@ -118,7 +119,7 @@ def render_plan(plan: Plan, lang: str) -> dict[str, Any]:
     }
 
 
-def _steps_list(steps: list[int], limit: int = 12) -> str:
+def _steps_list(steps: Sequence[int], limit: int = 12) -> str:
     shown = ", ".join(str(s) for s in steps[:limit])
     return shown + (f", … ({len(steps)})" if len(steps) > limit else "")
 

@@ -4,7 +4,7 @@ and the resolved config with the exact CLI command."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Literal
 
 import gradio as gr
 
@@ -80,7 +80,7 @@ def build(ui: UI) -> None:
     ui.add("preset_next", gr.Button(t("next_train", lang), variant="primary"), "next_train", "value")
 
 
-def card_variant(card: str, chosen: str | None) -> str:
+def card_variant(card: str, chosen: str | None) -> Literal["primary", "secondary"]:
     """The chosen preset's card stands out (primary); the others stay plain."""
     return "primary" if card == chosen else "secondary"
 

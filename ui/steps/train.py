@@ -199,7 +199,7 @@ def wire(ui: UI, timer: gr.Timer, loaded: Any) -> None:
         return out
 
     inputs = ["lang", "poll_state", "live_view", "train_msg"]
-    quiet = {"concurrency_limit": None, "show_progress": "hidden", "show_progress_on": []}
+    quiet: dict[str, Any] = {"concurrency_limit": None, "show_progress": "hidden", "show_progress_on": []}
     # a language chosen (not set by the page on load) asks at once: the plots are drawn again in it
     polled = ui.on([timer.tick, ui["lang"].input], poll, inputs, POLL_OUTPUTS, api_name="poll", js=VIEW_JS, **quiet)
     polled.then(None, ui["live_plots"], None, js=APPLY_JS, queue=False, show_progress="hidden")
@@ -314,7 +314,7 @@ def live_plots(runner, snap: RunSnapshot, state: dict[str, Any], lang: str, rev:
     after it: ``full`` (the id of its whole figures), ``drawn`` (their rows), ``rows``, ``carry``. Whole
     figures, decimated, on a first look, a new run or language, a page that lost track, rows that add markers,
     or once the lines grew by REDRAW_AFTER points since; else only the points of the rows that arrived."""
-    held = {k: state[k] for k in ("full", "drawn", "rows", "carry") if k in state}
+    held: dict[str, Any] = {k: state[k] for k in ("full", "drawn", "rows", "carry") if k in state}
     if not whole and held.get("rows") == snap.rows:
         return None, held
     if (not whole and held.get("drawn") and snap.rows - held["drawn"] <= REDRAW_AFTER
@@ -336,7 +336,7 @@ def poll_view(ui: UI, state: dict[str, Any], lang: str, view: dict[str, Any] | N
     page holds the plots this tab was sent (``view``: what the page says it holds; API clients say nothing).
     ``picture`` makes a sample file a gallery item (the app passes its :class:`GalleryCopies`)."""
     ctx, runner = ui.ctx, ui.ctx.runner
-    lost = bool(view) and (view.get("full"), view.get("rows")) != (state.get("full"), state.get("rows"))
+    lost = bool(view and (view.get("full"), view.get("rows")) != (state.get("full"), state.get("rows")))
     shown = (view or {}).get("shown", True)  # API clients see everything
     moved = state.get("version") != runner.version
     if not moved and state.get("lang") == lang and not lost:
@@ -346,7 +346,7 @@ def poll_view(ui: UI, state: dict[str, Any], lang: str, view: dict[str, Any] | N
         return {"poll_state": {**state, "every": every}, "poll_timer": pace(every)}
     snap = runner.snapshot(rows_from=state.get("rows", 0))
     samples, alerts = snap.samples, snap.alerts
-    new = {"version": snap.version, "lang": lang, "run": snap.run_dir, "samples": len(samples),
+    new: dict[str, Any] = {"version": snap.version, "lang": lang, "run": snap.run_dir, "samples": len(samples),
            "alerts": len(alerts), "findings": len(snap.findings), "active": snap.active, "status": str(snap.status)}
     fresh = state.get("lang") != lang or state.get("run") != snap.run_dir
     run_label = ctx.run_rel(snap.run_dir)

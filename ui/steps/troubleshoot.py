@@ -282,9 +282,10 @@ def rx_choices(run: Path | None, diag: dict[str, Any] | None, symptom: str | Non
     out = []
     for pid in dict.fromkeys(ids):
         p = kb.prescription(pid)
-        if cfg is not None and change_refusal(cfg, p.change):
+        change = p.change  # every id above is a prescription with a change
+        if change is None or (cfg is not None and change_refusal(cfg, change)):
             continue  # out of range, the wrong way, already so, or bf16 on a device without it
-        out.append((f"{p.text('title', lang)} — {words.say(describe_change(p.change, cfg), lang)}", pid))
+        out.append((f"{p.text('title', lang)} — {words.say(describe_change(change, cfg), lang)}", pid))
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from trainer.message import msg
 from trainer.models.family import DISTILLED_WORDS, ModelFamily
 
 
@@ -38,14 +39,14 @@ class UNetFamily(ModelFamily):
     def distilled_reason(self, pipe):
         sched = type(pipe.scheduler).__name__
         if sched in {"LCMScheduler", "TCDScheduler"}:
-            return f"its scheduler is {sched}"
+            return msg("base.distilled_scheduler", scheduler=sched)
         unet_cfg = getattr(getattr(pipe, "unet", None), "config", {})
         if unet_cfg.get("time_cond_proj_dim"):
-            return "its UNet takes a guidance embedding (time_cond_proj_dim), as guidance-distilled models do"
+            return msg("base.distilled_guidance")
         name = str(unet_cfg.get("_name_or_path", "")).lower()
         for word in DISTILLED_WORDS:
             if word in name:
-                return f"its UNet config names '{word}'"
+                return msg("base.distilled_config", word=word)
         return None
 
     def prediction_type(self, pipe):

@@ -1,0 +1,24 @@
+"""What the training itself says as it runs: a precision it could not honour (``precision.*``), why the numerics
+guard dropped or stopped a step (``guard.*``), and the runner's answer to a start (``run.*``)."""
+
+TEXTS = {
+    "precision.fallback": ("bf16 was asked for but {device} does not support it; using {precision}",
+                           "bf16을 요청했지만 {device}에서 지원하지 않아 대신 {precision} 정밀도로 학습합니다"),
+    "precision.fallback_scaled": (
+        "bf16 was asked for but {device} does not support it; using {precision} with loss scaling",
+        "bf16을 요청했지만 {device}에서 지원하지 않아 대신 {precision} 정밀도와 손실 스케일링으로 학습합니다"),
+    "guard.fp16_overflow": ("fp16 overflow (scaler)", "fp16 오버플로(스케일러)"),
+    "guard.policy_stop": ("non-finite {first}; guard policy is stop",
+                          "{first}에 유한하지 않은 값; 가드 정책이 '중단'입니다"),
+    "guard.skipping_failed": ("{n} consecutive non-finite steps; skipping did not help",
+                              "유한하지 않은 스텝이 {n}번 연속; 건너뛰어도 나아지지 않았습니다"),
+    "guard.skipped": ("non-finite {first}; step skipped", "{first}에 유한하지 않은 값; 스텝을 건너뜁니다"),
+    "guard.rolling_back": ("non-finite {first}; rolling back", "{first}에 유한하지 않은 값; 되돌립니다"),
+    "guard.weights_broken": ("non-finite {first}; the weights are already non-finite",
+                             "{first}에 유한하지 않은 값; 가중치가 이미 유한하지 않습니다"),
+    "guard.rollbacks_used": ("non-finite {first}; {n} rollbacks used",
+                             "{first}에 유한하지 않은 값; 되돌리기를 {n}번 다 썼습니다"),
+    "run.already_active": ("a training run is already active; stop it first",
+                           "이미 학습이 진행 중입니다. 먼저 멈추세요"),
+    "run.started": ("started", "시작했습니다"),
+}
