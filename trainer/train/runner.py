@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -145,18 +146,19 @@ class Runner:
                 self.state.message = f"{type(e).__name__}: {e}"
                 self.version += 1
 
-    def stop(self) -> bool:
+    def _send(self, command: Callable[[Commands], None]) -> bool:
+        """Pass one command to the active run; False when none is active."""
         if self.active and self._commands:
-            self._commands.stop()
+            command(self._commands)
             return True
         return False
 
+    def stop(self) -> bool:
+        return self._send(Commands.stop)
+
     def pause(self) -> bool:
         """Ask the run to pause after this step (see :meth:`Commands.pause`); False when none is active."""
-        if self.active and self._commands:
-            self._commands.pause()
-            return True
-        return False
+        return self._send(Commands.pause)
 
     def continue_run(self, run_dir: str | Path) -> tuple[bool, str]:
         """Continue a paused run from its checkpoint, in its own folder with its own settings (``config.toml``):
@@ -171,16 +173,10 @@ class Runner:
         return self.start(load_config(paths.config), resume=str(paths.root))
 
     def sample_now(self) -> bool:
-        if self.active and self._commands:
-            self._commands.sample_now()
-            return True
-        return False
+        return self._send(Commands.sample_now)
 
     def save_now(self) -> bool:
-        if self.active and self._commands:
-            self._commands.save_now()
-            return True
-        return False
+        return self._send(Commands.save_now)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the run's thread ends (tests, CLI). True when it ended."""
