@@ -36,9 +36,21 @@ class RunStatus(StrEnum):
     FAILED = "failed"
     INTERRUPTED = "interrupted"  # said "running" but its process is gone (read back only: rundir.run_status)
 
+    @property
+    def is_ending(self) -> bool:
+        """Whether a run ends with this status (finished, stopped, paused, guard_stopped, failed)."""
+        return self in _EXIT_CODES
 
-TERMINAL = frozenset({RunStatus.FINISHED, RunStatus.STOPPED, RunStatus.PAUSED, RunStatus.GUARD_STOPPED,
-                      RunStatus.FAILED})
+    @property
+    def exit_code(self) -> int:
+        """The CLI's exit code for a run that ended so: 0 finished, 130 stopped or paused (as Ctrl-C), 3 stopped by
+        the guard, 1 failed. A status that is no ending has none (KeyError)."""
+        return _EXIT_CODES[self]
+
+
+_EXIT_CODES = {RunStatus.FINISHED: 0, RunStatus.STOPPED: 130, RunStatus.PAUSED: 130, RunStatus.GUARD_STOPPED: 3,
+               RunStatus.FAILED: 1}
+TERMINAL = frozenset(s for s in RunStatus if s.is_ending)
 
 METRIC_FIELDS = (
     "step", "epoch", "loss", "grad_norm", "grad_norm_clipped", "lr", "loss_scale", "skipped", "nonfinite",
@@ -67,6 +79,7 @@ class RunEvent:
 
     type: ClassVar[str] = ""
     open: ClassVar[bool] = False  # whether the emitter may add keys of its own (they land in ``extra``)
+    ends: ClassVar[RunStatus | None] = None  # the run's status after this event, on the events that end a run
 
     time: float = ABSENT
     step: int | None = ABSENT
@@ -227,12 +240,14 @@ class Rollback(RunEvent):
 @dataclass(kw_only=True)
 class Paused(RunEvent):
     type: ClassVar[str] = "paused"
+    ends: ClassVar[RunStatus | None] = RunStatus.PAUSED
     checkpoint: str | None = ABSENT
 
 
 @dataclass(kw_only=True)
 class Finished(RunEvent):
     type: ClassVar[str] = "finished"
+    ends: ClassVar[RunStatus | None] = RunStatus.FINISHED
     final: str | None = ABSENT
     steps: int = ABSENT
 
@@ -242,6 +257,7 @@ class Stopped(RunEvent):
     """By the user (``reason`` "user", with ``final``) or by the guard ("guard", with ``failure``, ``message``)."""
 
     type: ClassVar[str] = "stopped"
+    ends: ClassVar[RunStatus | None] = RunStatus.STOPPED  # guard_stopped when ``reason`` is "guard"
     reason: str = ABSENT
     final: str | None = ABSENT
     failure: dict[str, Any] | None = ABSENT
@@ -251,6 +267,7 @@ class Stopped(RunEvent):
 @dataclass(kw_only=True)
 class Failed(RunEvent):
     type: ClassVar[str] = "failed"
+    ends: ClassVar[RunStatus | None] = RunStatus.FAILED
     error: str = ABSENT
     traceback: str = ABSENT
 

@@ -9,7 +9,7 @@ import threading
 import words
 from trainer.config.schema import Config
 from trainer.doctor.held_out import best_so_far
-from trainer.run.events import Alert, RunEvent, Started, StepRow
+from trainer.run.events import Alert, RunEvent, RunStatus, Started, StepRow
 from trainer.train.commands import Commands
 
 
@@ -44,7 +44,7 @@ class ConsoleSink:
                         f"{message if isinstance(message, str) else words.say(message)}")
         elif kind in ("checkpoint_saved", "rollback", "change_applied"):
             self._write(f"{kind}: {ev.get('path') or ev.get('change') or ev.get('key')}")
-        elif kind in ("finished", "stopped", "failed") and self.bar is not None:
+        elif ev.ends is not None and ev.ends is not RunStatus.PAUSED and self.bar is not None:  # a paused bar stays
             self.bar.close()
 
     def _write(self, line: str) -> None:
@@ -66,9 +66,9 @@ def run_from_cli(cfg: Config, resume=None, parent=None, quiet: bool = False) -> 
 
         signal.signal(signal.SIGINT, on_sigint)
     result = run_training(cfg, ConsoleSink(quiet), commands, resume=resume, parent=parent)
-    if result.status == "failed":
+    if result.status is RunStatus.FAILED:
         print(f"error: training failed: {result.message} (details in {result.run_dir}/events.jsonl)", file=sys.stderr)
-    elif result.status == "guard_stopped":
+    elif result.status is RunStatus.GUARD_STOPPED:
         print(f"{result.message}; diagnosis: python -m trainer diagnose {result.run_dir}", file=sys.stderr)
     else:
         print(f"{result.status}: {result.final_lora or result.run_dir}", file=sys.stderr)

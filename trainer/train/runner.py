@@ -168,7 +168,7 @@ class Runner:
 
         paths = RunPaths(Path(run_dir))
         status = run_status(paths.root).get("status")
-        if status != "paused":
+        if status != RunStatus.PAUSED:
             raise UserError(msg("error.run.not_paused", root=paths.root, status=status or "unknown"))
         return self.start(load_config(paths.config), resume=str(paths.root))
 
