@@ -19,7 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar
 
-from trainer.io import append_jsonl
+from trainer.io import append_jsonl, json_tree_map
 from trainer.run.worded import worded
 
 
@@ -311,12 +311,12 @@ def _fields_of(kind: type[RunEvent]):
 
 def json_safe(value: Any) -> Any:
     """NaN/Inf are not JSON: write them as the strings "nan", "inf", "-inf" so a row is never lost."""
+    return json_tree_map(_finite_or_string, value)
+
+
+def _finite_or_string(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
     return value
 
 
