@@ -68,6 +68,9 @@ class _Absent:
     def __bool__(self) -> bool:
         return False
 
+    def __reduce__(self) -> str:
+        return "ABSENT"  # a copy or a pickle is the one ABSENT
+
 
 ABSENT: Any = _Absent()
 
@@ -123,6 +126,7 @@ class StepRow(RunEvent):
     """One optimizer step (or one skipped step): a row of ``metrics.jsonl``."""
 
     type: ClassVar[str] = "step"
+    step: int = ABSENT  # every row has one
     epoch: int = ABSENT
     loss: float = ABSENT
     grad_norm: float = ABSENT
@@ -145,6 +149,25 @@ class StepRow(RunEvent):
     def metrics_row(self) -> dict[str, Any]:
         """The row as ``metrics.jsonl`` holds it: no ``type`` and no ``time``."""
         return {k: v for k, v in self.to_json().items() if k not in ("type", "time")}
+
+    @classmethod
+    def parse(cls, row: dict[str, Any]) -> StepRow:
+        """A row of ``metrics.jsonl`` (or a step event's JSON) as a typed row: the non-finite numbers the file
+        writes as strings ("nan", "inf", "-inf": :func:`json_safe`) read back as floats."""
+        floats = {f.name for f in fields(cls) if "float" in str(f.type)}
+        ev = cls.from_json({k: as_float(v) if k in floats and v in ("nan", "inf", "-inf") else v for k, v in row.items()})
+        assert isinstance(ev, StepRow)
+        return ev
+
+
+def value(v: Any) -> float | None:
+    """A row's number as a float, None when the row has none (ABSENT or None)."""
+    return None if isinstance(v, _Absent) else as_float(v)
+
+
+def present(v: Any) -> bool:
+    """Whether a row carries the field: neither ABSENT nor None."""
+    return not isinstance(v, _Absent) and v is not None
 
 
 @dataclass(kw_only=True)

@@ -26,7 +26,7 @@ from trainer.doctor.numerics import HealthTensors, StepHealth, grad_norms, weigh
 from trainer.errors import UserError
 from trainer.message import msg
 from trainer.plan.steps import Plan
-from trainer.run.events import RunStatus, Sink, event
+from trainer.run.events import RunStatus, Sink, StepRow, event
 from trainer.run.rundir import RunPaths, write_status
 from trainer.train.commands import Commands
 from trainer.train.distributed import Dist
@@ -103,15 +103,15 @@ class Trainer:
         self.started_at = time.time()
         self.opened = False  # the run folder exists (prepare_run_folder)
         self.ready = False  # every part is built (setup)
-        self.rows: list[dict[str, Any]] = []  # the step rows so far, for the detectors
+        self.rows: list[StepRow] = []  # the step rows so far, for the detectors
         self.last_batch_files: list[str] = []  # the step's pictures, named in a NaN alert
 
     def emit(self, event_type: str, /, **fields: Any) -> None:
         """Report an event (rank 0); ``step`` defaults to the optimizer steps applied so far."""
         if self.dist.is_main:
             ev = event(event_type, step=fields.pop("step", self.state.global_step if self.ready else 0), **fields)
-            if event_type == "step":
-                self.rows.append(ev.to_json())
+            if isinstance(ev, StepRow):
+                self.rows.append(ev)
             self.sink(ev)
 
     # ----------------------------------------------------------------------------------------- setup
