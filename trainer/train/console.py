@@ -9,7 +9,16 @@ import threading
 import words
 from trainer.config.schema import Config
 from trainer.doctor.held_out import best_so_far
-from trainer.run.events import Alert, RunEvent, RunStatus, Started, StepRow
+from trainer.run.events import (
+    Alert,
+    ChangeApplied,
+    CheckpointSaved,
+    Rollback,
+    RunEvent,
+    RunStatus,
+    Started,
+    StepRow,
+)
 from trainer.train.commands import Commands
 
 
@@ -20,7 +29,6 @@ class ConsoleSink:
         self.best_val: dict | None = None  # the lowest validation loss so far and its step (best_so_far)
 
     def __call__(self, ev: RunEvent) -> None:
-        kind = ev.type
         if isinstance(ev, Started):
             if not self.quiet:
                 from tqdm import tqdm
@@ -42,8 +50,9 @@ class ConsoleSink:
             message = ev.message or ev.get("reason", "")
             self._write(f"[{ev.get('level', 'warning')}] {ev.kind}: "
                         f"{message if isinstance(message, str) else words.say(message)}")
-        elif kind in ("checkpoint_saved", "rollback", "change_applied"):
-            self._write(f"{kind}: {ev.get('path') or ev.get('change') or ev.get('key')}")
+        elif isinstance(ev, CheckpointSaved | Rollback | ChangeApplied):
+            said = ev.path if isinstance(ev, CheckpointSaved) else ev.change if isinstance(ev, Rollback) else ev.key
+            self._write(f"{ev.type}: {said}")
         elif ev.ends is not None and ev.ends is not RunStatus.PAUSED and self.bar is not None:  # a paused bar stays
             self.bar.close()
 
