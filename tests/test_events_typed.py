@@ -122,11 +122,13 @@ def test_a_non_finite_number_is_written_as_a_string_and_read_back_as_a_float(tmp
 
 def test_the_status_enum_says_the_strings_the_run_folder_and_the_api_say():
     # the runner's states, the endings a run returns (its exit codes) and what a reader makes of a dead run
-    from trainer.train.outcomes import EXIT_CODES
-
     assert [s.value for s in RunStatus] == ["idle", "starting", "running", "finished", "stopped", "paused",
                                             "guard_stopped", "failed", "interrupted"]
-    assert TERMINAL == set(EXIT_CODES) == {"finished", "stopped", "paused", "guard_stopped", "failed"}
+    assert TERMINAL == {s for s in RunStatus if s.is_ending} == {"finished", "stopped", "paused", "guard_stopped",
+                                                                 "failed"}
+    assert {s: s.exit_code for s in TERMINAL} == {"finished": 0, "stopped": 130, "paused": 130, "guard_stopped": 3,
+                                                  "failed": 1}
+    assert not any(s.is_ending for s in (RunStatus.IDLE, RunStatus.STARTING, RunStatus.RUNNING, RunStatus.INTERRUPTED))
     assert json.loads((DATA / "status.json").read_text())["status"] in TERMINAL
     assert json.dumps({"status": RunStatus.GUARD_STOPPED}) == '{"status": "guard_stopped"}'
     assert f"status_{RunStatus.PAUSED}" == "status_paused" and str(RunStatus.FAILED) == "failed"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from trainer.config.schema import Config
-from trainer.run.events import RunEvent
+from trainer.run.events import RunEvent, StepRow
 from trainer.train.runner import Runner
 from ui import plots
 from ui.steps.train import REDRAW_AFTER, live_plots
@@ -27,6 +27,11 @@ def row(step: int, **over) -> dict:
          "grad_norm_clipped": 1.0, "lr": 1e-4 * (1 + step % 3), "loss_scale": None, "skipped": False,
          "nonfinite": None, "sec_per_step": 0.01}
     return {**r, **over}
+
+
+def step_row(step: int, **over) -> StepRow:
+    """:func:`row` as the runner holds it (and the live plots read it)."""
+    return StepRow.parse(row(step, **over))
 
 
 class FeedRunner(Runner):
@@ -72,7 +77,7 @@ def line_traces(fig: dict) -> list[dict]:
 
 @pytest.mark.parametrize("scaled", [False, True])
 def test_new_points_on_the_figures_of_earlier_rows_give_the_figures_of_all_rows(scaled):
-    rows = [row(i, loss_scale=2.0**14 if scaled else None) for i in range(1, 61)]
+    rows = [step_row(i, loss_scale=2.0**14 if scaled else None) for i in range(1, 61)]
     before, after = rows[:23], rows[23:]
     points, carry = plots.new_points(after, plots.live_carry(before))
     old = plots.live_figures(before, 1.0, "en", "r")
@@ -87,13 +92,13 @@ def test_new_points_on_the_figures_of_earlier_rows_give_the_figures_of_all_rows(
 
 
 def test_a_non_finite_or_skipped_step_or_a_first_loss_scale_changes_the_figures_shape():
-    carry = plots.live_carry([row(1)])
-    assert not plots.changes_shape([row(2), row(3)], carry)
-    assert plots.changes_shape([row(2, loss=math.nan, nonfinite="loss")], carry)
-    assert plots.changes_shape([row(2, grad_norm=math.inf)], carry)
-    assert plots.changes_shape([row(2, skipped=True)], carry)
-    assert plots.changes_shape([row(2, loss_scale=65536.0)], carry)
-    assert not plots.changes_shape([row(2, loss_scale=65536.0)], plots.live_carry([row(1, loss_scale=65536.0)]))
+    carry = plots.live_carry([step_row(1)])
+    assert not plots.changes_shape([step_row(2), step_row(3)], carry)
+    assert plots.changes_shape([step_row(2, loss=math.nan, nonfinite="loss")], carry)
+    assert plots.changes_shape([step_row(2, grad_norm=math.inf)], carry)
+    assert plots.changes_shape([step_row(2, skipped=True)], carry)
+    assert plots.changes_shape([step_row(2, loss_scale=65536.0)], carry)
+    assert not plots.changes_shape([step_row(2, loss_scale=65536.0)], plots.live_carry([step_row(1, loss_scale=65536.0)]))
 
 
 def test_a_tab_gets_whole_figures_once_then_only_the_rows_since_its_last_look(tmp_path):

@@ -19,14 +19,15 @@ from trainer.doctor.detectors import (
 from trainer.doctor.guard import Guard
 from trainer.doctor.kb import load_kb
 from trainer.doctor.numerics import StepHealth
+from trainer.run.events import StepRow
 
 
-def rows_of(scales: list[tuple[float, bool]]) -> list[dict]:
+def rows_of(scales: list[tuple[float, bool]]) -> list[StepRow]:
     """Metric rows as the loop writes them: a skipped row carries the step it tried (the next one)."""
     rows, step = [], 0
     for scale, skipped in scales:
-        rows.append({"step": step + 1, "loss": 0.1, "grad_norm": math.inf if skipped else 0.5, "lr": 1e-4,
-                     "loss_scale": scale, "skipped": skipped, "nonfinite": None})
+        rows.append(StepRow(step=step + 1, loss=0.1, grad_norm=math.inf if skipped else 0.5, lr=1e-4,
+                            loss_scale=scale, skipped=skipped, nonfinite=None))
         step += 0 if skipped else 1
     return rows
 

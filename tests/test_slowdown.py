@@ -12,11 +12,12 @@ import words
 from tests.helpers import tiny_config, write_toy_dataset
 from trainer.doctor.detectors import metric_findings, slowdown_finding
 from trainer.doctor.kb import load_kb
+from trainer.run.events import StepRow
 from trainer.train.measures import CpuShare
 
 
 def _rows(times, **extra):
-    return [{"step": i + 1, "loss": 0.1, "grad_norm": 0.5, "sec_per_step": t, "skipped": False, **extra}
+    return [StepRow(step=i + 1, loss=0.1, grad_norm=0.5, sec_per_step=t, skipped=False, **extra)
             for i, t in enumerate(times)]
 
 
@@ -26,7 +27,7 @@ def _cpu_rows(times, slow_from, own, others, **extra):
     rows = _rows(times, **extra)
     for i, r in enumerate(rows):
         after = i >= slow_from
-        r.update(cpu_self=own[after], cpu_others=others[after])
+        r.cpu_self, r.cpu_others = own[after], others[after]
     return rows
 
 
@@ -80,7 +81,7 @@ def test_quiet_on_a_real_tiny_training(tmp_path):
     assert len(rows) == 16 and all("device_mem_reserved" in r for r in rows)
     shares = [(r["cpu_self"], r["cpu_others"]) for r in rows if r["cpu_self"] is not None]
     assert len(shares) >= 12 and all(0 < own <= 1 and 0 <= others <= 1 for own, others in shares)  # it measured itself
-    assert slowdown_finding(rows) is None
+    assert slowdown_finding([StepRow.parse(r) for r in rows]) is None
 
 
 def test_another_program_taking_a_core_is_named_not_a_gpu_spill():

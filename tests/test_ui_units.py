@@ -15,6 +15,7 @@ from tests.helpers import snapshot_of
 from trainer.config.presets import preset_config
 from trainer.config.schema import Config
 from trainer.errors import UserError
+from trainer.run.events import StepRow
 from ui import live, plots
 from ui.fields import BY_NAME, FIELDS, config_from_values, values_from_config
 from ui.i18n import TEXTS, t
@@ -79,14 +80,14 @@ def test_a_preset_is_named_never_a_file(tmp_path):
 # -------------------------------------------------------------------------------------------- plots
 
 
-def _rows(n: int, bad: dict[int, str] | None = None, scale: bool = False) -> list[dict]:
+def _rows(n: int, bad: dict[int, str] | None = None, scale: bool = False) -> list[StepRow]:
     rows = []
     for i in range(1, n + 1):
         kind = (bad or {}).get(i)
-        rows.append({"step": i, "loss": math.nan if kind else 1.0 / i + 0.01 * math.sin(i),
-                     "grad_norm": math.inf if kind == "grad" else 2.0 + math.sin(i), "grad_norm_clipped": 1.0,
-                     "lr": 1e-4, "loss_scale": 2.0 ** (16 - (i // 100)) if scale else None,
-                     "skipped": bool(kind) and scale, "nonfinite": kind})
+        rows.append(StepRow(step=i, loss=math.nan if kind else 1.0 / i + 0.01 * math.sin(i),
+                            grad_norm=math.inf if kind == "grad" else 2.0 + math.sin(i), grad_norm_clipped=1.0,
+                            lr=1e-4, loss_scale=2.0 ** (16 - (i // 100)) if scale else None,
+                            skipped=bool(kind) and scale, nonfinite=kind))
     return rows
 
 
@@ -148,8 +149,8 @@ def test_figures_of_no_rows_say_so():
 
 def test_metric_values_from_json_files_are_read():
     assert math.isnan(plots.value("nan")) and plots.value("inf") == math.inf and plots.value(None) != 0
-    fig = plots.as_figure(plots.loss_figure([{"step": 1, "loss": "nan", "nonfinite": "loss"},
-                                             {"step": 2, "loss": 0.5}], "en"))
+    fig = plots.as_figure(plots.loss_figure([StepRow.parse({"step": 1, "loss": "nan", "nonfinite": "loss"}),
+                                             StepRow.parse({"step": 2, "loss": 0.5})], "en"))
     assert fig.data[0].y == (None, 0.5)
 
 

@@ -12,6 +12,7 @@ import pytest
 from tests.helpers import snapshot_of
 from trainer.data.scan import scan_dataset
 from trainer.errors import UserError
+from trainer.run.events import StepRow
 from trainer.train.runner import Runner, RunState
 from ui import plots
 from ui.binding import UI, Toasts
@@ -204,7 +205,7 @@ def test_the_stop_message_goes_when_the_run_ends(tmp_path):
 
 
 def test_the_gradient_lines_before_and_after_clipping_can_be_told_apart():
-    rows = [{"step": i, "loss": 0.1, "grad_norm": 0.5, "grad_norm_clipped": 0.5, "lr": 1e-4} for i in range(1, 40)]
+    rows = [StepRow(step=i, loss=0.1, grad_norm=0.5, grad_norm_clipped=0.5, lr=1e-4) for i in range(1, 40)]
     before, after = plots.grad_figure(rows, max_norm=1.0, lang="en")["data"][:2]
     assert (before["name"], after["name"]) == ("before clipping", "after clipping")
     assert before["y"] == after["y"]  # nothing clipped: the same values, so the styles must differ

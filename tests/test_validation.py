@@ -140,10 +140,11 @@ def test_a_validation_loss_that_turns_up_points_to_overfitting_and_steers_the_pi
 
 
 def test_the_live_loss_chart_draws_the_validation_loss_and_stars_its_lowest():
+    from trainer.run.events import StepRow
     from ui.plots import changes_shape, live_carry, loss_figure
 
-    rows = [{"step": s, "loss": 0.3 - s / 100, "grad_norm": 1.0} for s in range(1, 7)]
-    rows[2]["val_loss"], rows[5]["val_loss"] = 0.21, 0.24
+    rows = [StepRow(step=s, loss=0.3 - s / 100, grad_norm=1.0) for s in range(1, 7)]
+    rows[2].val_loss, rows[5].val_loss = 0.21, 0.24
     fig = loss_figure(rows, "en")
     val = next(tr for tr in fig["data"] if tr["name"] == "Validation loss")
     assert (val["x"], val["y"]) == ([3, 6], [0.21, 0.24])

@@ -15,7 +15,7 @@ import re
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -74,6 +74,15 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
 
 def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def json_tree_map(fn: Callable[[Any], Any], value: Any) -> Any:
+    """``fn`` on every leaf of nested dicts, lists and tuples (a tuple comes back as a list, as JSON writes it)."""
+    if isinstance(value, dict):
+        return {k: json_tree_map(fn, v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_tree_map(fn, v) for v in value]
+    return fn(value)
 
 
 def atomic_write_json(path: str | Path, obj: Any) -> None:

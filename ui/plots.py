@@ -17,6 +17,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 import words
+from trainer.run.events import ABSENT, StepRow, present
 
 MAX_POINTS = 1000
 HEIGHT = 280  # px, every chart here; the live plots' divs get it in CSS too (ui/app.py)
@@ -37,7 +38,7 @@ def tr(key: str, lang: str) -> str:
 
 def value(v: Any) -> float:
     """A metric as a float: None, "nan", "inf" (how JSON files write them) and numbers; NaN when absent."""
-    if v is None:
+    if v is None or v is ABSENT:
         return math.nan
     if isinstance(v, str):
         try:
@@ -94,8 +95,8 @@ def smooth_from(values: Sequence[float], avg: float = 0.0, count: int = 0,
     return out, avg, count
 
 
-def _bad_rows(rows: Sequence[dict]) -> list[int]:
-    return [i for i, r in enumerate(rows) if r.get("nonfinite") or not math.isfinite(value(r.get("loss")))]
+def _bad_rows(rows: Sequence[StepRow]) -> list[int]:
+    return [i for i, r in enumerate(rows) if r.nonfinite or not math.isfinite(value(r.loss))]
 
 
 class _Chart:
@@ -145,7 +146,7 @@ class _Chart:
         return {"data": self.traces, "layout": {**self.layout, "shapes": self.shapes, "annotations": self.annotations}}
 
 
-def _alert_markers(chart: _Chart, rows: Sequence[dict], bad: list[int], ys: Sequence[float], lang: str) -> None:
+def _alert_markers(chart: _Chart, rows: Sequence[StepRow], bad: list[int], ys: Sequence[float], lang: str) -> None:
     """A red x for each non-finite step at the last finite height, and vertical lines for the first ones."""
     if not bad:
         return
@@ -157,9 +158,9 @@ def _alert_markers(chart: _Chart, rows: Sequence[dict], bad: list[int], ys: Sequ
             if math.isfinite(ys[j]):
                 last = ys[j]
             j += 1
-        xs.append(rows[i]["step"])
+        xs.append(rows[i].step)
         heights.append(last)
-        texts.append(f"{tr('nonfinite', lang)}: {rows[i].get('nonfinite') or 'loss'}")
+        texts.append(f"{tr('nonfinite', lang)}: {rows[i].nonfinite or 'loss'}")
     xs, heights, texts = xs[:MAX_POINTS], heights[:MAX_POINTS], texts[:MAX_POINTS]
     chart.markers(xs, heights, tr("nonfinite", lang), {"color": RED, "symbol": "x", "size": 11,
                                                        "line": {"width": 2}}, texts)
@@ -167,15 +168,15 @@ def _alert_markers(chart: _Chart, rows: Sequence[dict], bad: list[int], ys: Sequ
         chart.vline(x, RED)
 
 
-def loss_figure(rows: Sequence[dict], lang: str = "en", uirevision: str = "run") -> Fig:
+def loss_figure(rows: Sequence[StepRow], lang: str = "en", uirevision: str = "run") -> Fig:
     """Loss per optimizer step, its EMA, and markers where it (or anything) was not finite."""
     chart = _Chart(tr("loss", lang), tr("loss", lang), uirevision, lang)
     chart.layout["yaxis"]["rangemode"] = "nonnegative"  # a squared error: plotly's padding would reach below 0
     if not rows:
         chart.note(tr("no_data", lang))
         return chart.figure()
-    xs = [r["step"] for r in rows]
-    ys = [value(r.get("loss")) for r in rows]
+    xs = [r.step for r in rows]
+    ys = [value(r.loss) for r in rows]
     bad = _bad_rows(rows)
     chart.line(xs, ys, tr("loss_raw", lang), GREY, keep=bad, width=1)
     chart.line(xs, smooth(ys), tr("loss_smooth", lang), BLUE, keep=bad, width=2.5)
@@ -184,9 +185,9 @@ def loss_figure(rows: Sequence[dict], lang: str = "en", uirevision: str = "run")
     return chart.figure()
 
 
-def _validation(chart: _Chart, rows: Sequence[dict], lang: str) -> None:
+def _validation(chart: _Chart, rows: Sequence[StepRow], lang: str) -> None:
     """The validation loss where the run measured it (held-out pictures, fixed noise), the lowest one starred."""
-    scored = [(r["step"], value(r.get("val_loss"))) for r in rows if r.get("val_loss") is not None]
+    scored = [(r.step, value(r.val_loss)) for r in rows if present(r.val_loss)]
     scored = [(s, v) for s, v in scored if math.isfinite(v)]
     if not scored:
         return
@@ -200,16 +201,16 @@ def _validation(chart: _Chart, rows: Sequence[dict], lang: str) -> None:
 GRAD_BAND = "rgba(255, 127, 14, 0.35)"  # ORANGE, pale: the before-clipping band under the after line
 
 
-def grad_figure(rows: Sequence[dict], max_norm: float = 0.0, lang: str = "en", uirevision: str = "run") -> Fig:
+def grad_figure(rows: Sequence[StepRow], max_norm: float = 0.0, lang: str = "en", uirevision: str = "run") -> Fig:
     """Total gradient norm before and after clipping (log scale) with the clipping threshold."""
     chart = _Chart(tr("grad", lang), tr("grad", lang), uirevision, lang, log_y=True)
     chart.layout["yaxis"]["exponentformat"] = "power"
     if not rows:
         chart.note(tr("no_data", lang))
         return chart.figure()
-    xs = [r["step"] for r in rows]
-    before = [value(r.get("grad_norm")) for r in rows]
-    after = [value(r.get("grad_norm_clipped")) for r in rows]
+    xs = [r.step for r in rows]
+    before = [value(r.grad_norm) for r in rows]
+    after = [value(r.grad_norm_clipped) for r in rows]
     bad = sorted(set(_bad_rows(rows)) | {i for i, v in enumerate(before) if not math.isfinite(v)})
     # Unclipped steps have after == before, so two like lines would hide each other: "before" is a wide pale
     # band and "after" a thin dark line drawn over it (inside the band where nothing was clipped, at the
@@ -222,26 +223,26 @@ def grad_figure(rows: Sequence[dict], max_norm: float = 0.0, lang: str = "en", u
     return chart.figure()
 
 
-def lr_figure(rows: Sequence[dict], lang: str = "en", uirevision: str = "run") -> Fig:
+def lr_figure(rows: Sequence[StepRow], lang: str = "en", uirevision: str = "run") -> Fig:
     chart = _Chart(tr("lr", lang), "lr", uirevision, lang)
     chart.layout["yaxis"].update(exponentformat="e", rangemode="nonnegative")  # warmup starts at 0, not below
     if not rows:
         chart.note(tr("no_data", lang))
         return chart.figure()
-    chart.line([r["step"] for r in rows], [value(r.get("lr")) for r in rows], "lr", GREEN)
+    chart.line([r.step for r in rows], [value(r.lr) for r in rows], "lr", GREEN)
     return chart.figure()
 
 
-def scale_figure(rows: Sequence[dict], lang: str = "en", uirevision: str = "run") -> Fig:
+def scale_figure(rows: Sequence[StepRow], lang: str = "en", uirevision: str = "run") -> Fig:
     """The fp16 loss scale (log 2) with every skipped step marked; a note when there is no scaler."""
     chart = _Chart(tr("scale", lang), tr("scale", lang), uirevision, lang, log_y=True)
     chart.layout["yaxis"].update(dtick=math.log10(2) * 4, exponentformat="power")
-    scales = [value(r.get("loss_scale")) for r in rows]
+    scales = [value(r.loss_scale) for r in rows]
     if not any(math.isfinite(s) for s in scales):
         chart.note(tr("no_scale", lang) if rows else tr("no_data", lang))
         return chart.figure()
-    xs = [r["step"] for r in rows]
-    skipped = [i for i, r in enumerate(rows) if r.get("skipped")]
+    xs = [r.step for r in rows]
+    skipped = [i for i, r in enumerate(rows) if r.skipped]
     chart.line(xs, scales, tr("scale", lang), BLUE, keep=skipped)
     if skipped:
         pick = skipped[:MAX_POINTS]
@@ -253,7 +254,7 @@ def scale_figure(rows: Sequence[dict], lang: str = "en", uirevision: str = "run"
 LIVE = ("loss", "grad", "lr", "scale")  # the Train step's figures, as the page names them
 
 
-def live_figures(rows: Sequence[dict], max_norm: float, lang: str, uirevision: str) -> dict[str, Fig]:
+def live_figures(rows: Sequence[StepRow], max_norm: float, lang: str, uirevision: str) -> dict[str, Fig]:
     """The Train step's four figures of these rows, whole (decimated)."""
     return {"loss": loss_figure(rows, lang, uirevision), "grad": grad_figure(rows, max_norm, lang, uirevision),
             "lr": lr_figure(rows, lang, uirevision), "scale": scale_figure(rows, lang, uirevision)}
@@ -270,41 +271,41 @@ def wordless(fig: Fig) -> Fig:
     return {"data": [{**trace, "name": ""} for trace in fig["data"]], "layout": layout}
 
 
-def live_carry(rows: Sequence[dict]) -> dict[str, Any]:
+def live_carry(rows: Sequence[StepRow]) -> dict[str, Any]:
     """What :func:`new_points` needs to know of the rows a tab's whole figures were drawn from: the loss
     EMA's running average and count, and whether the scale figure has a line (fp16) or only its note."""
-    _, avg, count = smooth_from([value(r.get("loss")) for r in rows])
-    return {"ema": [avg, count], "scaled": any(math.isfinite(value(r.get("loss_scale"))) for r in rows)}
+    _, avg, count = smooth_from([value(r.loss) for r in rows])
+    return {"ema": [avg, count], "scaled": any(math.isfinite(value(r.loss_scale)) for r in rows)}
 
 
-def changes_shape(rows: Iterable[dict], carry: dict[str, Any]) -> bool:
+def changes_shape(rows: Iterable[StepRow], carry: dict[str, Any]) -> bool:
     """True when these new rows add more than points to the lines: a non-finite or skipped step (markers and
     vertical lines) or the first loss scale (the scale figure's note becomes a line). Such rows take whole
     figures."""
     for r in rows:
-        if r.get("nonfinite") or r.get("skipped") or r.get("val_loss") is not None:  # a validation point redraws
+        if r.nonfinite or r.skipped or present(r.val_loss):  # a validation point redraws
             return True
-        if not (math.isfinite(value(r.get("loss"))) and math.isfinite(value(r.get("grad_norm")))):
+        if not (math.isfinite(value(r.loss)) and math.isfinite(value(r.grad_norm))):
             return True
-        if not carry["scaled"] and math.isfinite(value(r.get("loss_scale"))):
+        if not carry["scaled"] and math.isfinite(value(r.loss_scale)):
             return True
     return False
 
 
-def new_points(rows: Sequence[dict], carry: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def new_points(rows: Sequence[StepRow], carry: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The points that new rows (none of which :func:`changes_shape`) add to the live figures' lines, and the
     carry after them: ``{"x": steps, "y": {figure: [ys per line trace, in the whole figure's trace order]}}``.
     Appended to the whole figures of the earlier rows they give the whole figures of all rows, as long as no
     decimation happened."""
-    def ys(key: str) -> list[float | None]:
-        return [_gap(value(r.get(key))) for r in rows]
+    def ys(values: list[Any]) -> list[float | None]:
+        return [_gap(value(v)) for v in values]
 
-    loss = [value(r.get("loss")) for r in rows]
+    loss = [value(r.loss) for r in rows]
     smoothed, avg, count = smooth_from(loss, *carry["ema"])
     y = {"loss": [[_gap(v) for v in loss], [_gap(v) for v in smoothed]],
-         "grad": [ys("grad_norm"), ys("grad_norm_clipped")], "lr": [ys("lr")],
-         "scale": [ys("loss_scale")] if carry["scaled"] else []}
-    return {"x": [r["step"] for r in rows], "y": y}, {**carry, "ema": [avg, count]}
+         "grad": [ys([r.grad_norm for r in rows]), ys([r.grad_norm_clipped for r in rows])],
+         "lr": [ys([r.lr for r in rows])], "scale": [ys([r.loss_scale for r in rows])] if carry["scaled"] else []}
+    return {"x": [r.step for r in rows], "y": y}, {**carry, "ema": [avg, count]}
 
 
 COMPARE = {"loss": ("loss", False), "grad": ("grad_norm", True), "val": ("val_loss", False)}  # figure: metric, log y

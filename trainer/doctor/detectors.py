@@ -1,5 +1,5 @@
 """Detectors short of NaN: pure functions over a run's metric rows, events and plan (the sample pictures' findings
-are :func:`trainer.doctor.pictures.sample_findings`).
+are :func:`trainer.doctor.pictures.sample_findings`), each registered with :func:`trainer.doctor.registry.detector`.
 
 Each finding names a knowledge-base signal and carries its evidence (steps and values), so the same code
 serves the live run (findings as events while it trains) and :mod:`trainer.doctor.diagnose` afterwards.
@@ -11,12 +11,15 @@ import functools
 import itertools
 import math
 import statistics
-from dataclasses import asdict, dataclass, field
 from typing import Any, cast
 
 from trainer.doctor.guard import MIN_LOSS_SCALE
-from trainer.message import Msg, msg
-from trainer.run.events import as_float
+from trainer.doctor.registry import Finding, RunInputs, detector, detectors
+from trainer.message import msg
+from trainer.run.events import ABSENT, StepRow, present
+from trainer.run.events import value as _f
+
+__all__ = ["Finding"]  # the detectors' finding, kept importable from here
 
 # A grad-norm this many times the 95th percentile of the steps before it is a spike. A diffusion LoRA's gradient
 # norm is heavy-tailed (each step draws its own timesteps): on healthy demo runs of the character's pictures in a
@@ -53,33 +56,17 @@ SLOW_BASE_ROWS = 5  # steps the baseline needs before a slowdown can be judged
 # by this much over the slow steps, and to at least twice what it was. On 2 cores one busy program is 0.25-0.5 of
 # it; a quiet machine's background stays under 0.02.
 CONTENTION_RISE = 0.05
+NONFINITE_WEIGHT = 5.0  # the diagnosis's weight: a non-finite failure outranks any number of softer findings
 
 
-@dataclass
-class Finding:
-    signal: str
-    level: str  # info | warning | error
-    message: Msg | dict[str, str]  # a dict: worded before codes (a run folder's events.jsonl)
-    steps: list[int] = field(default_factory=list)
-    values: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["id"] = self.signal
-        return d
-
-
-def _f(row: dict, key: str) -> float | None:
-    return as_float(row.get(key))
-
-
-def _applied(rows: list[dict]) -> list[dict]:
-    return [r for r in rows if not r.get("skipped")]
+def _applied(rows: list[StepRow]) -> list[StepRow]:
+    return [r for r in rows if not r.skipped]
 
 
 NONFINITE_WHAT = ("loss", "grad", "param", "ema")  # what a guard alert can name first (finding.what.*)
 
 
+@detector("nonfinite_*", "broken", "strong", group="guard", reads=("events",), weight=NONFINITE_WEIGHT)
 def nonfinite_findings(events: list[dict]) -> list[Finding]:
     out = []
     seen = set()
@@ -105,13 +92,13 @@ def _scale(v: float) -> str:
     return f"{v:,.0f}" if v >= 1 and v.is_integer() else f"{v:g}"
 
 
-def _loss_scales(rows: list[dict]) -> list[tuple[int, float, bool]]:
+def _loss_scales(rows: list[StepRow]) -> list[tuple[int, float, bool]]:
     """(step, loss scale, applied) of every row that has a scale (fp16), in order."""
     out = []
     for r in rows:
-        v = _f(r, "loss_scale")
+        v = _f(r.loss_scale)
         if v is not None and math.isfinite(v):
-            out.append((r["step"], v, not r.get("skipped")))
+            out.append((r.step, v, not r.skipped))
     return out
 
 
@@ -128,7 +115,8 @@ def scale_warmup_end(scales: list[tuple[int, float, bool]]) -> int:
     return len(scales)
 
 
-def loss_scale_finding(rows: list[dict]) -> Finding | None:
+@detector("loss_scale_collapse")
+def loss_scale_finding(rows: list[StepRow]) -> Finding | None:
     """The fp16 loss scale collapsing: below 1 at any time, or after the warm-up halved on ``SCALE_HALVINGS``
     steps in a row or ``SCALE_DRIFT_HALVINGS`` times below the highest scale a step was applied at. The
     warm-up's halvings (65536 → ~1024 with skipped steps on a real model) and the odd overflow after it
@@ -170,7 +158,8 @@ def loss_scale_finding(rows: list[dict]) -> Finding | None:
     )
 
 
-def loss_scale_growth_finding(rows: list[dict]) -> Finding | None:
+@detector("loss_scale_growing")
+def loss_scale_growth_finding(rows: list[StepRow]) -> Finding | None:
     """The fp16 loss scale grown to ``SCALE_HIGH`` or more. GradScaler only grows after growth_interval steps
     without an overflow, so a scale up there means the gradients stayed tiny for a long time (is the LoRA
     still learning?), and any fp16 gradient above 65504 / scale overflows: the next larger one costs skipped
@@ -190,8 +179,9 @@ def loss_scale_growth_finding(rows: list[dict]) -> Finding | None:
     )
 
 
-def grad_spike_finding(rows: list[dict]) -> Finding | None:
-    norms = [(r["step"], _f(r, "grad_norm")) for r in _applied(rows)]
+@detector("grad_spike", "over", "weak")
+def grad_spike_finding(rows: list[StepRow]) -> Finding | None:
+    norms = [(r.step, _f(r.grad_norm)) for r in _applied(rows)]
     spikes = []
     for i in range(10, len(norms)):
         window = sorted(v for _, v in norms[max(0, i - SPIKE_WINDOW) : i] if v is not None and math.isfinite(v))
@@ -209,11 +199,12 @@ def grad_spike_finding(rows: list[dict]) -> Finding | None:
     )
 
 
-def clip_saturation_finding(rows: list[dict], max_norm: float) -> Finding | None:
+@detector("clip_saturated", "over", "weak", reads=("rows", "max_grad_norm"))
+def clip_saturation_finding(rows: list[StepRow], max_norm: float) -> Finding | None:
     rows = _applied(rows)
     if max_norm <= 0 or len(rows) < MIN_ROWS:
         return None
-    clipped = [r["step"] for r in rows if (_f(r, "grad_norm") or 0) > max_norm]
+    clipped = [r.step for r in rows if (_f(r.grad_norm) or 0) > max_norm]
     share = len(clipped) / len(rows)
     if share < CLIP_SATURATED_SHARE:
         return None
@@ -224,8 +215,9 @@ def clip_saturation_finding(rows: list[dict], max_norm: float) -> Finding | None
     )
 
 
-def loss_trend_finding(rows: list[dict], warmup: int) -> Finding | None:
-    measured = [(r["step"], _f(r, "loss")) for r in _applied(rows) if r["step"] > warmup]
+@detector("loss_trending_up", "over", "weak", reads=("rows", "warmup_steps"))
+def loss_trend_finding(rows: list[StepRow], warmup: int) -> Finding | None:
+    measured = [(r.step, _f(r.loss)) for r in _applied(rows) if r.step > warmup]
     losses = [(s, v) for s, v in measured if v is not None and math.isfinite(v)]
     if len(losses) < MIN_ROWS * 2:
         return None
@@ -241,8 +233,9 @@ def loss_trend_finding(rows: list[dict], warmup: int) -> Finding | None:
     )
 
 
-def weight_growth_finding(rows: list[dict]) -> Finding | None:
-    measured = [(r["step"], _f(r, "weight_norm")) for r in _applied(rows) if r.get("weight_norm") is not None]
+@detector("weight_norm_growth", "over", "weak")
+def weight_growth_finding(rows: list[StepRow]) -> Finding | None:
+    measured = [(r.step, _f(r.weight_norm)) for r in _applied(rows) if present(r.weight_norm)]
     norms = [(s, v) for s, v in measured if v is not None and math.isfinite(v) and v > 0]
     if len(norms) < 2:
         return None
@@ -257,6 +250,7 @@ def weight_growth_finding(rows: list[dict]) -> Finding | None:
     )
 
 
+@detector(("dose_over", "dose_under"), reads=("plan",))
 def dose_finding(plan: dict) -> Finding | None:
     zone = plan.get("dose_zone")
     if zone not in ("under", "over"):
@@ -271,6 +265,7 @@ def dose_finding(plan: dict) -> Finding | None:
                    [], {"dose": dose, "low": lo, "high": hi})
 
 
+@detector("sample_prompt_seen", reads=("plan",))
 def sample_prompt_finding(plan: dict) -> Finding | None:
     """The plan's sample prompts that copy a training caption (see :func:`trainer.plan.steps.sample_prompt_warnings`)."""
     copies = plan.get("sample_warnings") or []
@@ -281,8 +276,9 @@ def sample_prompt_finding(plan: dict) -> Finding | None:
                    [], {"prompts": [{k: c[k] for k in ("index", "prompt", "files", "matches")} for c in copies]})
 
 
-def stalled_finding(rows: list[dict]) -> Finding | None:
-    measured = [(r["step"], _f(r, "update_ratio")) for r in _applied(rows) if r.get("update_ratio") is not None]
+@detector("learning_stalled", "under", "moderate")
+def stalled_finding(rows: list[StepRow]) -> Finding | None:
+    measured = [(r.step, _f(r.update_ratio)) for r in _applied(rows) if present(r.update_ratio)]
     ratios = [(s, v) for s, v in measured if v is not None]
     if len(ratios) < 3:
         return None
@@ -296,8 +292,9 @@ def stalled_finding(rows: list[dict]) -> Finding | None:
     )
 
 
-def ema_drift_finding(rows: list[dict]) -> Finding | None:
-    drifts = [(r["step"], _f(r, "ema_drift")) for r in rows if r.get("ema_drift") is not None]
+@detector("ema_drift")
+def ema_drift_finding(rows: list[StepRow]) -> Finding | None:
+    drifts = [(r.step, _f(r.ema_drift)) for r in rows if present(r.ema_drift)]
     bad = [(s, v) for s, v in drifts if v is not None and v > EMA_DRIFT_LIMIT]
     if not bad:
         return None
@@ -308,12 +305,13 @@ def ema_drift_finding(rows: list[dict]) -> Finding | None:
     )
 
 
-def slowdown_finding(rows: list[dict]) -> Finding | None:
+@detector(("cpu_contention", "step_slowdown", "step_slowdown_cpu"))
+def slowdown_finding(rows: list[StepRow]) -> Finding | None:
     """The step time jumping ``SLOW_FACTOR``× above its running median and staying there, named by what the rows
     say beside it: other programs' CPU share rising with it (``cpu_contention``, on any device); else on CUDA
     the device memory in use (``step_slowdown``, memory spilling out of the GPU); else on a run that had no GPU
     a slowdown of the machine itself (``step_slowdown_cpu``: never a GPU's memory)."""
-    times = [(r, v) for r in rows if (v := _f(r, "sec_per_step")) is not None and math.isfinite(v) and v > 0]
+    times = [(r, v) for r in rows if (v := _f(r.sec_per_step)) is not None and math.isfinite(v) and v > 0]
     times = times[SLOW_WARMUP_ROWS:]
     for i in range(SLOW_BASE_ROWS, len(times) - SLOW_STAY_ROWS + 1):
         before_rows = times[max(0, i - SPIKE_WINDOW) : i]
@@ -328,9 +326,9 @@ def slowdown_finding(rows: list[dict]) -> Finding | None:
             continue
         row, slow = times[i][0], statistics.median(after)
         values: dict[str, Any] = {"before_sec": base, "after_sec": slow, "factor": slow / base,
-                                  "from_step": row["step"], "slow_share": share}
-        steps = [r["step"] for r, _ in times[i : i + 10]]
-        said = {"factor": slow / base, "step": row["step"], "before": base, "after": slow}
+                                  "from_step": row.step, "slow_share": share}
+        steps = [r.step for r, _ in times[i : i + 10]]
+        said = {"factor": slow / base, "step": row.step, "before": base, "after": slow}
         cpu = _cpu_shift([r for r, _ in before_rows], [r for r, _ in times[i:]])
         if cpu is not None:
             values.update(cpu)
@@ -338,45 +336,47 @@ def slowdown_finding(rows: list[dict]) -> Finding | None:
                 return Finding("cpu_contention", "warning", msg(
                     "finding.cpu_contention", **said, others=cpu["others_after"], others_before=cpu["others_before"],
                     own=cpu["self_after"], own_before=cpu["self_before"]), steps, values)
-        reserved, free = _f(row, "device_mem_reserved"), _f(row, "device_mem_free")
+        reserved, free = _f(row.device_mem_reserved), _f(row.device_mem_free)
         if reserved is not None:
             values.update(device_mem_reserved=reserved, device_mem_free=free)
             gib = 2.0**30
             left = msg("finding.slowdown_free", free=free / gib) if free is not None else ""
             memory = msg("finding.slowdown_memory", reserved=reserved / gib, free=left)
             return Finding("step_slowdown", "warning", msg("finding.step_slowdown", **said, memory=memory), steps, values)
-        if "device_mem_reserved" in row:  # measured, and none: the run had no GPU whose memory could spill
+        if row.device_mem_reserved is not ABSENT:  # measured, and none: the run had no GPU whose memory could spill
             return Finding("step_slowdown_cpu", "warning", msg("finding.step_slowdown_cpu", **said), steps, values)
         return Finding("step_slowdown", "warning", msg("finding.step_slowdown", **said, memory=""), steps, values)
     return None
 
 
-def _cpu_shift(before: list[dict], after: list[dict]) -> dict[str, float] | None:
+def _cpu_shift(before: list[StepRow], after: list[StepRow]) -> dict[str, float] | None:
     """The median CPU shares (of the whole machine) of this run and of every other process, before the slowdown
     and after it; None when the rows did not measure them (runs from before they were measured)."""
-    def medians(rows: list[dict], key: str) -> float | None:
-        values = [v for r in rows if (v := _f(r, key)) is not None and math.isfinite(v)]
-        return statistics.median(values) if values else None
+    def medians(values: list[Any]) -> float | None:
+        finite = [v for x in values if (v := _f(x)) is not None and math.isfinite(v)]
+        return statistics.median(finite) if finite else None
 
-    shares = {f"{who}_{when}": medians(rows, f"cpu_{who}") for when, rows in (("before", before), ("after", after))
-              for who in ("self", "others")}
+    shares = {f"{who}_{when}": medians([r.cpu_self if who == "self" else r.cpu_others for r in rows])
+              for when, rows in (("before", before), ("after", after)) for who in ("self", "others")}
     if any(v is None for v in shares.values()):
         return None
     return cast(dict[str, float], shares)
 
 
-def metric_findings(rows: list[dict], plan: dict, config) -> list[Finding]:
-    candidates = [
-        loss_scale_finding(rows),
-        loss_scale_growth_finding(rows),
-        grad_spike_finding(rows),
-        clip_saturation_finding(rows, config.optim.max_grad_norm),
-        loss_trend_finding(rows, plan.get("warmup_steps", 0)),
-        weight_growth_finding(rows),
-        dose_finding(plan),
-        sample_prompt_finding(plan),
-        stalled_finding(rows),
-        ema_drift_finding(rows),
-        slowdown_finding(rows),
-    ]
-    return [f for f in candidates if f is not None]
+@detector("distilled_base", group="base", reads=("events",))
+def distilled_base_findings(events: list[dict]) -> list[Finding]:
+    """The base model found to be a distilled one (the loop's ``distilled_base`` alert)."""
+    out = []
+    for ev in events:
+        if ev.get("type") == "alert" and ev.get("kind") == "distilled_base":
+            message = ev.get("message")  # worded in both languages; a run from before codes has English alone
+            out.append(Finding("distilled_base", "warning",
+                               message if isinstance(message, dict) else {"en": str(message), "ko": str(message)}))
+    return out
+
+
+def metric_findings(rows: list[StepRow] | list[dict], plan: dict, config) -> list[Finding]:
+    """The findings of the registry's "numbers" group on ``rows`` (typed, or as ``metrics.jsonl`` holds them) and
+    ``plan`` (even an empty plan)."""
+    run = RunInputs(config, plan, [r if isinstance(r, StepRow) else StepRow.parse(r) for r in rows])
+    return [f for d in detectors("numbers") for f in d.run(run)]

@@ -17,20 +17,18 @@ from pathlib import Path
 from typing import Any
 
 from trainer.config.schema import Config, diff_configs, from_dict, read_toml
-from trainer.doctor.detectors import Finding, metric_findings, nonfinite_findings
+from trainer.doctor.detectors import NONFINITE_WEIGHT, Finding
+from trainer.doctor.registry import RunInputs, collect, detector_for
+from trainer.doctor.risks import LR_FIRST_WEIGHT
 from trainer.errors import UserError
 from trainer.io import atomic_write_json, read_jsonl
 from trainer.message import Msg, msg
-from trainer.run.events import as_float
+from trainer.run.events import StepRow, value
 from trainer.run.rundir import RunPaths, run_status
 from trainer.run.worded import worded
 
-LEVEL_WEIGHT = {"error": 1.0, "warning": 0.6, "info": 0.3}
-NONFINITE_WEIGHT = 5.0
-# An lr more than ten times off the preset's explains more than anything it caused, the non-finite values included:
-# a model measure saying "under" on a run at 100x the lr (the weights wrecked before the trigger learned anything)
-# must not put "train longer" before "back to the preset's lr", nor "halve the lr" when halving is still far off.
-LR_FIRST_WEIGHT = 6.0
+LEVEL_WEIGHT = {"error": 1.0, "warning": 0.6, "info": 0.3}  # a finding's weight, unless its detector names one:
+__all__ = ["LR_FIRST_WEIGHT", "NONFINITE_WEIGHT"]  # the non-finite failure's and the far lr's (registry.detector)
 WEAK_SIGNAL_FACTOR = 0.25  # a signal that is weak evidence on this run's model (trainer.doctor.verdict.weak_signals)
 CAUSE_STRENGTH = ((1.0, "strong"), (0.5, "moderate"), (0.0, "weak"))  # a cause's score, in words
 
@@ -52,29 +50,17 @@ def bf16_available(config: Config | None) -> bool:
 
 
 def collect_findings(run_dir: Path, config: Config | None = None, with_samples: bool = True) -> list[Finding]:
+    """Every registered detector's findings on the run folder (the pictures' only ``with_samples``)."""
     paths = RunPaths(Path(run_dir))
-    config = config or _load_config(paths)
-    plan = json.loads(paths.plan.read_text()) if paths.plan.is_file() else {}
-    rows = read_jsonl(paths.metrics)
-    events = read_jsonl(paths.events)
-    findings = nonfinite_findings(events)
-    findings += metric_findings(rows, plan, config) if plan else []
-    if with_samples and paths.samples.is_dir():
-        from trainer.doctor.pictures import sample_findings  # numpy and PIL: only when there are pictures
+    run = RunInputs.read(paths.root, config or _load_config(paths))
+    groups = ("guard", "numbers", *(("pictures",) if with_samples else ()), "model", "settings", "base")
+    return collect(run, *groups)
 
-        findings += sample_findings(paths.samples)
-    from trainer.doctor.model_measures import model_findings
-    from trainer.doctor.risks import lr_far_finding
 
-    findings += model_findings(paths.root)
-    lr_far = lr_far_finding(config)
-    findings += [lr_far] if lr_far else []
-    for ev in events:
-        if ev.get("type") == "alert" and ev.get("kind") == "distilled_base":
-            message = ev.get("message")  # worded in both languages; a run from before codes has English alone
-            findings.append(Finding("distilled_base", "warning",
-                                    message if isinstance(message, dict) else {"en": str(message), "ko": str(message)}))
-    return findings
+def finding_weight(signal: str, level: str) -> float:
+    """How much a finding counts towards the causes: its detector's weight, else its level's."""
+    d = detector_for(signal)
+    return d.weight if d is not None and d.weight is not None else LEVEL_WEIGHT[level]
 
 
 def earlier_checkpoint(verdict) -> int | None:
@@ -156,12 +142,13 @@ def _setting(config: Config, key: str) -> Any:
     return getattr(getattr(config, section), name)
 
 
-def _loss_summary(rows: list[dict]) -> dict[str, Any]:
-    measured = [as_float(r.get("loss")) for r in rows if not r.get("skipped")]
+def _loss_summary(metrics: Path) -> dict[str, Any]:
+    rows = [StepRow.parse(r) for r in read_jsonl(metrics)]
+    measured = [value(r.loss) for r in rows if not r.skipped]
     losses = [v for v in measured if v is not None and math.isfinite(v)]
     tail = losses[-max(1, len(losses) // 4) :] if losses else []
     return {"steps": len(rows), "final_loss_mean": statistics.fmean(tail) if tail else None,
-            "nonfinite_rows": sum(1 for r in rows if r.get("nonfinite"))}
+            "nonfinite_rows": sum(1 for r in rows if r.nonfinite)}
 
 
 def compare_with_parent(paths: RunPaths, findings: list[Finding]) -> dict[str, Any] | None:
@@ -184,7 +171,7 @@ def compare_with_parent(paths: RunPaths, findings: list[Finding]) -> dict[str, A
         "resolved": sorted(parent_findings - mine),
         "new": sorted(mine - parent_findings),
         "still": sorted(parent_findings & mine),
-        "loss": {"parent": _loss_summary(read_jsonl(ppaths.metrics)), "this": _loss_summary(read_jsonl(paths.metrics))},
+        "loss": {"parent": _loss_summary(ppaths.metrics), "this": _loss_summary(paths.metrics)},
     }
 
 
@@ -205,10 +192,9 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
     signals: dict[str, float] = {}
     for f in findings:
         if f.signal in kb.signals:
-            # A non-finite failure outranks any number of softer findings: it is what stopped the run.
-            weight = NONFINITE_WEIGHT if f.signal.startswith("nonfinite_") else LEVEL_WEIGHT[f.level]
-            if f.signal == "lr_far_from_preset":
-                weight = LR_FIRST_WEIGHT
+            # A non-finite failure outranks any number of softer findings (it is what stopped the run), and a far lr
+            # what it caused: their detectors' weights
+            weight = finding_weight(f.signal, f.level)
             if f.signal in verdict.weak_signals:
                 weight *= WEAK_SIGNAL_FACTOR
             signals[f.signal] = max(signals.get(f.signal, 0.0), weight)
@@ -267,10 +253,10 @@ def alert_prescription(run_dir: str | Path | None, signal: str, lang: str = "en"
     kb = load_kb()
     paths = RunPaths(Path(run_dir)) if run_dir else None
     config = _load_config(paths) if paths is not None and paths.config.is_file() else None
-    signals = {signal: NONFINITE_WEIGHT if signal.startswith("nonfinite_") else LEVEL_WEIGHT["warning"]}
+    signals = {signal: finding_weight(signal, "warning")}
     lr_far = lr_far_finding(config) if config is not None else None
     if lr_far is not None:
-        signals[lr_far.signal] = LR_FIRST_WEIGHT
+        signals[lr_far.signal] = finding_weight(lr_far.signal, lr_far.level)
     for rc in kb.rank_causes(signals, config):
         for p in kb.prescriptions_for(rc.cause.id):
             change: Msg | str = ""

@@ -27,6 +27,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from trainer.doctor.registry import detector
 from trainer.io import read_jsonl
 from trainer.message import chained, msg
 from trainer.run.rundir import RunPaths
@@ -149,6 +150,7 @@ def picture_outliers(run_dir: str | Path, step: int | None = None) -> list[dict[
     return sorted(out, key=lambda o: -abs(o["z"]))
 
 
+@detector(("prior_drift", "memorising", "picture_outlier"), group="model", reads=("run_dir",))
 def model_findings(run_dir: str | Path) -> list[Any]:
     """What the model measures warn of, as the detectors' findings (live after each measured step, and in the
     diagnosis): no-trigger predictions that moved past the verdict's line, training pictures pulling away from

@@ -17,6 +17,7 @@ from PIL import Image
 from trainer.config.schema import Config
 from trainer.doctor.detectors import Finding
 from trainer.doctor.judges import SamplePicture, reader_for
+from trainer.doctor.registry import detector
 from trainer.errors import UserError
 from trainer.io import read_jsonl
 from trainer.message import msg
@@ -226,6 +227,7 @@ def dose_by_step(run_dir: str | Path, config: Config | None = None) -> dict[int,
 # ------------------------------------------------------------------------------- live findings
 
 
+@detector(("sample_burn", "leakage"), group="pictures", reads=("samples",))
 def sample_findings(samples_dir: Path) -> list[Finding]:
     """Burn (trigger samples past the training pictures' own colours) and leakage (the no-trigger sample moving
     from the base model's: a judge's reading where one applies, else its pixels), as findings while the run

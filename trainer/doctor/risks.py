@@ -9,12 +9,18 @@ from typing import Any
 
 from trainer.config.schema import Config
 from trainer.doctor.detectors import Finding
+from trainer.doctor.registry import detector
 from trainer.errors import UserError
 from trainer.message import Msg, msg
 
 LR_FAR = 10.0  # an lr more than this many times the preset's, or that many times smaller, asks first
 LR_FIRST = 100.0  # this far off it is an error, not a warning (from LR_FAR on, the preset's lr is the first prescription)
 DOSE_FAR = 3.0  # a dose this many times the top of the preset's zone asks first
+# The diagnosis's weight for an lr far from the preset's. An lr more than ten times off the preset's explains more than
+# anything it caused, the non-finite values included: a model measure saying "under" on a run at 100x the lr (the
+# weights wrecked before the trigger learned anything) must not put "train longer" before "back to the preset's lr",
+# nor "halve the lr" when halving is still far off.
+LR_FIRST_WEIGHT = 6.0
 
 
 def baseline(cfg: Config, extra_dirs: list[Path] | None = None) -> tuple[Config, str] | None:
@@ -47,6 +53,7 @@ def _times(ratio: float) -> Msg:
     return msg("risk.times_more", ratio=ratio) if ratio >= 1 else msg("risk.times_less", inverse=1 / ratio)
 
 
+@detector("lr_far_from_preset", group="settings", reads=("config",), weight=LR_FIRST_WEIGHT)
 def lr_far_finding(cfg: Config, extra_dirs: list[Path] | None = None) -> Finding | None:
     """The lr more than ``LR_FAR`` times the preset's (or that many times smaller): a warning, an error past
     ``LR_FIRST``; either way the diagnosis names it before anything it caused."""

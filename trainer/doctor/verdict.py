@@ -20,7 +20,6 @@ decides while anything stronger speaks: it is listed as a weak observation, not 
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -35,9 +34,8 @@ from trainer.doctor.evidence import (  # the evidence's vocabulary, used by ever
     Observation,
     decide,
 )
-from trainer.io import read_jsonl
+from trainer.doctor.registry import RunInputs, collect, detector_for, detectors
 from trainer.message import Msg, msg
-from trainer.run.rundir import RunPaths
 
 LIKENESS_SHOWS = 0.5  # a judge's likeness from which the subject is there (the demo's: stripes, eyes, hat)
 # Calibrated on the demo world's pictures in a plain folder (scripts/doctor_calibration.py, docs/doctor.md "Is
@@ -287,37 +285,26 @@ def _recommend(cvs: list[CheckpointVerdict], config: Config) -> int | None:
 # ------------------------------------------------------------------------------------------------- run
 
 
-_NUMBER_SIGNALS = {  # detector findings on the numbers: which way they point, and how far to trust them
-    "learning_stalled": ("under", "moderate"),
-    "weight_norm_growth": ("over", "weak"),
-    "loss_trending_up": ("over", "weak"),
-    "grad_spike": ("over", "weak"),
-    "clip_saturated": ("over", "weak"),
-}
-WEAK_NUMBER_SIGNALS = tuple(s for s, (_, strength) in _NUMBER_SIGNALS.items() if strength == "weak")
+def weak_number_signals() -> tuple[str, ...]:
+    """The signals of the numbers' detectors that are weak evidence (trends beside pictures or model measures)."""
+    return tuple(s for d in detectors("numbers") if d.points_to is not None and d.strength == "weak" for s in d.signals)
 
 
 def _finding_observations(findings: list[Any]) -> list[Observation]:
+    """The findings whose detectors weigh in on the verdict, each pointing the way its detector says."""
     out = []
     for f in findings:
         signal = f.signal if hasattr(f, "signal") else f.get("signal")
         message = f.message if hasattr(f, "message") else f.get("message")
-        if signal.startswith("nonfinite_"):
-            out.append(Observation("guard", "broken", "strong", message))
-        elif signal in _NUMBER_SIGNALS:
-            points_to, strength = _NUMBER_SIGNALS[signal]
-            out.append(Observation("numbers", points_to, strength, message))
+        d = detector_for(signal)
+        if d is not None and d.points_to is not None and d.strength is not None:
+            out.append(Observation(d.group, d.points_to, d.strength, message))
     return out
 
 
 def run_findings(run_dir: Path, config: Config) -> list[Any]:
     """The detectors' findings on the run's events and numbers (the pictures are read by :func:`checkpoint_verdicts`)."""
-    from trainer.doctor.detectors import metric_findings, nonfinite_findings
-
-    paths = RunPaths(run_dir)
-    plan = json.loads(paths.plan.read_text(encoding="utf-8")) if paths.plan.is_file() else {}
-    findings = nonfinite_findings(read_jsonl(paths.events))
-    return findings + (metric_findings(read_jsonl(paths.metrics), plan, config) if plan else [])
+    return collect(RunInputs.read(run_dir, config), "guard", "numbers")
 
 
 def run_verdict(run_dir: str | Path, findings: list[Any] | None = None) -> Verdict:
@@ -359,7 +346,7 @@ def run_verdict(run_dir: str | Path, findings: list[Any] | None = None) -> Verdi
     # where the pictures or the model were measured, the trends of the numbers are weak beside them
     # (docs/training-guide.md, "Reading the saves": judge by pictures, not by the loss), and so are the pixel
     # scores
-    weak = (PIXEL_SIGNALS if strong else ()) + (WEAK_NUMBER_SIGNALS if any(c.measures for c in cvs) else ())
+    weak = (PIXEL_SIGNALS if strong else ()) + (weak_number_signals() if any(c.measures for c in cvs) else ())
     deciding = next((c for c in cvs if c.label == label), rec)  # the first save that shows the run's verdict
     observations = tuple(run_obs) + (rec.observations if rec else ()) + (
         deciding.observations if deciding is not None and deciding is not rec else ())

@@ -19,7 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar
 
-from trainer.io import append_jsonl
+from trainer.io import append_jsonl, json_tree_map
 from trainer.run.worded import worded
 
 
@@ -36,9 +36,21 @@ class RunStatus(StrEnum):
     FAILED = "failed"
     INTERRUPTED = "interrupted"  # said "running" but its process is gone (read back only: rundir.run_status)
 
+    @property
+    def is_ending(self) -> bool:
+        """Whether a run ends with this status (finished, stopped, paused, guard_stopped, failed)."""
+        return self in _EXIT_CODES
 
-TERMINAL = frozenset({RunStatus.FINISHED, RunStatus.STOPPED, RunStatus.PAUSED, RunStatus.GUARD_STOPPED,
-                      RunStatus.FAILED})
+    @property
+    def exit_code(self) -> int:
+        """The CLI's exit code for a run that ended so: 0 finished, 130 stopped or paused (as Ctrl-C), 3 stopped by
+        the guard, 1 failed. A status that is no ending has none (KeyError)."""
+        return _EXIT_CODES[self]
+
+
+_EXIT_CODES = {RunStatus.FINISHED: 0, RunStatus.STOPPED: 130, RunStatus.PAUSED: 130, RunStatus.GUARD_STOPPED: 3,
+               RunStatus.FAILED: 1}
+TERMINAL = frozenset(s for s in RunStatus if s.is_ending)
 
 METRIC_FIELDS = (
     "step", "epoch", "loss", "grad_norm", "grad_norm_clipped", "lr", "loss_scale", "skipped", "nonfinite",
@@ -56,6 +68,9 @@ class _Absent:
     def __bool__(self) -> bool:
         return False
 
+    def __reduce__(self) -> str:
+        return "ABSENT"  # a copy or a pickle is the one ABSENT
+
 
 ABSENT: Any = _Absent()
 
@@ -67,6 +82,7 @@ class RunEvent:
 
     type: ClassVar[str] = ""
     open: ClassVar[bool] = False  # whether the emitter may add keys of its own (they land in ``extra``)
+    ends: ClassVar[RunStatus | None] = None  # the run's status after this event, on the events that end a run
 
     time: float = ABSENT
     step: int | None = ABSENT
@@ -110,6 +126,7 @@ class StepRow(RunEvent):
     """One optimizer step (or one skipped step): a row of ``metrics.jsonl``."""
 
     type: ClassVar[str] = "step"
+    step: int = ABSENT  # every row has one
     epoch: int = ABSENT
     loss: float = ABSENT
     grad_norm: float = ABSENT
@@ -132,6 +149,25 @@ class StepRow(RunEvent):
     def metrics_row(self) -> dict[str, Any]:
         """The row as ``metrics.jsonl`` holds it: no ``type`` and no ``time``."""
         return {k: v for k, v in self.to_json().items() if k not in ("type", "time")}
+
+    @classmethod
+    def parse(cls, row: dict[str, Any]) -> StepRow:
+        """A row of ``metrics.jsonl`` (or a step event's JSON) as a typed row: the non-finite numbers the file
+        writes as strings ("nan", "inf", "-inf": :func:`json_safe`) read back as floats."""
+        floats = {f.name for f in fields(cls) if "float" in str(f.type)}
+        ev = cls.from_json({k: as_float(v) if k in floats and v in ("nan", "inf", "-inf") else v for k, v in row.items()})
+        assert isinstance(ev, StepRow)
+        return ev
+
+
+def value(v: Any) -> float | None:
+    """A row's number as a float, None when the row has none (ABSENT or None)."""
+    return None if isinstance(v, _Absent) else as_float(v)
+
+
+def present(v: Any) -> bool:
+    """Whether a row carries the field: neither ABSENT nor None."""
+    return not isinstance(v, _Absent) and v is not None
 
 
 @dataclass(kw_only=True)
@@ -227,12 +263,14 @@ class Rollback(RunEvent):
 @dataclass(kw_only=True)
 class Paused(RunEvent):
     type: ClassVar[str] = "paused"
+    ends: ClassVar[RunStatus | None] = RunStatus.PAUSED
     checkpoint: str | None = ABSENT
 
 
 @dataclass(kw_only=True)
 class Finished(RunEvent):
     type: ClassVar[str] = "finished"
+    ends: ClassVar[RunStatus | None] = RunStatus.FINISHED
     final: str | None = ABSENT
     steps: int = ABSENT
 
@@ -242,6 +280,7 @@ class Stopped(RunEvent):
     """By the user (``reason`` "user", with ``final``) or by the guard ("guard", with ``failure``, ``message``)."""
 
     type: ClassVar[str] = "stopped"
+    ends: ClassVar[RunStatus | None] = RunStatus.STOPPED  # guard_stopped when ``reason`` is "guard"
     reason: str = ABSENT
     final: str | None = ABSENT
     failure: dict[str, Any] | None = ABSENT
@@ -251,6 +290,7 @@ class Stopped(RunEvent):
 @dataclass(kw_only=True)
 class Failed(RunEvent):
     type: ClassVar[str] = "failed"
+    ends: ClassVar[RunStatus | None] = RunStatus.FAILED
     error: str = ABSENT
     traceback: str = ABSENT
 
@@ -294,12 +334,12 @@ def _fields_of(kind: type[RunEvent]):
 
 def json_safe(value: Any) -> Any:
     """NaN/Inf are not JSON: write them as the strings "nan", "inf", "-inf" so a row is never lost."""
+    return json_tree_map(_finite_or_string, value)
+
+
+def _finite_or_string(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
     return value
 
 

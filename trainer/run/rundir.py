@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainer.io import atomic_write_json, clean_leftovers, read_jsonl
+from trainer.run.events import RunStatus
 
 # Written last into a checkpoint's temp folder: which files it holds and their sizes. A step folder that has it
 # (and files of those sizes) is complete; one without it is from before it existed and counts if it has state.pt.
@@ -162,10 +163,11 @@ def clean_interrupted_saves(paths: RunPaths) -> list[Path]:
     return [p for folder in folders for p in clean_leftovers(folder)]
 
 
-def write_status(paths: RunPaths, status: str, **fields) -> None:
+def write_status(paths: RunPaths, status: RunStatus, **fields) -> None:
     """``status.json``. It names the process (pid, host) so a reader can tell a live run from one that was killed:
     :func:`run_status`. Writing "running" claims the folder, so what a killed save left there is swept first."""
-    if status == "running":
+    status = RunStatus(status)
+    if status is RunStatus.RUNNING:
         clean_interrupted_saves(paths)
     atomic_write_json(paths.status, {"status": status, "time": time.time(), "pid": os.getpid(),
                                      "host": socket.gethostname(), **fields})
@@ -185,12 +187,12 @@ def run_status(run_dir: str | Path) -> dict:
     None when it has none). A run on another host, or one whose status names no process (written by an older
     version), cannot be checked and keeps what it says."""
     status = read_status(run_dir)
-    if status.get("status") != "running" or status.get("host") != socket.gethostname():
+    if status.get("status") != RunStatus.RUNNING or status.get("host") != socket.gethostname():
         return status
     if _process_alive(status.get("pid"), status.get("pid_started")):
         return status
     done = complete_checkpoints(RunPaths(Path(run_dir)))
-    return {**status, "status": "interrupted", "resume_step": done[-1][0] if done else None}
+    return {**status, "status": RunStatus.INTERRUPTED, "resume_step": done[-1][0] if done else None}
 
 
 def _process_alive(pid, started: float | None) -> bool:

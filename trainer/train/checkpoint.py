@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch.utils._pytree import KeyPath, MappingKey, SequenceKey, tree_flatten_with_path
 
 from trainer.io import atomic_target
 from trainer.tensor_files import NonFiniteTensorError, first_nonfinite
@@ -20,18 +21,21 @@ if TYPE_CHECKING:
     from trainer.train.state import TrainState
 
 
-def _tensors(obj: Any, prefix: str = "") -> dict[str, torch.Tensor]:
-    out: dict[str, torch.Tensor] = {}
-    if isinstance(obj, torch.Tensor):
-        if obj.is_floating_point():
-            out[prefix or "tensor"] = obj
-    elif isinstance(obj, dict):
-        for k, v in obj.items():
-            out.update(_tensors(v, f"{prefix}.{k}" if prefix else str(k)))
-    elif isinstance(obj, list | tuple):
-        for i, v in enumerate(obj):
-            out.update(_tensors(v, f"{prefix}.{i}"))
-    return out
+def _tensors(obj: Any) -> dict[str, torch.Tensor]:
+    """The floating-point tensors in nested dicts, lists and tuples, by dotted path ("optimizer.state.0.exp_avg")."""
+    leaves, _ = tree_flatten_with_path(obj)
+    return {_dotted(path): leaf for path, leaf in leaves
+            if isinstance(leaf, torch.Tensor) and leaf.is_floating_point()}
+
+
+def _dotted(path: KeyPath) -> str:
+    name = ""
+    for key in path:
+        if isinstance(key, MappingKey):
+            name = f"{name}.{key.key}" if name else str(key.key)
+        else:
+            name = f"{name}.{key.idx if isinstance(key, SequenceKey) else getattr(key, 'name', key)}"
+    return name or "tensor"
 
 
 def snapshot(state: TrainState, dist: Dist, config: Config) -> dict[str, Any]:

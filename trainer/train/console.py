@@ -14,7 +14,16 @@ from typing import Any
 from codes import wording
 from trainer.config.schema import Config
 from trainer.doctor.held_out import best_so_far
-from trainer.run.events import Alert, RunEvent, Started, StepRow
+from trainer.run.events import (
+    Alert,
+    ChangeApplied,
+    CheckpointSaved,
+    Rollback,
+    RunEvent,
+    RunStatus,
+    Started,
+    StepRow,
+)
 from trainer.train.commands import Commands
 
 
@@ -26,7 +35,6 @@ class ConsoleSink:
         self.best_val: dict | None = None  # the lowest validation loss so far and its step (best_so_far)
 
     def __call__(self, ev: RunEvent) -> None:
-        kind = ev.type
         if isinstance(ev, Started):
             if not self.quiet:
                 from tqdm import tqdm
@@ -48,9 +56,10 @@ class ConsoleSink:
             message = ev.message or ev.get("reason", "")
             self._write(f"[{ev.get('level', 'warning')}] {ev.kind}: "
                         f"{message if isinstance(message, str) else self.say(message)}")
-        elif kind in ("checkpoint_saved", "rollback", "change_applied"):
-            self._write(f"{kind}: {ev.get('path') or ev.get('change') or ev.get('key')}")
-        elif kind in ("finished", "stopped", "failed") and self.bar is not None:
+        elif isinstance(ev, CheckpointSaved | Rollback | ChangeApplied):
+            said = ev.path if isinstance(ev, CheckpointSaved) else ev.change if isinstance(ev, Rollback) else ev.key
+            self._write(f"{ev.type}: {said}")
+        elif ev.ends is not None and ev.ends is not RunStatus.PAUSED and self.bar is not None:  # a paused bar stays
             self.bar.close()
 
     def _write(self, line: str) -> None:
@@ -73,9 +82,9 @@ def run_from_cli(cfg: Config, resume=None, parent=None, quiet: bool = False,
 
         signal.signal(signal.SIGINT, on_sigint)
     result = run_training(cfg, ConsoleSink(quiet, say), commands, resume=resume, parent=parent)
-    if result.status == "failed":
+    if result.status is RunStatus.FAILED:
         print(f"error: training failed: {result.message} (details in {result.run_dir}/events.jsonl)", file=sys.stderr)
-    elif result.status == "guard_stopped":
+    elif result.status is RunStatus.GUARD_STOPPED:
         print(f"{result.message}; diagnosis: python -m trainer diagnose {result.run_dir}", file=sys.stderr)
     else:
         print(f"{result.status}: {result.final_lora or result.run_dir}", file=sys.stderr)

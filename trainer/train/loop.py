@@ -26,7 +26,7 @@ from trainer.doctor.numerics import HealthTensors, StepHealth, grad_norms, weigh
 from trainer.errors import UserError
 from trainer.message import msg
 from trainer.plan.steps import Plan
-from trainer.run.events import Sink, event
+from trainer.run.events import RunStatus, Sink, StepRow, event
 from trainer.run.rundir import RunPaths, write_status
 from trainer.train.commands import Commands
 from trainer.train.distributed import Dist
@@ -71,7 +71,7 @@ def run_training(
     except Exception as e:  # the run folder and the UI must learn why; re-raising would lose it in a thread
         return trainer.fail(e)
     result = trainer.finish(status)
-    if status == "paused":
+    if status is RunStatus.PAUSED:
         trainer.release_device()
     return result
 
@@ -103,15 +103,15 @@ class Trainer:
         self.started_at = time.time()
         self.opened = False  # the run folder exists (prepare_run_folder)
         self.ready = False  # every part is built (setup)
-        self.rows: list[dict[str, Any]] = []  # the step rows so far, for the detectors
+        self.rows: list[StepRow] = []  # the step rows so far, for the detectors
         self.last_batch_files: list[str] = []  # the step's pictures, named in a NaN alert
 
     def emit(self, event_type: str, /, **fields: Any) -> None:
         """Report an event (rank 0); ``step`` defaults to the optimizer steps applied so far."""
         if self.dist.is_main:
             ev = event(event_type, step=fields.pop("step", self.state.global_step if self.ready else 0), **fields)
-            if event_type == "step":
-                self.rows.append(ev.to_json())
+            if isinstance(ev, StepRow):
+                self.rows.append(ev)
             self.sink(ev)
 
     # ----------------------------------------------------------------------------------------- setup
@@ -166,7 +166,7 @@ class Trainer:
 
     # ------------------------------------------------------------------------------------------ loop
 
-    def train(self) -> str:
+    def train(self) -> RunStatus:
         """Optimizer steps until the plan's total were applied. The data position moves by the batches each
         step consumed, applied or skipped, so a skipped step never makes a batch come round twice."""
         cfg, state = self.config, self.state
@@ -193,7 +193,7 @@ class Trainer:
                     break
             if pos.batch >= len(batches) and pos.epoch == epoch:
                 pos.next_epoch()
-        return "finished"
+        return RunStatus.FINISHED
 
     def compute_loss(self, batch, epoch: int, micro: int, pos: int = 0) -> torch.Tensor:
         """One micro-batch's loss: captions, latents, noise and timesteps drawn from the run's seed, the denoiser's
@@ -327,30 +327,30 @@ class Trainer:
 
     # ------------------------------------------------------------------------------------- endings
 
-    def finish(self, status: str) -> RunResult:
+    def finish(self, status: RunStatus) -> RunResult:
         final = None
         step = self.state.global_step
-        if status in ("finished", "stopped"):
+        if status in (RunStatus.FINISHED, RunStatus.STOPPED):
             state = self.checkpointer.snapshot()  # on every rank: it gathers each rank's random generators
             final = self.checkpointer.save_final(state) if self.dist.is_main else None
-            if self.config.sample.enabled and status == "finished" and step in self.plan.sample_steps:
+            if self.config.sample.enabled and status is RunStatus.FINISHED and step in self.plan.sample_steps:
                 self.sampler.sample(step)  # rank 0 alone samples
         self.feeder.close()
-        if status not in ("failed", "paused") and self.config.guard.detectors:
+        if status not in (RunStatus.FAILED, RunStatus.PAUSED) and self.config.guard.detectors:
             self.run_detectors(final=True)  # a paused run is not over: its findings come when it ends
         message = ""
-        if status == "guard_stopped":
+        if status is RunStatus.GUARD_STOPPED:
             message = f"stopped by the numerics guard at step {step + 1}"
             self.emit("stopped", reason="guard", failure=self.recovery.failure, message=message)
-        elif status == "stopped":
+        elif status is RunStatus.STOPPED:
             self.emit("stopped", reason="user", final=str(final) if final else None)
-        elif status == "paused":
+        elif status is RunStatus.PAUSED:
             self.emit("paused", checkpoint=str(self.paths.step_dir(step)))
         else:
             self.emit("finished", final=str(final) if final else None, steps=step)
         if self.dist.is_main:
             write_status(self.paths, status, step=step)
-            if status == "guard_stopped":
+            if status is RunStatus.GUARD_STOPPED:
                 from trainer.doctor.diagnose import diagnose
 
                 diagnose(self.paths.root)
@@ -375,9 +375,9 @@ class Trainer:
         self.emit("failed", error=f"{type(error).__name__}: {error}", traceback=tb)
         root = self.paths.root if self.opened else None
         if self.dist.is_main and self.opened:
-            write_status(self.paths, "failed", error=str(error))
-        return RunResult("failed", root, None, f"{type(error).__name__}: {error}")
+            write_status(self.paths, RunStatus.FAILED, error=str(error))
+        return RunResult(RunStatus.FAILED, root, None, f"{type(error).__name__}: {error}")
 
     def fail_quietly(self) -> None:
         if self.dist.is_main and self.opened:
-            write_status(self.paths, "failed", error="bad input")
+            write_status(self.paths, RunStatus.FAILED, error="bad input")

@@ -7,7 +7,7 @@ import enum
 from dataclasses import dataclass
 from pathlib import Path
 
-EXIT_CODES = {"finished": 0, "stopped": 130, "paused": 130, "guard_stopped": 3, "failed": 1}
+from trainer.run.events import RunStatus
 
 
 class StepOutcome(enum.Enum):
@@ -20,18 +20,25 @@ class StepOutcome(enum.Enum):
     PAUSE = "pause"  # the person asked to pause (a checkpoint was just saved)
 
     @property
-    def ending(self) -> str | None:
+    def ending(self) -> RunStatus | None:
         """The run's status when this outcome ends it, else None."""
-        return {"stop": "stopped", "guard_stop": "guard_stopped", "pause": "paused"}.get(self.value)
+        return _ENDINGS.get(self)
+
+
+_ENDINGS = {StepOutcome.STOP: RunStatus.STOPPED, StepOutcome.GUARD_STOP: RunStatus.GUARD_STOPPED,
+            StepOutcome.PAUSE: RunStatus.PAUSED}
 
 
 @dataclass
 class RunResult:
-    status: str  # finished | stopped | paused | guard_stopped | failed
+    status: RunStatus  # an ending: finished | stopped | paused | guard_stopped | failed
     run_dir: Path | None
     final_lora: Path | None = None
     message: str = ""
 
+    def __post_init__(self) -> None:
+        self.status = RunStatus(self.status)
+
     @property
     def exit_code(self) -> int:
-        return EXIT_CODES[self.status]
+        return self.status.exit_code

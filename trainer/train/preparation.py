@@ -20,7 +20,7 @@ from trainer.message import msg
 from trainer.models.lora import EMBEDDING_ROLE
 from trainer.plan.schedule import build_scheduler
 from trainer.plan.steps import Plan, make_plan
-from trainer.run.events import MultiSink, RunFolderSink, Sink
+from trainer.run.events import MultiSink, RunFolderSink, RunStatus, Sink
 from trainer.run.rundir import RunPaths, latest_checkpoint, new_run_dir, run_status, write_status
 from trainer.run.worded import write_worded_json
 from trainer.train import checkpoint as ckpt
@@ -67,7 +67,7 @@ def open_run_folder(cfg: Config, dist: Dist, resume: str | Path | None, parent: 
         if not paths.config.is_file():
             raise UserError(msg("error.resume.not_a_run", resume=resume))
         status = run_status(paths.root)
-        if status.get("status") == "running" and status.get("pid") not in (None, os.getpid()):
+        if status.get("status") == RunStatus.RUNNING and status.get("pid") not in (None, os.getpid()):
             raise UserError(msg("error.resume.running", resume=resume, pid=status["pid"]))
         report, plan, held_out = scan_and_plan(cfg, dist)
     else:
@@ -78,7 +78,7 @@ def open_run_folder(cfg: Config, dist: Dist, resume: str | Path | None, parent: 
         save_config(cfg, paths.config)
         write_worded_json(paths.plan, plan.to_json())
         _write_journal(cfg, paths, parent)
-        write_status(paths, "running", pid_started=started_at)
+        write_status(paths, RunStatus.RUNNING, pid_started=started_at)
         out = MultiSink([RunFolderSink(paths.root), TensorBoardSink(paths.root), *([sink] if sink else [])])
     return RunFolder(paths, report, plan, held_out, out)
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from trainer.config.schema import Config
     from trainer.doctor.guard import Guard
     from trainer.plan.steps import Plan
+    from trainer.run.events import StepRow
     from trainer.run.rundir import RunPaths
     from trainer.train.distributed import Dist
     from trainer.train.feeding import Feeder
@@ -41,22 +42,16 @@ class Recovery:
         self.failure: dict[str, Any] | None = None  # the last non-finite step's details
         self.emitted: set[str] = set()  # the findings already reported
 
-    def run_detectors(self, rows: list[dict[str, Any]], measured: bool, final: bool = False) -> None:
+    def run_detectors(self, rows: list[StepRow], measured: bool, final: bool = False) -> None:
         """Findings short of NaN, each emitted once as a ``finding`` event with its evidence. ``rows``: the step
         rows so far; ``measured``: the run has model measures."""
         if not self.dist.is_main:
             return
-        from trainer.doctor.detectors import metric_findings
-        from trainer.doctor.pictures import sample_findings
+        from trainer.doctor.registry import RunInputs, collect
 
-        found = metric_findings(list(rows), self.plan.to_json(), self.config)
-        if measured:
-            from trainer.doctor.model_measures import model_findings
-
-            found += model_findings(self.paths.root)
-        if final and self.paths.samples.is_dir():
-            found += sample_findings(self.paths.samples)
-        for f in found:
+        run = RunInputs(self.config, self.plan.to_json(), list(rows), run_dir=self.paths.root)
+        groups = ("numbers", *(("model",) if measured else ()), *(("pictures",) if final else ()))
+        for f in collect(run, *groups):
             if f.signal not in self.emitted:
                 self.emitted.add(f.signal)
                 self.emit("finding", **f.to_json())

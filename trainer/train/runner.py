@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from trainer.run.events import (
     Started,
     StepRow,
     Stopped,
+    present,
 )
 from trainer.train.commands import Commands
 
@@ -44,7 +46,7 @@ class RunState:
     total_steps: int = 0
     step: int = 0
     started_at: float = 0.0
-    metrics: list[dict[str, Any]] = field(default_factory=list)  # the step rows, as ``StepRow.to_json`` gives
+    metrics: list[StepRow] = field(default_factory=list)  # the step rows
     alerts: list[Alert] = field(default_factory=list)
     samples: list[SampleReady] = field(default_factory=list)
     checkpoints: list[CheckpointSaved] = field(default_factory=list)
@@ -67,7 +69,7 @@ class RunSnapshot:
     run_dir: str | None = None
     step: int = 0
     total_steps: int = 0
-    metrics: list[dict[str, Any]] = field(default_factory=list)  # rows from ``rows_from`` on
+    metrics: list[StepRow] = field(default_factory=list)  # rows from ``rows_from`` on
     rows: int = 0  # every row the run has
     alerts: list[Alert] = field(default_factory=list)
     samples: list[SampleReady] = field(default_factory=list)
@@ -85,7 +87,7 @@ class RunSnapshot:
     def to_json(self) -> dict[str, Any]:
         """The snapshot as plain JSON types, the dict ``snapshot`` returned before it was typed."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
-        for name in ("alerts", "samples", "checkpoints", "findings", "events"):
+        for name in ("metrics", "alerts", "samples", "checkpoints", "findings", "events"):
             out[name] = [e.to_json() for e in out[name]]
         out["progress"] = self.progress.to_json() if self.progress is not None else None
         out["status"] = str(self.status)
@@ -145,18 +147,19 @@ class Runner:
                 self.state.message = f"{type(e).__name__}: {e}"
                 self.version += 1
 
-    def stop(self) -> bool:
+    def _send(self, command: Callable[[Commands], None]) -> bool:
+        """Pass one command to the active run; False when none is active."""
         if self.active and self._commands:
-            self._commands.stop()
+            command(self._commands)
             return True
         return False
 
+    def stop(self) -> bool:
+        return self._send(Commands.stop)
+
     def pause(self) -> bool:
         """Ask the run to pause after this step (see :meth:`Commands.pause`); False when none is active."""
-        if self.active and self._commands:
-            self._commands.pause()
-            return True
-        return False
+        return self._send(Commands.pause)
 
     def continue_run(self, run_dir: str | Path) -> tuple[bool, Msg]:
         """Continue a paused run from its checkpoint, in its own folder with its own settings (``config.toml``):
@@ -166,21 +169,15 @@ class Runner:
 
         paths = RunPaths(Path(run_dir))
         status = run_status(paths.root).get("status")
-        if status != "paused":
+        if status != RunStatus.PAUSED:
             raise UserError(msg("error.run.not_paused", root=paths.root, status=status or "unknown"))
         return self.start(load_config(paths.config), resume=str(paths.root))
 
     def sample_now(self) -> bool:
-        if self.active and self._commands:
-            self._commands.sample_now()
-            return True
-        return False
+        return self._send(Commands.sample_now)
 
     def save_now(self) -> bool:
-        if self.active and self._commands:
-            self._commands.save_now()
-            return True
-        return False
+        return self._send(Commands.save_now)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the run's thread ends (tests, CLI). True when it ended."""
@@ -196,11 +193,12 @@ class Runner:
         with self._lock:
             s = self.state
             if isinstance(ev, StepRow):
-                s.metrics.append(ev.to_json())
+                s.metrics.append(ev)
                 if not ev.skipped and ev.step is not None:
                     s.step = ev.step
                 if isinstance(ev.val_loss, int | float):  # not ABSENT or None; best_so_far keeps the finite ones
-                    s.best_val = best_so_far([r for r in (s.best_val, s.metrics[-1]) if r])
+                    here = {"step": ev.step, "val_loss": ev.val_loss}
+                    s.best_val = best_so_far([r for r in (s.best_val, here) if r])
             else:
                 s.events.append(ev)
             if isinstance(ev, Resumed):  # the rows, samples and checkpoints before the resume point, for the plots
@@ -234,7 +232,7 @@ class Runner:
         with self._lock:
             s = self.state
             rows = s.metrics[rows_from:]
-            recent = [r["sec_per_step"] for r in s.metrics[-20:] if not r.get("skipped")]
+            recent = [r.sec_per_step for r in s.metrics[-20:] if not r.skipped]
             out = RunSnapshot(
                 version=self.version, active=self.active, status=s.status, run_dir=s.run_dir, step=s.step,
                 total_steps=s.total_steps, metrics=rows, rows=len(s.metrics), alerts=list(s.alerts),
@@ -249,26 +247,19 @@ class Runner:
         return out
 
 
-_NONFINITE = ("nan", "inf", "-inf")  # how metrics.jsonl writes a non-finite number (events.json_safe)
-
-
 def _load_earlier(s: RunState, run_dir: str, step: int) -> None:
     """What a resumed run's folder already holds up to ``step`` (its metrics rows, the samples and checkpoints
     of its events), put in front of the new rows as if the run had never stopped."""
-    from trainer.run.events import as_float
     from trainer.run.rundir import events, metrics
 
-    rows: list[dict[str, Any]] = []
-    for r in metrics(run_dir):
-        if r.get("step", 0) <= step:
-            rows.append({"type": "step", **{k: as_float(v) if v in _NONFINITE else v for k, v in r.items()}})
+    rows = [StepRow.parse(r) for r in metrics(run_dir) if r.get("step", 0) <= step]
     earlier = [RunEvent.from_json(e) for e in events(run_dir) if e.get("step", 0) <= step]
     s.metrics[:0] = rows
-    s.best_val = best_so_far(s.metrics)
+    s.best_val = best_so_far([{"step": r.step, "val_loss": r.val_loss} for r in s.metrics if present(r.val_loss)])
     s.samples[:0] = [e for e in earlier if isinstance(e, SampleReady)]
     s.checkpoints[:0] = [e for e in earlier if isinstance(e, CheckpointSaved)]
     s.findings[:0] = [e for e in earlier if isinstance(e, FindingEvent)]
-    applied = [r["step"] for r in rows if not r.get("skipped")]
+    applied = [r.step for r in rows if not r.skipped]
     s.step = max(applied, default=s.step)
 
 

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import torch
+from torch.utils._pytree import tree_map
 
 FORMAT = 2
 
@@ -32,15 +33,13 @@ class Emit(Protocol):
 
 def detached_copy(obj: Any) -> Any:
     """A deep copy with every tensor cloned onto the CPU: shares no storage with ``obj``, whatever its device."""
-    if isinstance(obj, torch.Tensor):
-        return obj.detach().to("cpu", copy=True)
-    if isinstance(obj, dict):
-        return {k: detached_copy(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [detached_copy(v) for v in obj]
-    if isinstance(obj, tuple):
-        return tuple(detached_copy(v) for v in obj)
-    return copy.deepcopy(obj)
+    return tree_map(_detached_leaf, obj)
+
+
+def _detached_leaf(leaf: Any) -> Any:
+    if isinstance(leaf, torch.Tensor):
+        return leaf.detach().to("cpu", copy=True)
+    return copy.deepcopy(leaf)
 
 
 def rng_state() -> dict[str, Any]:

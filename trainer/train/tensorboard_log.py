@@ -23,7 +23,6 @@ SCALARS = {
     "lr": "train/lr",
     "loss_scale": "train/loss_scale",
 }
-ENDINGS = ("finished", "stopped", "paused", "failed")
 
 
 def make_writer(log_dir: Path, purge_step: int | None = None):
@@ -47,14 +46,13 @@ class TensorBoardSink:
         self._failed = False
 
     def __call__(self, ev: RunEvent) -> None:
-        kind = ev.type
         if isinstance(ev, Resumed):
             self._purge_step = int(ev.step or 0) + 1
         elif isinstance(ev, StepRow):
             self._scalars(ev)
         elif isinstance(ev, SampleReady):
             self._images(ev)
-        elif kind in ENDINGS and self.writer is not None:
+        elif ev.ends is not None and self.writer is not None:
             self.writer.close()
             self.writer = None
 

@@ -32,6 +32,7 @@ import words
 from trainer.config.schema import save_config
 from trainer.doctor.risks import start_risks
 from trainer.errors import UserError
+from trainer.io import json_tree_map
 from trainer.message import Msg
 from trainer.plan.steps import make_plan
 from trainer.run.rundir import list_runs, run_status
@@ -273,17 +274,11 @@ def plot_json(fig: plots.Fig) -> PlotData:
     try:
         return PlotData(type="plotly", plot=json.dumps(fig, allow_nan=False))
     except ValueError:
-        return PlotData(type="plotly", plot=json.dumps(_finite_or_null(fig), allow_nan=False))
+        return PlotData(type="plotly", plot=json.dumps(json_tree_map(_finite_or_null, fig), allow_nan=False))
 
 
 def _finite_or_null(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite_or_null(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite_or_null(v) for v in value]
-    return value
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 class GalleryCopies:
