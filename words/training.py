@@ -21,4 +21,7 @@ TEXTS = {
     "run.already_active": ("a training run is already active; stop it first",
                            "이미 학습이 진행 중입니다. 먼저 멈추세요"),
     "run.started": ("started", "시작했습니다"),
+    "rollback.nothing_fits_mid_run": ("nothing that fits a non-finite {first} can change mid-run",
+                                      "{first}의 유한하지 않은 값에 맞는 설정은 학습 중에 바꿀 수 없습니다"),
+    "run.guard_stopped": ("stopped by the numerics guard at step {step}", "{step}번째 스텝에서 수치 감시가 학습을 멈췄습니다"),
 }

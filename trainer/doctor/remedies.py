@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainer.doctor.guard import MIN_LOSS_SCALE
+from trainer.message import msg
 from trainer.models.precision import bf16_supported
 from trainer.run.events import as_float
 
@@ -44,7 +45,8 @@ def rollback_change(
     config, precision_plan, failure: dict[str, Any], mid_run_keys: tuple[str, ...] = MID_RUN_KEYS,
     bf16: bool | None = None,
 ) -> dict[str, Any]:
-    """``{key, old, new, prescription, cause, reason, signals}`` for a non-finite failure described by
+    """``{key, old, new, prescription, cause, reason, signals}`` (and a ``note`` when no change that fits the failure
+    can be made mid-run) for a non-finite failure described by
     ``failure`` (its ``first`` and ``loss_scale``). ``bf16``: whether the machine has it (default: ask the
     device)."""
     from trainer.doctor.kb import load_kb
@@ -64,7 +66,7 @@ def rollback_change(
     change = _one_change(config, kb.prescription(FALLBACK), mid_run_keys, bf16)
     if change is None:  # the knowledge base lost its lr prescription: a developer's error, said plainly
         raise RuntimeError(f"prescription {FALLBACK!r} cannot be applied mid-run")
-    change["reason"] += f" (nothing that fits a non-finite {first} can change mid-run)"
+    change["note"] = msg("rollback.nothing_fits_mid_run", first=first)
     return {**change, "cause": ranked[0].cause.id if ranked else None, "signals": signals}
 
 
@@ -83,4 +85,4 @@ def _one_change(config, prescription, keys: tuple[str, ...], bf16: bool) -> dict
         return None
     old, new = diff[ch.key]
     return {"key": ch.key, "old": old, "new": new, "prescription": prescription.id,
-            "reason": prescription.text("title", "en")}
+            "reason": {lang: prescription.text("title", lang) for lang in ("en", "ko")}}  # the KB's own words

@@ -19,6 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar
 
+from codes.message import Msg
 from trainer.io import append_jsonl, json_tree_map
 from trainer.run.worded import worded
 
@@ -284,7 +285,7 @@ class Stopped(RunEvent):
     reason: str = ABSENT
     final: str | None = ABSENT
     failure: dict[str, Any] | None = ABSENT
-    message: str = ABSENT
+    message: Msg | dict[str, str] | str = ABSENT  # a code, worded in both languages in the file (English alone before)
 
 
 @dataclass(kw_only=True)

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from codes import wording
 from trainer.config.schema import Config
 from trainer.data.batches import epoch_batches, process_caption, samples_from_report
 from trainer.data.scan import DatasetReport
@@ -338,10 +339,10 @@ class Trainer:
         self.feeder.close()
         if status not in (RunStatus.FAILED, RunStatus.PAUSED) and self.config.guard.detectors:
             self.run_detectors(final=True)  # a paused run is not over: its findings come when it ends
-        message = ""
+        said = None
         if status is RunStatus.GUARD_STOPPED:
-            message = f"stopped by the numerics guard at step {step + 1}"
-            self.emit("stopped", reason="guard", failure=self.recovery.failure, message=message)
+            said = msg("run.guard_stopped", step=step + 1)
+            self.emit("stopped", reason="guard", failure=self.recovery.failure, message=said)
         elif status is RunStatus.STOPPED:
             self.emit("stopped", reason="user", final=str(final) if final else None)
         elif status is RunStatus.PAUSED:
@@ -355,7 +356,7 @@ class Trainer:
 
                 diagnose(self.paths.root)
         self.dist.barrier()
-        return RunResult(status, self.paths.root, final, message)
+        return RunResult(status, self.paths.root, final, wording.say(said) if said else "", said)
 
     def release_device(self) -> None:
         """Drop the models, optimizer and caches so a paused run gives its memory back (on CUDA to the driver

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from codes import wording
 from trainer.config.schema import Config
 from trainer.doctor.held_out import best_so_far
 from trainer.errors import UserError
@@ -132,6 +133,8 @@ class Runner:
             with self._lock:
                 self.state.status = RunStatus(result.status)
                 self.state.message = result.message or self.state.message
+                if result.said is not None:  # worded in the page's language
+                    self.state.refusal = result.said.plain()
                 if result.run_dir:
                     self.state.run_dir = str(result.run_dir)
                 self.version += 1
@@ -220,7 +223,8 @@ class Runner:
             elif isinstance(ev, Failed):
                 s.message, s.refusal = ev.error or "", None
             elif isinstance(ev, Stopped) and ev.message:
-                s.message, s.refusal = ev.message, None
+                s.message = wording.say(ev.message)
+                s.refusal = ev.message.plain() if isinstance(ev.message, Msg) else None
             self.version += 1
 
     # ---------------------------------------------------------------------------------- snapshot
