@@ -30,6 +30,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    # A CPU run's OpenMP threads spin-wait at every barrier (GNU OpenMP's default spins ~300,000 times) and so hold
+    # every core; the page's server and the browser then pre-empt one spinning thread and the others wait for it.
+    # A short spin leaves the cores sooner: measured with the Train tab open on 2 cores, 6.91 against 5.88 it/s,
+    # and the same 8.1 it/s with the tab closed (bench/bench_watch.py, docs/performance.md). Read as torch loads.
+    os.environ.setdefault("GOMP_SPINCOUNT", "20000")
     from trainer.errors import UserError
     from ui.app import build_app, launch_app
     from ui.context import make_context
