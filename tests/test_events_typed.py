@@ -31,6 +31,7 @@ from trainer.run.events import (
     stamp,
 )
 
+ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data" / "events"
 
 
@@ -116,6 +117,24 @@ def test_the_alerts_with_details_read_back_as_their_classes_and_older_lines_stil
     ev = Alert.from_json(refused)
     assert isinstance(ev, SaveRefused) and ev.tensor == "lora.w" and dumped(ev.to_json()) == dumped(refused)
     assert type(RunEvent.from_json({**refused, "kind": "distilled_base"})) is Alert
+
+
+def test_a_misspelled_field_fails_the_type_check(tmp_path, monkeypatch):
+    """Emitters construct the events, so the type check sees every field name."""
+    api = pytest.importorskip("mypy.api")
+    monkeypatch.chdir(ROOT)  # where mypy finds the packages
+    scratch = tmp_path / "emits.py"
+    scratch.write_text('from trainer.run.events import NonFiniteAlert, Stopped\n\n'
+                       'Stopped(reason="guard", final=None)\n'
+                       'Stopped(reson="guard")\n'
+                       'NonFiniteAlert(kind="nonfinite_grad", modul="unet")\n', encoding="utf-8")
+    out, err, _ = api.run([
+        str(scratch), str(ROOT / "trainer" / "run" / "events.py"), "--config-file", str(ROOT / "pyproject.toml"),
+        "--follow-imports=skip", "--cache-dir", str(tmp_path / "cache"), "--no-error-summary",
+    ])
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    assert len(errors) == 2 and all("emits.py:" in line for line in errors), out + err
+    assert '"reson"' in errors[0] and '"Stopped"' in errors[0] and '"modul"' in errors[1], errors
 
 
 def test_the_run_folder_sink_writes_the_lines_earlier_versions_wrote(tmp_path):
