@@ -60,7 +60,7 @@ def test_fp16_absurd_lr_overflows_and_stop_exits_3(dataset, tmp_path):
     if first.first == "grad":
         assert first.module
     rows = read_jsonl(result.run_dir / "metrics.jsonl")
-    assert any(r["skipped"] and r["nonfinite"] is None for r in rows if r["step"] <= first["step"])
+    assert any(r["skipped"] and r["nonfinite"] is None for r in rows if r["step"] <= first.step)
     diagnosis = json.loads((result.run_dir / "diagnosis.json").read_text())
     causes = [c["id"] for c in diagnosis["causes"]]
     # an lr 100,000 times the defaults' comes first, and with it going back to theirs (not halving it); then
