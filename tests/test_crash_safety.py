@@ -25,7 +25,7 @@ from safetensors import safe_open
 from tests.helpers import tiny_config, write_toy_dataset
 from trainer import io as tio
 from trainer.io import append_jsonl, atomic_folder, atomic_write_bytes, read_jsonl
-from trainer.run.events import MemorySink
+from trainer.run.events import MemorySink, Resumed, SaveRefused
 from trainer.run.rundir import (
     CHECKPOINT_MARKER,
     RunPaths,
@@ -257,7 +257,7 @@ def test_a_nonfinite_ema_leaves_no_checkpoint_folder_at_all(trainer):
         assert trainer.checkpointer.save(4) is None
     assert not trainer.paths.step_dir(4).exists()  # no LoRA files without state.pt
     assert [p.name for p in trainer.paths.checkpoints.iterdir() if p.name.startswith(".")] == []
-    assert any(e.get("kind") == "save_refused" for e in trainer.external_sink.events)
+    assert any(isinstance(e, SaveRefused) and e.kind == "save_refused" for e in trainer.external_sink.events)
 
 
 @pytest.mark.slow
@@ -436,6 +436,6 @@ def test_a_kill_at_any_instant_of_any_save_costs_at_most_the_steps_since_the_las
     sink = MemorySink()
     result = run_training(cfg, sink, resume=resumed_copy)
     assert result.status == "finished", result.message
-    assert next(e for e in sink.events if e["type"] == "resumed")["checkpoint"].endswith(f"step-{resume_from:06d}")
+    assert next(e for e in sink.events if isinstance(e, Resumed)).checkpoint.endswith(f"step-{resume_from:06d}")
     assert assert_whole_and_latest(RunPaths(resumed_copy), {5}) == 5
     assert not [p for p in resumed_copy.rglob(".*")] and run_status(resumed_copy)["status"] == "finished"

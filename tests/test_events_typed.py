@@ -18,14 +18,20 @@ from trainer.run.events import (
     TERMINAL,
     Alert,
     MemorySink,
+    NonFiniteAlert,
     OtherEvent,
     RunEvent,
     RunFolderSink,
     RunStatus,
+    SaveRefused,
     StepRow,
-    event,
+    Stopped,
+    event_class,
+    given,
+    stamp,
 )
 
+ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data" / "events"
 
 
@@ -51,18 +57,18 @@ def test_the_fixture_holds_every_kind_of_event_the_loop_emits():
 def test_an_event_line_reads_as_its_class_and_writes_back_byte_for_byte(line):
     d = json.loads(line)
     ev = RunEvent.from_json(d)
-    assert type(ev) is EVENT_TYPES[d["type"]] and not isinstance(ev, OtherEvent)
+    assert type(ev) is event_class(d) and isinstance(ev, EVENT_TYPES[d["type"]]) and not isinstance(ev, OtherEvent)
+    assert ev.extra == {}  # every key the loop writes is a field of its class
     assert ev.to_json() == d and dumped(ev.to_json()) == line  # same keys, same order
     assert RunEvent.from_json(ev.to_json()) == ev
     assert type(ev).from_json(d) == ev
 
 
 @pytest.mark.parametrize("line", EVENT_LINES, ids=lambda s: json.loads(s)["type"])
-def test_the_emitters_constructor_builds_todays_dict(line):
+def test_the_emitters_objects_build_todays_dict(line):
     d = json.loads(line)
-    fields = {k: v for k, v in d.items() if k not in ("type", "time")}
-    ev = event(d["type"], **fields)
-    assert isinstance(ev.time, float)
+    ev = stamp(event_class(d)(**{k: v for k, v in d.items() if k not in ("type", "time")}), step=-1)
+    assert isinstance(ev.time, float) and ev.step == d["step"] and ev.extra == {}
     assert dumped(ev.to_json() | {"time": d["time"]}) == dumped({**d})
 
 
@@ -92,11 +98,43 @@ def test_a_newer_file_keeps_what_this_version_does_not_know():
     assert isinstance(other, OtherEvent) and other.to_json() == unknown
 
 
-def test_a_field_the_kind_does_not_name_is_an_error_unless_the_kind_takes_details():
+def test_the_loop_stamps_the_time_and_the_step_an_emitter_left_out():
+    ev = stamp(Stopped(reason="user", final=None), 7)
+    assert isinstance(ev.time, float) and ev.step == 7
+    assert list(ev.to_json()) == ["type", "time", "step", "reason", "final"]
+    assert stamp(NonFiniteAlert(step=3, level="error", kind="nonfinite_grad", first="grad"), 7).step == 3
     with pytest.raises(TypeError, match="lossy"):
-        event("step", step=1, loss=0.5, lossy=True)
-    alert = event("alert", step=1, level="error", kind="nonfinite_grad", first="grad")
-    assert alert["first"] == "grad" and alert.get("module") is None and alert.kind == "nonfinite_grad"
+        StepRow(step=1, loss=0.5, lossy=True)  # type: ignore[call-arg]  # what the type check catches first
+
+
+def test_the_alerts_with_details_read_back_as_their_classes_and_older_lines_still_load():
+    old = {"type": "alert", "time": 1.0, "step": 1, "level": "error", "kind": "nonfinite_grad", "first": "grad"}
+    alert = RunEvent.from_json(old)
+    assert isinstance(alert, NonFiniteAlert) and alert.first == "grad" and alert.kind == "nonfinite_grad"
+    assert given(alert.module) is None and given(alert.broke_at_step, alert.step) == 1 and alert.to_json() == old
+    refused = {"type": "alert", "time": 2.0, "step": 4, "level": "error", "kind": "save_refused", "message": "m",
+               "file": "state.pt", "tensor": "lora.w"}
+    ev = Alert.from_json(refused)
+    assert isinstance(ev, SaveRefused) and ev.tensor == "lora.w" and dumped(ev.to_json()) == dumped(refused)
+    assert type(RunEvent.from_json({**refused, "kind": "distilled_base"})) is Alert
+
+
+def test_a_misspelled_field_fails_the_type_check(tmp_path, monkeypatch):
+    """Emitters construct the events, so the type check sees every field name."""
+    api = pytest.importorskip("mypy.api")
+    monkeypatch.chdir(ROOT)  # where mypy finds the packages
+    scratch = tmp_path / "emits.py"
+    scratch.write_text('from trainer.run.events import NonFiniteAlert, Stopped\n\n'
+                       'Stopped(reason="guard", final=None)\n'
+                       'Stopped(reson="guard")\n'
+                       'NonFiniteAlert(kind="nonfinite_grad", modul="unet")\n', encoding="utf-8")
+    out, err, _ = api.run([
+        str(scratch), str(ROOT / "trainer" / "run" / "events.py"), "--config-file", str(ROOT / "pyproject.toml"),
+        "--follow-imports=skip", "--cache-dir", str(tmp_path / "cache"), "--no-error-summary",
+    ])
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    assert len(errors) == 2 and all("emits.py:" in line for line in errors), out + err
+    assert '"reson"' in errors[0] and '"Stopped"' in errors[0] and '"modul"' in errors[1], errors
 
 
 def test_the_run_folder_sink_writes_the_lines_earlier_versions_wrote(tmp_path):
@@ -149,7 +187,7 @@ def test_the_snapshot_is_typed_and_its_json_is_the_dict_it_used_to_be():
     runner._on_event(StepRow.from_json({"type": "step", "time": 1.0, **json.loads(METRIC_LINES[0])}))
     snap = runner.snapshot()
     assert isinstance(snap, RunSnapshot) and snap.status == RunStatus.RUNNING and snap.step == 1
-    assert snap.rows == 1 and snap.metrics[0]["type"] == "step" and snap.samples[0].type == "sample_ready"
+    assert snap.rows == 1 and snap.metrics[0].type == "step" and snap.samples[0].type == "sample_ready"
     out = snap.to_json()
     assert list(out) == ["version", "active", "status", "run_dir", "step", "total_steps", "metrics", "rows",
                          "alerts", "samples", "checkpoints", "events", "progress", "message", "it_per_sec",

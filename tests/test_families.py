@@ -110,7 +110,7 @@ def test_a_file_dropped_into_the_families_folder_is_a_family(tmp_path, monkeypat
     import trainer.models.families as folder
     from tests.helpers import tiny_config, write_toy_dataset
     from trainer.models import family as registry
-    from trainer.run.events import MemorySink
+    from trainer.run.events import MemorySink, Started
     from trainer.train.loop import run_training
 
     (tmp_path / "zz_other.py").write_text(
@@ -130,8 +130,8 @@ def test_a_file_dropped_into_the_families_folder_is_a_family(tmp_path, monkeypat
         sink = MemorySink()
         result = run_training(cfg, sink)
         assert result.status == "finished", result.message
-        started = next(e for e in sink.events if e["type"] == "started")
-        assert started["base"]["family"] == "zz-other"
+        started = next(e for e in sink.events if isinstance(e, Started))
+        assert started.base["family"] == "zz-other"
         assert (result.run_dir / "final" / "lora_diffusers.safetensors").is_file()
     finally:
         unregister("zz-other")

@@ -13,7 +13,7 @@ from safetensors.torch import load_file
 from tests.helpers import Overflow, tiny_config, write_toy_dataset
 from trainer.config.presets import preset_config
 from trainer.io import read_jsonl
-from trainer.run.events import MemorySink
+from trainer.run.events import ChangeApplied, FindingEvent, MemorySink, NonFiniteAlert, Rollback
 from trainer.train.loop import Hooks, run_training
 
 pytestmark = pytest.mark.slow
@@ -37,8 +37,8 @@ def assert_no_nonfinite_file(run_dir: Path) -> None:
                 assert torch.isfinite(t).all(), f"{f}: {k}"
 
 
-def alerts(sink: MemorySink) -> list[dict]:
-    return [e for e in sink.events if e["type"] == "alert" and e["kind"].startswith("nonfinite_")]
+def alerts(sink: MemorySink) -> list[NonFiniteAlert]:
+    return [e for e in sink.events if isinstance(e, NonFiniteAlert)]
 
 
 def test_fp16_absurd_lr_overflows_and_stop_exits_3(dataset, tmp_path):
@@ -52,15 +52,15 @@ def test_fp16_absurd_lr_overflows_and_stop_exits_3(dataset, tmp_path):
     stopped = [e for e in read_jsonl(result.run_dir / "events.jsonl") if e["type"] == "stopped"][-1]
     assert stopped["message"]["en"] == result.message and "수치 감시" in stopped["message"]["ko"]
     first = alerts(sink)[0]
-    assert first["precision"] == "fp16"
+    assert first.precision == "fp16"
     # Which breaks first depends on the CPU's fp16 kernels: either the gradient stays non-finite until the
     # scaler's scale collapses (the module it broke in is named), or the scaler finds a finite gradient, lr 10
     # applies it, and the next loss is non-finite. Either way the scaler skipped overflowing steps first.
-    assert first["first"] in ("grad", "loss"), first
-    if first["first"] == "grad":
-        assert first["module"]
+    assert first.first in ("grad", "loss"), first
+    if first.first == "grad":
+        assert first.module
     rows = read_jsonl(result.run_dir / "metrics.jsonl")
-    assert any(r["skipped"] and r["nonfinite"] is None for r in rows if r["step"] <= first["step"])
+    assert any(r["skipped"] and r["nonfinite"] is None for r in rows if r["step"] <= first.step)
     diagnosis = json.loads((result.run_dir / "diagnosis.json").read_text())
     causes = [c["id"] for c in diagnosis["causes"]]
     # an lr 100,000 times the defaults' comes first, and with it going back to theirs (not halving it); then
@@ -92,8 +92,8 @@ def test_skip_drops_the_poisoned_batch_and_names_its_files(dataset, tmp_path, pr
     result = run_training(cfg, sink, hooks=hooks)
     assert result.status == "finished", result.message
     first = alerts(sink)[0]
-    assert first["first"] in ("loss", "grad") and first["broke_at_step"] == 3
-    assert first["files"] == hooks.files and first["files"]
+    assert first.first in ("loss", "grad") and first.broke_at_step == 3
+    assert first.files == hooks.files and first.files
     rows = read_jsonl(result.run_dir / "metrics.jsonl")
     assert [r["step"] for r in rows if not r["skipped"]] == [1, 2, 3, 4, 5, 6]
     assert any(r["skipped"] and r["nonfinite"] for r in rows)
@@ -117,11 +117,11 @@ def test_rollback_restores_the_last_checkpoint_and_halves_the_lr(dataset, tmp_pa
     sink = MemorySink()
     result = run_training(cfg, sink, hooks=NanGradOnce(at_step=8))
     assert result.status == "finished", result.message
-    rollback = next(e for e in sink.events if e["type"] == "rollback")
-    assert rollback["to_step"] == 5
-    changes = [e for e in sink.events if e["type"] == "change_applied"]
-    assert len(changes) == 1 and changes[0]["key"] == "optim.lr"
-    assert changes[0]["new"] == pytest.approx(changes[0]["old"] / 2)
+    rollback = next(e for e in sink.events if isinstance(e, Rollback))
+    assert rollback.to_step == 5
+    changes = [e for e in sink.events if isinstance(e, ChangeApplied)]
+    assert len(changes) == 1 and changes[0].key == "optim.lr"
+    assert changes[0].new == pytest.approx(changes[0].old / 2)
     rows = read_jsonl(result.run_dir / "metrics.jsonl")
     assert rows[-1]["step"] == 10 and rows[-1]["lr"] == pytest.approx(5e-4)
     saved = (result.run_dir / "config.toml").read_text()
@@ -141,7 +141,7 @@ def test_nonfinite_ema_is_reported_as_ema_first(dataset, tmp_path):
     result = run_training(cfg, sink, hooks=NanEma())
     assert result.exit_code == 3
     first = alerts(sink)[0]
-    assert first["first"] == "ema" and first["broke_at_step"] == 3 and first["module"]
+    assert first.first == "ema" and first.broke_at_step == 3 and first.module
     diagnosis = json.loads((result.run_dir / "diagnosis.json").read_text())
     assert diagnosis["observed"][0]["signal"] == "nonfinite_ema"
     assert diagnosis["causes"][0]["id"].startswith("ema_")
@@ -157,7 +157,7 @@ def test_healthy_run_on_the_default_preset_raises_nothing(dataset, tmp_path):
     sink = MemorySink()
     result = run_training(cfg, sink)
     assert result.status == "finished"
-    assert not [e for e in sink.events if e["type"] == "alert"]
+    assert not [e for e in sink.events if e.type == "alert"]
     from trainer.doctor.diagnose import diagnose
 
     d = diagnose(result.run_dir)
@@ -177,8 +177,8 @@ def test_healthy_fp16_run_with_the_scalers_warmup_raises_nothing(dataset, tmp_pa
     assert [(r["loss_scale"], r["skipped"]) for r in rows] == [
         *[(65536.0 / 2**i, True) for i in range(6)], (1024.0, False), (1024.0, False)]
     assert all(r["nonfinite"] is None for r in rows)
-    assert not [e for e in sink.events if e["type"] == "alert"]
-    assert not [e for e in sink.events if e["type"] == "finding" and e["id"].startswith("loss_scale")]
+    assert not [e for e in sink.events if e.type == "alert"]
+    assert not [e for e in sink.events if isinstance(e, FindingEvent) and e.id.startswith("loss_scale")]
     from trainer.doctor.diagnose import diagnose
 
     d = diagnose(result.run_dir)
@@ -193,7 +193,7 @@ def test_lr_100x_raises_dose_and_weight_growth_and_the_lr_comes_first(dataset, t
     sink = MemorySink()
     result = run_training(cfg, sink)
     assert result.status == "finished"
-    found = {e["id"] for e in sink.events if e["type"] == "finding"}
+    found = {e.id for e in sink.events if isinstance(e, FindingEvent)}
     assert {"dose_over", "weight_norm_growth"} <= found, found
     from trainer.doctor.diagnose import diagnose
 

@@ -231,9 +231,9 @@ def test_the_page_keeps_every_new_point_and_its_dom_bounded_while_a_run_trains(w
     assert resize1 - resize0 <= 4, (resize0, resize1)  # a plot's listener each; it was four a poll
     rows = runner.snapshot().metrics
     shown = page_loss(page)
-    assert shown["x"] == [r["step"] for r in rows]
-    assert shown["y"] == pytest.approx([r["loss"] for r in rows], rel=1e-12)
-    assert shown["smooth"] == pytest.approx(plots.smooth([r["loss"] for r in rows]), rel=1e-9)
+    assert shown["x"] == [r.step for r in rows]
+    assert shown["y"] == pytest.approx([r.loss for r in rows], rel=1e-12)
+    assert shown["smooth"] == pytest.approx(plots.smooth([r.loss for r in rows]), rel=1e-9)
 
 
 @in_browser
@@ -258,5 +258,5 @@ def test_a_hidden_tab_neither_polls_nor_draws_and_catches_up_once_shown(watching
     runner.paused.set()
     page.evaluate("window.ldSetVisibility('visible')")
     page.wait_for_timeout(2_500)
-    assert page_loss(page)["x"] == [r["step"] for r in runner.snapshot().metrics]
+    assert page_loss(page)["x"] == [r.step for r in runner.snapshot().metrics]
     assert 1 <= len(polls) <= 4

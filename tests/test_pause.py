@@ -56,7 +56,7 @@ def test_pause_then_continue_ends_bitwise_equal_to_an_uninterrupted_run(dataset,
     assert first_hooks.trainer.models is None and first_hooks.trainer.state is None  # the models were let go
     assert latest_checkpoint_step(run) == 2 and not (run / "final").exists()
     paused = sink.of_type("paused")
-    assert len(paused) == 1 and paused[0]["checkpoint"] == str(run / "checkpoints" / "step-000002")
+    assert len(paused) == 1 and paused[0].checkpoint == str(run / "checkpoints" / "step-000002")
     assert not sink.of_type("finished") and not sink.of_type("stopped")
 
     # Continue: the run folder's own settings, resumed in place
@@ -126,7 +126,7 @@ def test_the_runner_pauses_frees_the_thread_and_continues_with_the_earlier_rows(
     assert runner.wait(300)
     snap = runner.snapshot()
     assert snap.status == "finished", snap.message
-    assert [r["step"] for r in snap.metrics] == [1, 2, 3]  # the plots carry on from the paused rows
+    assert [r.step for r in snap.metrics] == [1, 2, 3]  # the plots carry on from the paused rows
     assert snap.step == 3 and len(read_jsonl(Path(run) / "metrics.jsonl")) == 3
     with pytest.raises(UserError, match="only a paused run"):
         runner.continue_run(run)

@@ -10,7 +10,7 @@ import torch
 
 from tests.helpers import Overflow, tiny_config, write_toy_dataset
 from trainer.io import read_jsonl
-from trainer.run.events import MemorySink
+from trainer.run.events import MemorySink, Rollback
 from trainer.train.commands import Commands
 from trainer.train.loop import Hooks, run_training
 from trainer.train.state import DataPosition, TrainState
@@ -221,8 +221,8 @@ def test_fp16_rollback_without_bf16_restores_the_past_and_finishes(dataset, tmp_
     sink = MemorySink()
     result = run_training(cfg, sink, hooks=hooks)
     assert result.status == "finished", result.message
-    rollback = next(e for e in sink.events if e["type"] == "rollback")
-    assert rollback["to_step"] == 3 and rollback["change"]["key"] != "train.precision"
+    rollback = next(e for e in sink.events if isinstance(e, Rollback))
+    assert rollback.to_step == 3 and rollback.change["key"] != "train.precision"
     seen = hooks.after_rollback
     past = seen["past"]
     assert seen["step"] == past["step"] == 3

@@ -16,7 +16,7 @@ from safetensors.torch import load_file
 from tests.helpers import Overflow, tiny_config, write_toy_dataset
 from trainer.cli import main as cli_main
 from trainer.io import read_jsonl
-from trainer.run.events import MemorySink
+from trainer.run.events import MemorySink, Started
 from trainer.train.hooks import Hooks
 from trainer.train.loop import run_training
 
@@ -55,8 +55,8 @@ def test_the_tiny_model_is_an_sd3_pipeline_with_t5(base):
 
 def test_six_steps_train_with_flow_matching_and_draw_samples(run):
     result, sink = run
-    started = next(e for e in sink.events if e["type"] == "started")
-    assert started["base"]["family"] == "sd3" and started["base"]["prediction_type"] == "flow"
+    started = next(e for e in sink.events if isinstance(e, Started))
+    assert started.base["family"] == "sd3" and started.base["prediction_type"] == "flow"
     rows = read_jsonl(result.run_dir / "metrics.jsonl")
     assert [r["step"] for r in rows] == [1, 2, 3, 4, 5, 6]
     assert all(math.isfinite(r["loss"]) and r["loss_scale"] is None for r in rows)  # fp32: no loss scaler

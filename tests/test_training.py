@@ -19,7 +19,7 @@ from tests.helpers import Overflow, images_of_both_formats, lora_image, tiny_con
 from trainer.doctor.pictures import dose_by_step
 from trainer.io import read_jsonl
 from trainer.models.tiny import build_tiny_pipeline
-from trainer.run.events import MemorySink
+from trainer.run.events import MemorySink, Started
 from trainer.train.loop import Hooks, run_training
 
 pytestmark = pytest.mark.slow
@@ -62,10 +62,10 @@ def test_thirty_steps_write_the_run_folder_contract(run30):
     manifest = json.loads((run / "samples" / "step-000010" / "manifest.json").read_text())
     assert [s["kind"] for s in manifest["samples"]] == ["trigger", "trigger_unseen", "trigger_outfit", "no_trigger"]
     assert (run / "final" / "lora.safetensors").is_file()
-    kinds = [e["type"] for e in sink.events]
+    kinds = [e.type for e in sink.events]
     assert kinds[0] in ("progress", "started") and "started" in kinds and kinds[-1] == "finished"
-    started = next(e for e in sink.events if e["type"] == "started")
-    assert started["trainable_params"] > 0 and started["precision"]["trainable_dtype"] == "float32"
+    started = next(e for e in sink.events if isinstance(e, Started))
+    assert started.trainable_params > 0 and started.precision["trainable_dtype"] == "float32"
 
 
 def test_clipping_clips(run30):

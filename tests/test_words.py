@@ -108,11 +108,11 @@ def test_the_run_folder_keeps_findings_worded_as_before(tmp_path):
     import json
 
     from trainer.doctor.detectors import dose_finding
-    from trainer.run.events import RunFolderSink, event
+    from trainer.run.events import RunFolderSink
     from trainer.run.worded import write_worded_json
 
     f = dose_finding({"dose_zone": "over", "dose": 9.0, "dose_low": 0.4, "dose_high": 3.0})
-    RunFolderSink(tmp_path)(event("finding", **f.to_json()))
+    RunFolderSink(tmp_path)(f.to_event())
     [row] = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text(encoding="utf-8").splitlines()]
     assert row["message"] == words.both(f.message) and "9" in row["message"]["en"] and "학습량" in row["message"]["ko"]
     write_worded_json(tmp_path / "plan.json", {"formula": msg("plan.zone.fit"), "n": 2})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import re
 import shutil
@@ -83,6 +84,26 @@ def json_tree_map(fn: Callable[[Any], Any], value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [json_tree_map(fn, v) for v in value]
     return fn(value)
+
+
+def json_safe(value: Any) -> Any:
+    """NaN/Inf are not JSON: write them as the strings "nan", "inf", "-inf" so a row is never lost."""
+    return json_tree_map(_finite_or_string, value)
+
+
+def _finite_or_string(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
+def as_float(value: Any) -> float | None:
+    """Read back a value written by :func:`json_safe`."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return float(value)
+    return float(value)
 
 
 def atomic_write_json(path: str | Path, obj: Any) -> None:

@@ -18,7 +18,7 @@ from trainer.data.images import for_display
 from trainer.doctor.verdict import run_verdict
 from trainer.errors import UserError
 from trainer.plan.steps import Schedule
-from trainer.run.events import Alert, RunStatus, Started
+from trainer.run.events import Alert, NonFiniteAlert, RunStatus, Started, given
 from trainer.train.runner import RunSnapshot
 
 from .i18n import TEXTS, signal_label, t
@@ -89,9 +89,9 @@ def sampling_step(snap: RunSnapshot) -> int | None:
     return step if step in Schedule.from_plan_json(started.plan, "sample") and step not in done else None
 
 
-def guard_alert(snap: RunSnapshot) -> Alert | None:
+def guard_alert(snap: RunSnapshot) -> NonFiniteAlert | None:
     """The first non-finite alert of the run (what broke first), if any."""
-    return next((a for a in snap.alerts if str(a.kind or "").startswith("nonfinite_")), None)
+    return next((a for a in snap.alerts if isinstance(a, NonFiniteAlert)), None)
 
 
 def top_prescription(run_dir: str | Path | None, alert: Alert, lang: str) -> dict[str, str] | None:
@@ -128,18 +128,18 @@ def alert_html(snap: RunSnapshot, lang: str, prescription: dict[str, str] | None
     if alert is None:
         return ""
     e = html.escape
-    first = alert.get("first") or alert.kind.removeprefix("nonfinite_")
-    stopped = snap.status == RunStatus.GUARD_STOPPED or alert.get("action") == "stop"
-    files = [str(f) for f in alert.get("files") or []]
+    first = alert.first or alert.kind.removeprefix("nonfinite_")
+    stopped = snap.status == RunStatus.GUARD_STOPPED or alert.action == "stop"
+    files = [str(f) for f in alert.files or []]
     shown = ", ".join(e(f) for f in files[:MAX_FILES_SHOWN]) + (f" … (+{len(files) - MAX_FILES_SHOWN})"
                                                                 if len(files) > MAX_FILES_SHOWN else "")
     rows = [
         (t("alert_first", lang), t("broke_" + first, lang) if first in ("loss", "grad", "param", "ema") else first),
-        (t("alert_where", lang), f"<code>{e(str(alert.get('module') or '—'))}</code>"),
-        (t("alert_step", lang), e(str(alert.get("broke_at_step", alert.get("step", "—"))))),
+        (t("alert_where", lang), f"<code>{e(str(alert.module or '—'))}</code>"),
+        (t("alert_step", lang), e(str(given(alert.broke_at_step, given(alert.step, "—"))))),
         (t("alert_files", lang), shown or "—"),
-        (t("alert_numbers", lang), e(f"lr {_short(alert.get('lr'))} · {alert.get('precision')} · loss scale "
-                                     f"{_short(alert.get('loss_scale'))}")),
+        (t("alert_numbers", lang), e(f"lr {_short(given(alert.lr))} · {given(alert.precision)} · loss scale "
+                                     f"{_short(given(alert.loss_scale))}")),
     ]
     body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
     rx = ""
@@ -147,7 +147,7 @@ def alert_html(snap: RunSnapshot, lang: str, prescription: dict[str, str] | None
         change = f" <code>{e(prescription['change'])}</code>" if prescription.get("change") else ""
         rx = (f"<p class='ld-rx'><b>{t('alert_try', lang)}</b> {e(prescription['title'])}{change}<br>"
               f"{e(prescription['detail'])}</p>")
-    action = str(alert.get("action", ""))
+    action = str(given(alert.action, ""))
     action = t(f"action_{action}", lang) if f"action_{action}" in TEXTS else action
     title = t("alert_stopped" if stopped else "alert_seen", lang, action=e(action))
     return f"<div class='ld-alert' id='ld-alert-box'><h3>🛑 {title}</h3><table>{body}</table>{rx}</div>"
@@ -162,7 +162,7 @@ def warnings_markdown(snap: RunSnapshot, lang: str) -> str:
     for f in latest.values():
         lines.append(f"- {LEVEL_ICON.get(f.level, '•')} **{signal_label(f.signal, lang)}**: {words.say(f.message, lang)}")
     for a in snap.alerts:
-        if str(a.kind or "").startswith("nonfinite_"):
+        if isinstance(a, NonFiniteAlert):
             continue
         message = a.message or ""  # a precision fallback of a run from before codes says it in English alone
         lines.append(f"- ⚠️ **{signal_label(str(a.kind), lang)}**: "

@@ -16,7 +16,7 @@ from typing import Any, cast
 from trainer.doctor.guard import MIN_LOSS_SCALE
 from trainer.doctor.registry import Finding, RunInputs, detector, detectors
 from trainer.message import msg
-from trainer.run.events import ABSENT, StepRow, present
+from trainer.run.events import ABSENT, Alert, NonFiniteAlert, RunEvent, StepRow, given, present
 from trainer.run.events import value as _f
 
 __all__ = ["Finding"]  # the detectors' finding, kept importable from here
@@ -67,23 +67,25 @@ NONFINITE_WHAT = ("loss", "grad", "param", "ema")  # what a guard alert can name
 
 
 @detector("nonfinite_*", "broken", "strong", group="guard", reads=("events",), weight=NONFINITE_WEIGHT)
-def nonfinite_findings(events: list[dict]) -> list[Finding]:
+def nonfinite_findings(events: list[RunEvent]) -> list[Finding]:
     out = []
     seen = set()
     for ev in events:
-        kind = ev.get("kind", "")
-        if ev.get("type") == "alert" and kind.startswith("nonfinite_") and kind not in seen:
+        if isinstance(ev, NonFiniteAlert) and ev.kind not in seen:
+            kind = ev.kind
             seen.add(kind)
             what = kind.removeprefix("nonfinite_")
             named = msg(f"finding.what.{what}") if what in NONFINITE_WHAT else what
-            where = ev.get("module") or "?"
-            step = ev.get("broke_at_step", ev.get("step"))
+            where = ev.module or "?"
+            step = given(ev.broke_at_step, given(ev.step))
             out.append(Finding(
                 kind, "error",
-                msg("finding.nonfinite", what=named, step=step, where=where, precision=ev.get("precision"),
-                    lr=ev.get("lr")),
+                msg("finding.nonfinite", what=named, step=step, where=where, precision=given(ev.precision),
+                    lr=given(ev.lr)),
                 [int(step)] if step is not None else [],
-                {k: ev.get(k) for k in ("module", "files", "lr", "loss_scale", "precision", "loss", "grad_norm")},
+                {"module": given(ev.module), "files": given(ev.files), "lr": given(ev.lr),
+                 "loss_scale": given(ev.loss_scale), "precision": given(ev.precision), "loss": given(ev.loss),
+                 "grad_norm": given(ev.grad_norm)},
             ))
     return out
 
@@ -364,12 +366,12 @@ def _cpu_shift(before: list[StepRow], after: list[StepRow]) -> dict[str, float] 
 
 
 @detector("distilled_base", group="base", reads=("events",))
-def distilled_base_findings(events: list[dict]) -> list[Finding]:
+def distilled_base_findings(events: list[RunEvent]) -> list[Finding]:
     """The base model found to be a distilled one (the loop's ``distilled_base`` alert)."""
     out = []
     for ev in events:
-        if ev.get("type") == "alert" and ev.get("kind") == "distilled_base":
-            message = ev.get("message")  # worded in both languages; a run from before codes has English alone
+        if isinstance(ev, Alert) and ev.kind == "distilled_base":
+            message = given(ev.message)  # worded in both languages; a run from before codes has English alone
             out.append(Finding("distilled_base", "warning",
                                message if isinstance(message, dict) else {"en": str(message), "ko": str(message)}))
     return out

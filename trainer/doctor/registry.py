@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainer.io import read_jsonl
 from trainer.message import Msg
-from trainer.run.events import StepRow
+from trainer.run.events import FindingEvent, RunEvent, StepRow
 from trainer.run.rundir import RunPaths
 
 if TYPE_CHECKING:
@@ -55,6 +55,12 @@ class Finding:
         d["id"] = self.signal
         return d
 
+    def to_event(self) -> FindingEvent:
+        """The ``finding`` event the trainer emits: the fields as :meth:`to_json` writes them."""
+        d = self.to_json()
+        return FindingEvent(signal=self.signal, level=self.level, message=d["message"], steps=d["steps"],
+                            values=d["values"], id=d["id"])
+
 
 @dataclass
 class RunInputs:
@@ -63,16 +69,16 @@ class RunInputs:
     config: Config
     plan: dict[str, Any] = field(default_factory=dict)
     rows: list[StepRow] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)  # as events.jsonl holds them
+    events: list[RunEvent] = field(default_factory=list)  # typed as they are read (RunEvent.from_json)
     run_dir: Path | None = None
 
     @classmethod
     def read(cls, run_dir: Path, config: Config) -> RunInputs:
-        """A run folder's plan, metric rows (typed here, where they enter) and events."""
+        """A run folder's plan, metric rows and events (typed here, where they enter)."""
         paths = RunPaths(run_dir)
         plan = json.loads(paths.plan.read_text(encoding="utf-8")) if paths.plan.is_file() else {}
-        return cls(config, plan, [StepRow.parse(r) for r in read_jsonl(paths.metrics)], read_jsonl(paths.events),
-                   paths.root)
+        return cls(config, plan, [StepRow.parse(r) for r in read_jsonl(paths.metrics)],
+                   [RunEvent.from_json(e) for e in read_jsonl(paths.events) if isinstance(e, dict)], paths.root)
 
     @property
     def max_grad_norm(self) -> float:

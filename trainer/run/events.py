@@ -4,54 +4,26 @@ Each kind of event is a small dataclass (:class:`StepRow`, :class:`Alert`, :clas
 ``type`` (started, step, checkpoint_saved, sample_ready, alert, finding, change_applied, rollback, progress,
 resumed, paused, finished, stopped, failed), a ``time`` and the ``step`` it happened at. ``to_json`` gives the
 dict written to ``events.jsonl`` (``step`` rows go to ``metrics.jsonl``), ``from_json`` reads one back,
-from this version's files or an older one's. The loop knows nothing of who listens: the CLI prints, the run
-folder keeps JSONL files, the UI reads a queue.
+from this version's files or an older one's. Emitters construct the event objects themselves
+(``emit(Stopped(reason="user", final=...))``), so the type check sees every field; the loop stamps ``time`` and
+``step`` (:func:`stamp`). The loop knows nothing of who listens: the CLI prints, the run folder keeps JSONL files,
+the UI reads a queue.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
-from enum import StrEnum
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from codes.message import Msg
-from trainer.io import append_jsonl, json_tree_map
+from trainer.io import append_jsonl, as_float, json_safe
+from trainer.run.status import TERMINAL as TERMINAL  # the run's status lives there; kept importable from here
+from trainer.run.status import RunStatus
 from trainer.run.worded import worded
-
-
-class RunStatus(StrEnum):
-    """Where a run stands: ``status.json``, the runner's snapshot and the API say these strings."""
-
-    IDLE = "idle"
-    STARTING = "starting"
-    RUNNING = "running"
-    FINISHED = "finished"
-    STOPPED = "stopped"  # by the user
-    PAUSED = "paused"  # a checkpoint to continue from
-    GUARD_STOPPED = "guard_stopped"  # by the numerics guard
-    FAILED = "failed"
-    INTERRUPTED = "interrupted"  # said "running" but its process is gone (read back only: rundir.run_status)
-
-    @property
-    def is_ending(self) -> bool:
-        """Whether a run ends with this status (finished, stopped, paused, guard_stopped, failed)."""
-        return self in _EXIT_CODES
-
-    @property
-    def exit_code(self) -> int:
-        """The CLI's exit code for a run that ended so: 0 finished, 130 stopped or paused (as Ctrl-C), 3 stopped by
-        the guard, 1 failed. A status that is no ending has none (KeyError)."""
-        return _EXIT_CODES[self]
-
-
-_EXIT_CODES = {RunStatus.FINISHED: 0, RunStatus.STOPPED: 130, RunStatus.PAUSED: 130, RunStatus.GUARD_STOPPED: 3,
-               RunStatus.FAILED: 1}
-TERMINAL = frozenset(s for s in RunStatus if s.is_ending)
 
 METRIC_FIELDS = (
     "step", "epoch", "loss", "grad_norm", "grad_norm_clipped", "lr", "loss_scale", "skipped", "nonfinite",
@@ -82,7 +54,6 @@ class RunEvent:
     version reads back and writes out unchanged."""
 
     type: ClassVar[str] = ""
-    open: ClassVar[bool] = False  # whether the emitter may add keys of its own (they land in ``extra``)
     ends: ClassVar[RunStatus | None] = None  # the run's status after this event, on the events that end a run
 
     time: float = ABSENT
@@ -101,11 +72,11 @@ class RunEvent:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RunEvent:
-        """An event read back from a file. On :class:`RunEvent` itself the ``type`` picks the class; a type
-        this version does not know reads as :class:`OtherEvent`."""
-        kind = cls
-        if cls is RunEvent:
-            kind = EVENT_TYPES.get(d.get("type", ""), OtherEvent)
+        """An event read back from a file. On :class:`RunEvent` itself the ``type`` picks the class (and an alert's
+        ``kind`` its subclass: :func:`event_class`); a type this version does not know reads as
+        :class:`OtherEvent`. A key the class does not name is kept in ``extra``, a field the line lacks stays
+        ``ABSENT``: an older or a newer file reads back and writes out unchanged."""
+        kind = event_class(d) if cls in (RunEvent, Alert) else cls
         names = {f.name for f in fields(kind)} - {"extra"}
         known = {k: v for k, v in d.items() if k in names}
         extra = {k: v for k, v in d.items() if k not in names and k != "type"}
@@ -113,13 +84,6 @@ class RunEvent:
         if kind is OtherEvent:
             ev.other_type = d.get("type", "")  # type: ignore[attr-defined]  # kind is OtherEvent here
         return ev
-
-    # read like the dict it is written as: ``ev["kind"]``, ``ev.get("message")``
-    def __getitem__(self, key: str) -> Any:
-        return self.to_json()[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.to_json().get(key, default)
 
 
 @dataclass(kw_only=True)
@@ -164,6 +128,12 @@ class StepRow(RunEvent):
 def value(v: Any) -> float | None:
     """A row's number as a float, None when the row has none (ABSENT or None)."""
     return None if isinstance(v, _Absent) else as_float(v)
+
+
+def given(v: Any, default: Any = None) -> Any:
+    """A field's value, ``default`` when the event does not carry it (ABSENT): a line of an older file may lack
+    a field this version writes."""
+    return default if isinstance(v, _Absent) else v
 
 
 def present(v: Any) -> bool:
@@ -218,25 +188,55 @@ class SampleReady(RunEvent):
 
 @dataclass(kw_only=True)
 class Alert(RunEvent):
-    """Something the user must see: a non-finite value (``kind`` ``nonfinite_loss`` ..., its details in
-    ``extra``), a refused save, a precision fallback, a distilled base."""
+    """Something the user must see: a precision fallback, a distilled base, an ignored setting; a non-finite value
+    (:class:`NonFiniteAlert`) and a refused save (:class:`SaveRefused`) carry details of their own."""
 
     type: ClassVar[str] = "alert"
-    open: ClassVar[bool] = True
     level: str = ABSENT
     kind: str = ABSENT
-    message: str = ABSENT
+    message: Msg | dict[str, str] | str = ABSENT  # a code, worded in both languages in the file (English alone before)
+
+
+@dataclass(kw_only=True)
+class NonFiniteAlert(Alert):
+    """The guard's alert (``kind`` ``nonfinite_loss``, ``_grad``, ``_param`` or ``_ema``): what broke first, where
+    and when, and what the guard did. The fields in the order the file has always had them."""
+
+    first: str | None = ABSENT  # loss | grad | param | ema
+    broke_at_step: int = ABSENT  # a weight or EMA is checked after the step that broke it: the step before
+    module: str | None = ABSENT  # the first module whose gradient, weight or EMA shadow is non-finite
+    files: list[str] = ABSENT  # the step's pictures
+    lr: float = ABSENT
+    loss_scale: float | None = ABSENT
+    precision: str = ABSENT
+    loss: float | str | None = ABSENT  # a non-finite number is the string "nan", "inf" or "-inf" in the file
+    grad_norm: float | str | None = ABSENT
+    action: str = ABSENT  # continue | stop | rollback
+    policy: str = ABSENT  # stop | skip | rollback
+    reason: dict[str, Any] | str = ABSENT  # why (the guard's message), worded in both languages in the file
+
+    def details(self) -> dict[str, Any]:
+        """The guard's own fields (``first`` .. ``reason``), as the ``failure`` of a guard's stop holds them."""
+        own = [f.name for f in fields(self) if f.name not in _ALERT_FIELDS]
+        return {k: getattr(self, k) for k in own if getattr(self, k) is not ABSENT}
+
+
+@dataclass(kw_only=True)
+class SaveRefused(Alert):
+    """A checkpoint not written because a tensor in it is not finite (``kind`` ``save_refused``)."""
+
+    file: str = ABSENT
+    tensor: str = ABSENT
 
 
 @dataclass(kw_only=True)
 class FindingEvent(RunEvent):
-    """A detector's finding (``trainer.doctor.detectors.Finding.to_json``)."""
+    """A detector's finding (``trainer.doctor.registry.Finding.to_event``)."""
 
     type: ClassVar[str] = "finding"
-    open: ClassVar[bool] = True
     signal: str = ABSENT
     level: str = ABSENT
-    message: dict[str, str] = ABSENT
+    message: dict[str, Any] = ABSENT  # the message as ``Finding.to_json`` gives it, worded in the file
     steps: list[int] = ABSENT
     values: dict[str, Any] = ABSENT
     id: str = ABSENT
@@ -244,13 +244,19 @@ class FindingEvent(RunEvent):
 
 @dataclass(kw_only=True)
 class ChangeApplied(RunEvent):
-    """One setting changed mid-run (``trainer.doctor.remedies``); its keys vary with the remedy."""
+    """One setting changed mid-run (``trainer.doctor.remedies.rollback_change``): the key, its old and new value,
+    the prescription that changed it with its title, a ``note`` when no change that fits the failure could be made
+    mid-run, the cause it was ranked for and the evidence."""
 
     type: ClassVar[str] = "change_applied"
-    open: ClassVar[bool] = True
     key: str = ABSENT
     old: Any = ABSENT
     new: Any = ABSENT
+    prescription: str = ABSENT
+    reason: dict[str, str] | str = ABSENT  # the prescription's title, in both languages (English alone before)
+    note: Msg | dict[str, str] = ABSENT
+    cause: str | None = ABSENT
+    signals: dict[str, float] = ABSENT
 
 
 @dataclass(kw_only=True)
@@ -300,7 +306,6 @@ class Failed(RunEvent):
 class OtherEvent(RunEvent):
     """An event of a type this version does not know (a newer file): kept whole so it writes back unchanged."""
 
-    open: ClassVar[bool] = True
     other_type: str = ""
 
     def to_json(self) -> dict[str, Any]:
@@ -314,43 +319,30 @@ EVENT_TYPES: dict[str, type[RunEvent]] = {c.type: c for c in (
     StepRow, Progress, Started, Resumed, CheckpointSaved, SampleReady, Alert, FindingEvent, ChangeApplied,
     Rollback, Paused, Finished, Stopped, Failed)}
 
+_ALERT_FIELDS = frozenset(f.name for f in fields(Alert))
+
 Event = RunEvent
 Sink = Callable[[RunEvent], None]
+E = TypeVar("E", bound=RunEvent)
 
 
-def event(event_type: str, /, **fields: Any) -> RunEvent:
-    """A new event of ``event_type`` stamped now. A field the kind does not name is an error, except on the
-    kinds whose emitters add details of their own (alert, finding, change_applied)."""
-    kind = EVENT_TYPES[event_type]
-    names = {f.name for f in _fields_of(kind)}
-    extra = {k: v for k, v in fields.items() if k not in names}
-    if extra and not kind.open:
-        raise TypeError(f"{event_type} event has no field {', '.join(sorted(extra))}")
-    return kind(time=time.time(), **{k: v for k, v in fields.items() if k in names}, extra=extra)
+def event_class(d: dict[str, Any]) -> type[RunEvent]:
+    """The class a line of ``events.jsonl`` reads as: its ``type``'s, and for an alert its ``kind``'s
+    (:class:`NonFiniteAlert`, :class:`SaveRefused`); :class:`OtherEvent` for a type this version does not know."""
+    kind = EVENT_TYPES.get(d.get("type", ""), OtherEvent)
+    if kind is Alert:
+        alert = str(d.get("kind", ""))
+        return NonFiniteAlert if alert.startswith("nonfinite_") else SaveRefused if alert == "save_refused" else Alert
+    return kind
 
 
-def _fields_of(kind: type[RunEvent]):
-    return [f for f in fields(kind) if f.name not in ("extra", "time")]
-
-
-def json_safe(value: Any) -> Any:
-    """NaN/Inf are not JSON: write them as the strings "nan", "inf", "-inf" so a row is never lost."""
-    return json_tree_map(_finite_or_string, value)
-
-
-def _finite_or_string(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    return value
-
-
-def as_float(value: Any) -> float | None:
-    """Read back a value written by :func:`json_safe`."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return float(value)
-    return float(value)
+def stamp(ev: E, step: int) -> E:
+    """``ev`` with the ``time`` (now) and the ``step`` its emitter left out filled in."""
+    if ev.time is ABSENT:
+        ev.time = time.time()
+    if ev.step is ABSENT:
+        ev.step = step
+    return ev
 
 
 class RunFolderSink:

@@ -18,11 +18,13 @@ from trainer.run.events import (
     Alert,
     ChangeApplied,
     CheckpointSaved,
+    NonFiniteAlert,
     Rollback,
     RunEvent,
     RunStatus,
     Started,
     StepRow,
+    given,
 )
 from trainer.train.commands import Commands
 
@@ -53,8 +55,8 @@ class ConsoleSink:
             self._write(f"validation loss: {here['val_loss']:.4g} at step {here['step']} "
                         f"(lowest so far {best['val_loss']:.4g} at step {best['step']})")
         if isinstance(ev, Alert):
-            message = ev.message or ev.get("reason", "")
-            self._write(f"[{ev.get('level', 'warning')}] {ev.kind}: "
+            message = ev.message or (given(ev.reason, "") if isinstance(ev, NonFiniteAlert) else "")
+            self._write(f"[{given(ev.level, 'warning')}] {ev.kind}: "
                         f"{message if isinstance(message, str) else self.say(message)}")
         elif isinstance(ev, CheckpointSaved | Rollback | ChangeApplied):
             said = ev.path if isinstance(ev, CheckpointSaved) else ev.change if isinstance(ev, Rollback) else ev.key

@@ -27,7 +27,22 @@ from trainer.doctor.numerics import HealthTensors, StepHealth, grad_norms, weigh
 from trainer.errors import UserError
 from trainer.message import msg
 from trainer.plan.steps import Plan
-from trainer.run.events import RunStatus, Sink, StepRow, event
+from trainer.run.events import (
+    ABSENT,
+    Alert,
+    Failed,
+    Finished,
+    Paused,
+    Progress,
+    Resumed,
+    RunEvent,
+    RunStatus,
+    Sink,
+    Started,
+    StepRow,
+    Stopped,
+    stamp,
+)
 from trainer.run.rundir import RunPaths, write_status
 from trainer.train.commands import Commands
 from trainer.train.distributed import Dist
@@ -107,10 +122,10 @@ class Trainer:
         self.rows: list[StepRow] = []  # the step rows so far, for the detectors
         self.last_batch_files: list[str] = []  # the step's pictures, named in a NaN alert
 
-    def emit(self, event_type: str, /, **fields: Any) -> None:
-        """Report an event (rank 0); ``step`` defaults to the optimizer steps applied so far."""
+    def emit(self, ev: RunEvent) -> None:
+        """Report an event (rank 0), stamped now; its ``step`` defaults to the optimizer steps applied so far."""
         if self.dist.is_main:
-            ev = event(event_type, step=fields.pop("step", self.state.global_step if self.ready else 0), **fields)
+            stamp(ev, self.state.global_step if self.ready else 0)
             if isinstance(ev, StepRow):
                 self.rows.append(ev)
             self.sink(ev)
@@ -146,24 +161,24 @@ class Trainer:
             self.checkpointer.last_good = snap
             if dist.is_main:  # rows past the checkpoint were never saved; they will be trained again
                 trim_metrics(paths, self.state.global_step)
-            emit("resumed", checkpoint=str(last), run_dir=str(paths.root))
+            emit(Resumed(checkpoint=str(last), run_dir=str(paths.root)))
 
     def _progress(self, task: str, done: int, total: int, t0: float) -> None:
         if done == total or done == 1 or done % max(1, total // 20) == 0:
-            self.emit("progress", task=task, done=done, total=total, seconds=round(time.perf_counter() - t0, 3))
+            self.emit(Progress(task=task, done=done, total=total, seconds=round(time.perf_counter() - t0, 3)))
 
     def announce_start(self) -> None:
         m = self.models
-        self.emit("started", run_dir=str(self.paths.root), plan=self.plan.to_json(), device=str(m.device),
-                  precision=m.precision.to_json(), trainable_params=sum(p.numel() for p in m.trainable),
-                  base=m.base_info.to_json(), world_size=self.dist.world_size)
+        self.emit(Started(run_dir=str(self.paths.root), plan=self.plan.to_json(), device=str(m.device),
+                          precision=m.precision.to_json(), trainable_params=sum(p.numel() for p in m.trainable),
+                          base=m.base_info.to_json(), world_size=self.dist.world_size))
         if m.precision.fallback:
-            self.emit("alert", level="warning", kind="precision_fallback", message=m.precision.fallback)
+            self.emit(Alert(level="warning", kind="precision_fallback", message=m.precision.fallback))
         for w in m.base_info.warnings:
-            self.emit("alert", level="warning", kind="distilled_base", message=w)
+            self.emit(Alert(level="warning", kind="distilled_base", message=w))
         if self.config.train.min_snr_gamma > 0 and not m.adapter.min_snr:
-            self.emit("alert", level="warning", kind="min_snr_ignored", message=msg(
-                "memory.warn.min_snr", family=m.adapter.label, gamma=self.config.train.min_snr_gamma))
+            self.emit(Alert(level="warning", kind="min_snr_ignored", message=msg(
+                "memory.warn.min_snr", family=m.adapter.label, gamma=self.config.train.min_snr_gamma)))
 
     # ------------------------------------------------------------------------------------------ loop
 
@@ -289,14 +304,14 @@ class Trainer:
         step = state.global_step
         row_step = step if decision.apply else step + 1
         val = self.validator.loss() if decision.apply and self.validator.due(step) else None
-        self.emit(
-            "step", step=row_step, epoch=epoch + 1, loss=h.loss, grad_norm=h.grad_norm,
-            grad_norm_clipped=h.grad_norm_clipped, lr=lr, loss_scale=h.loss_scale, skipped=decision.skipped,
-            nonfinite=decision.nonfinite, sec_per_step=round(seconds, 6),
-            weight_norm=h.weight_norm if cfg.guard.enabled else None, update_ratio=h.update_ratio,
-            ema_drift=h.ema_drift, rollbacks=self.guard.rollbacks, **self.step_measures.device_memory(),
-            **self.step_measures.cpu(), **({} if val is None else {"val_loss": val}),
-        )
+        mem, cpu = self.step_measures.device_memory(), self.step_measures.cpu()
+        self.emit(StepRow(
+            step=row_step, epoch=epoch + 1, loss=h.loss, grad_norm=h.grad_norm, grad_norm_clipped=h.grad_norm_clipped,
+            lr=lr, loss_scale=h.loss_scale, skipped=decision.skipped, nonfinite=decision.nonfinite,
+            sec_per_step=round(seconds, 6), weight_norm=h.weight_norm if cfg.guard.enabled else None,
+            update_ratio=h.update_ratio, ema_drift=h.ema_drift, rollbacks=self.guard.rollbacks,
+            device_mem_reserved=mem["device_mem_reserved"], device_mem_free=mem["device_mem_free"],
+            cpu_self=cpu["cpu_self"], cpu_others=cpu["cpu_others"], val_loss=ABSENT if val is None else val))
         if cfg.guard.detectors and decision.apply and step % cfg.guard.detect_every == 0:
             self.run_detectors()
         if decision.nonfinite is not None:
@@ -342,13 +357,13 @@ class Trainer:
         said = None
         if status is RunStatus.GUARD_STOPPED:
             said = msg("run.guard_stopped", step=step + 1)
-            self.emit("stopped", reason="guard", failure=self.recovery.failure, message=said)
+            self.emit(Stopped(reason="guard", failure=self.recovery.failure, message=said))
         elif status is RunStatus.STOPPED:
-            self.emit("stopped", reason="user", final=str(final) if final else None)
+            self.emit(Stopped(reason="user", final=str(final) if final else None))
         elif status is RunStatus.PAUSED:
-            self.emit("paused", checkpoint=str(self.paths.step_dir(step)))
+            self.emit(Paused(checkpoint=str(self.paths.step_dir(step))))
         else:
-            self.emit("finished", final=str(final) if final else None, steps=step)
+            self.emit(Finished(final=str(final) if final else None, steps=step))
         if self.dist.is_main:
             write_status(self.paths, status, step=step)
             if status is RunStatus.GUARD_STOPPED:
@@ -373,7 +388,7 @@ class Trainer:
 
     def fail(self, error: Exception) -> RunResult:
         tb = traceback.format_exc()
-        self.emit("failed", error=f"{type(error).__name__}: {error}", traceback=tb)
+        self.emit(Failed(error=f"{type(error).__name__}: {error}", traceback=tb))
         root = self.paths.root if self.opened else None
         if self.dist.is_main and self.opened:
             write_status(self.paths, RunStatus.FAILED, error=str(error))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from trainer.export.lora_files import DIFFUSERS_TWIN, write_diffusers, write_kohya
 from trainer.io import atomic_folder, fsync_file
 from trainer.models.embedding import EMBEDDING_EMA_FILE, EMBEDDING_FILE, write_embedding
+from trainer.run.events import CheckpointSaved, SampleReady, SaveRefused
 from trainer.run.rundir import rotate_checkpoints, write_checkpoint_marker
 from trainer.run.samples import expand_prompts
 from trainer.sampling import sampling_pipeline, write_samples
@@ -93,7 +94,7 @@ class Checkpointer:
             self._refused(e)
             return None
         removed = rotate_checkpoints(self.paths, self.config.save.keep_last, keep=folder)
-        self.emit("checkpoint_saved", path=str(folder), files=files, removed=[p.name for p in removed])
+        self.emit(CheckpointSaved(path=str(folder), files=files, removed=[p.name for p in removed]))
         return folder
 
     def _state_is_finite(self, state: dict[str, Any], path: Path) -> bool:
@@ -103,7 +104,7 @@ class Checkpointer:
         return bad is None
 
     def _refused(self, e: NonFiniteTensorError) -> None:
-        self.emit("alert", level="error", kind="save_refused", message=str(e), file=str(e.path), tensor=e.key)
+        self.emit(SaveRefused(level="error", kind="save_refused", message=str(e), file=str(e.path), tensor=e.key))
 
     def _write_checkpoint(self, step: int, state: dict[str, Any]) -> tuple[Path, list[str]]:
         """``checkpoints/step-NNNNNN/`` whole or not at all: LoRA files (live, EMA, embedding) and ``state.pt`` go
@@ -133,8 +134,8 @@ class Checkpointer:
         with atomic_folder(self.paths.final) as tmp:
             for f in sorted(step_dir.glob("*.safetensors")):
                 _link_or_copy(f, tmp / f.name)
-        self.emit("checkpoint_saved", path=str(step_dir), files=sorted(p.name for p in step_dir.iterdir()),
-                  final=True, removed=[])
+        self.emit(CheckpointSaved(path=str(step_dir), files=sorted(p.name for p in step_dir.iterdir()),
+                                  final=True, removed=[]))
         return self.paths.final / "lora.safetensors"
 
 
@@ -161,8 +162,8 @@ class Sampler:
         t0 = time.perf_counter()
         records = write_samples(self._pipeline, m.modules(), self.prompts, self.config.sample, size, m.precision,
                                 folder, step, ema=self.state.ema if step > 0 else None)
-        self.emit("sample_ready", step=step, path=str(folder), samples=records,
-                  seconds=round(time.perf_counter() - t0, 3))
+        self.emit(SampleReady(step=step, path=str(folder), samples=records,
+                              seconds=round(time.perf_counter() - t0, 3)))
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 from trainer.config.schema import save_config
 from trainer.doctor.guard import Decision
 from trainer.doctor.numerics import StepHealth, first_bad_module, first_bad_tensor
+from trainer.run.events import ABSENT, ChangeApplied, NonFiniteAlert, Rollback, StepRow
 
 if TYPE_CHECKING:
     from trainer.config.schema import Config
     from trainer.doctor.guard import Guard
     from trainer.plan.steps import Plan
-    from trainer.run.events import StepRow
     from trainer.run.rundir import RunPaths
     from trainer.train.distributed import Dist
     from trainer.train.feeding import Feeder
@@ -54,7 +54,7 @@ class Recovery:
         for f in collect(run, *groups):
             if f.signal not in self.emitted:
                 self.emitted.add(f.signal)
-                self.emit("finding", **f.to_json())
+                self.emit(f.to_event())
 
     def locate(self, broken: str) -> str | None:
         """The first module (in model order) whose gradient, weight or EMA shadow is non-finite."""
@@ -67,25 +67,27 @@ class Recovery:
 
     def report_nonfinite(self, h: StepHealth, decision: Decision, step: int, where: str | None,
                          files: list[str]) -> None:
-        details = {
-            "first": decision.nonfinite,
+        alert = NonFiniteAlert(
+            step=step, level="error", kind=f"nonfinite_{decision.nonfinite}",
+            first=decision.nonfinite,
             # params/EMA are checked after the step that broke them, i.e. the previous optimizer step
-            "broke_at_step": step - 1 if decision.nonfinite in ("param", "ema") else step,
-            "module": where,
-            "files": files,
-            "lr": self.state.optimizer.param_groups[0]["lr"],
-            "loss_scale": h.loss_scale,
-            "precision": self.models.precision.precision,
-            "loss": h.loss,
-            "grad_norm": h.grad_norm,
-            "action": decision.action,
-            "policy": self.guard.policy,
-            "reason": decision.reason.to_json() if decision.reason else "",  # worded in events.jsonl
-        }
+            broke_at_step=step - 1 if decision.nonfinite in ("param", "ema") else step,
+            module=where,
+            files=files,
+            lr=self.state.optimizer.param_groups[0]["lr"],
+            loss_scale=h.loss_scale,
+            precision=self.models.precision.precision,
+            loss=h.loss,
+            grad_norm=h.grad_norm,
+            action=decision.action,
+            policy=self.guard.policy,
+            reason=decision.reason.to_json() if decision.reason else "",  # worded in events.jsonl
+        )
+        details = alert.details()
         if self.guard.first_failure is None:
             self.guard.first_failure = details
         self.failure = details
-        self.emit("alert", level="error", kind=f"nonfinite_{decision.nonfinite}", step=step, **details)
+        self.emit(alert)
 
     def rollback(self, decision: Decision) -> None:
         from trainer.doctor.remedies import rollback_change
@@ -96,7 +98,7 @@ class Recovery:
         change = rollback_change(self.config, self.models.precision, self.failure or {})
         self.apply_change(change)
         self.step_measures.reset()
-        self.emit("rollback", to_step=self.state.global_step, change=change, rollbacks=self.guard.rollbacks)
+        self.emit(Rollback(to_step=self.state.global_step, change=change, rollbacks=self.guard.rollbacks))
 
     def apply_change(self, change: dict[str, Any]) -> None:
         """One setting changed mid-run (the guide: change one thing at a time), recorded in the config."""
@@ -115,7 +117,10 @@ class Recovery:
             self.state.lr_scheduler.base_lrs = [lr * factor for lr in self.state.lr_scheduler.base_lrs]
         if self.dist.is_main:
             save_config(self.config, self.paths.config)
-        self.emit("change_applied", **change)
+        self.emit(ChangeApplied(
+            key=key, old=change["old"], new=new, prescription=change.get("prescription", ABSENT),
+            reason=change.get("reason", ABSENT), note=change.get("note", ABSENT), cause=change.get("cause", ABSENT),
+            signals=change.get("signals", ABSENT)))
 
     def switch_precision(self, precision: str) -> None:
         """fp16 → bf16 mid-run: the models recast (:meth:`TrainingModels.switch_precision`), the latent caches'

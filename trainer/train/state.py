@@ -16,19 +16,23 @@ import copy
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import torch
 from torch.utils._pytree import tree_map
 
+if TYPE_CHECKING:
+    from trainer.run.events import RunEvent
+
 FORMAT = 2
 
 
 class Emit(Protocol):
-    """How a part of the trainer reports: an event type and its fields (``step`` defaults to the current step)."""
+    """How a part of the trainer reports: an event object (``Stopped(reason=...)``); the ``time`` and the ``step``
+    it leaves out are stamped with now and the current step."""
 
-    def __call__(self, event_type: str, /, **fields: Any) -> None: ...
+    def __call__(self, ev: RunEvent, /) -> None: ...
 
 
 def detached_copy(obj: Any) -> Any:
