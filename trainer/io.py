@@ -99,11 +99,7 @@ def _finite_or_string(value: Any) -> Any:
 
 def as_float(value: Any) -> float | None:
     """Read back a value written by :func:`json_safe`."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return float(value)
-    return float(value)
+    return None if value is None else float(value)
 
 
 def atomic_write_json(path: str | Path, obj: Any) -> None:

@@ -119,8 +119,7 @@ class StepRow(RunEvent):
     def parse(cls, row: dict[str, Any]) -> StepRow:
         """A row of ``metrics.jsonl`` (or a step event's JSON) as a typed row: the non-finite numbers the file
         writes as strings ("nan", "inf", "-inf": :func:`json_safe`) read back as floats."""
-        floats = {f.name for f in fields(cls) if "float" in str(f.type)}
-        ev = cls.from_json({k: as_float(v) if k in floats and v in ("nan", "inf", "-inf") else v for k, v in row.items()})
+        ev = cls.from_json({k: as_float(v) if k in _FLOAT_FIELDS and v in ("nan", "inf", "-inf") else v for k, v in row.items()})
         assert isinstance(ev, StepRow)
         return ev
 
@@ -320,6 +319,7 @@ EVENT_TYPES: dict[str, type[RunEvent]] = {c.type: c for c in (
     Rollback, Paused, Finished, Stopped, Failed)}
 
 _ALERT_FIELDS = frozenset(f.name for f in fields(Alert))
+_FLOAT_FIELDS = frozenset(f.name for f in fields(StepRow) if "float" in str(f.type))  # StepRow.parse's numbers
 
 Event = RunEvent
 Sink = Callable[[RunEvent], None]

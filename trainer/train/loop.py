@@ -371,7 +371,7 @@ class Trainer:
 
                 diagnose(self.paths.root)
         self.dist.barrier()
-        return RunResult(status, self.paths.root, final, wording.say(said) if said else "", said)
+        return RunResult(status, self.paths.root, final, wording.say(said) if said else "")
 
     def release_device(self) -> None:
         """Drop the models, optimizer and caches so a paused run gives its memory back (on CUDA to the driver

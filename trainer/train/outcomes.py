@@ -7,7 +7,6 @@ import enum
 from dataclasses import dataclass
 from pathlib import Path
 
-from codes.message import Msg
 from trainer.run.events import RunStatus
 
 
@@ -35,8 +34,7 @@ class RunResult:
     status: RunStatus  # an ending: finished | stopped | paused | guard_stopped | failed
     run_dir: Path | None
     final_lora: Path | None = None
-    message: str = ""  # its English (the CLI's line)
-    said: Msg | None = None  # the same as a message code, where there is one (the app words it in its language)
+    message: str = ""  # its English (the CLI's line; the app words the ending event's message in its language)
 
     def __post_init__(self) -> None:
         self.status = RunStatus(self.status)

@@ -133,8 +133,6 @@ class Runner:
             with self._lock:
                 self.state.status = RunStatus(result.status)
                 self.state.message = result.message or self.state.message
-                if result.said is not None:  # worded in the page's language
-                    self.state.refusal = result.said.plain()
                 if result.run_dir:
                     self.state.run_dir = str(result.run_dir)
                 self.version += 1
