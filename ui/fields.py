@@ -106,6 +106,7 @@ FIELDS: tuple[Field, ...] = (
     _f("min_snr_gamma", "train.min_snr_gamma", "float", "advanced"),
     _f("grad_ckpt", "train.gradient_checkpointing", "check", "advanced"),
     _f("cache_latents", "dataset.cache_latents", "check", "advanced"),
+    _f("offload_te", "model.offload_text_encoders", "check", "advanced"),
     _f("on_nonfinite", "guard.on_nonfinite", "choice", "advanced"),
     _f("allow_distilled", "model.allow_distilled", "check", "advanced"),
     _f("seed", "train.seed", "int", "advanced"),
