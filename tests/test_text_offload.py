@@ -1,12 +1,15 @@
 """model.offload_text_encoders: every caption and sample prompt encoded before training, the text encoders then off
 the device. A run trains and draws exactly what it draws with them on the device (losses, validation, measures and
-sample pictures byte for byte, on each tiny family) and never calls them in the loop; configs where embeddings
-cannot be encoded once are refused by name."""
+sample pictures byte for byte, on each tiny family), never calls them in the loop, and the memory plan counts them
+only while they encode; configs where embeddings cannot be encoded once are refused by name."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,17 +18,20 @@ import torch
 
 import words
 from tests.helpers import tiny_config, write_toy_dataset
-from trainer.config.schema import SampleConfig, load_config
+from trainer.config.schema import SampleConfig, from_dict, load_config
 from trainer.errors import UserError
 from trainer.io import read_jsonl
 from trainer.models.conditioning import CPU, ForeseenText, TextConditioner
 from trainer.models.precision import decide_precision
 from trainer.models.tiny import build_tiny_pipeline
+from trainer.plan.memory import GIB, TIGHT_SHARE, estimate_memory
+from trainer.plan.memory_fit import fit_to_memory
 from trainer.run.events import Alert, MemorySink
 from trainer.sampling import SamplingPipeline, render_batch, sampling_pipeline
 from trainer.train.hooks import Hooks
 from trainer.train.loop import run_training
 
+REPO = Path(__file__).resolve().parent.parent
 FAMILIES = ("sd15", "sdxl", "sd3")
 CUDA = torch.device("cuda")
 
@@ -217,3 +223,70 @@ def test_the_denoiser_comes_to_the_device_after_the_encoders_left(monkeypatch, d
     assert names[:2] == ["CLIPTextModel", "CLIPTextModel"] and moves[1][1] == "cpu"
     assert {"UNet2DConditionModel", "AutoencoderKL"} <= set(names[2:]) and "CLIPTextModel" not in names[2:]
     assert models.text.offloaded
+
+
+# ---------------------------------------------------------------------------------------------- the plan
+
+
+def _sd3(**over):
+    data = {"model": {"base": str(REPO / "trainer" / "models" / "model_configs" / "sd3"), "family": "sd3"},
+            "dataset": {"resolution": 1024}, "train": {"precision": "bf16", "gradient_checkpointing": True}}
+    for dotted, value in over.items():
+        section, key = dotted.split(".")
+        data.setdefault(section, {})[key] = value
+    return from_dict(data)
+
+
+def test_the_plan_counts_the_text_encoders_only_while_they_encode():
+    off = estimate_memory(_sd3(), device=CUDA, free=16 * GIB, bf16=True)
+    on = estimate_memory(_sd3(**{"model.offload_text_encoders": True}), device=CUDA, free=16 * GIB, bf16=True)
+    weights = off.parts["text_encoder_weights"]
+    assert weights == pytest.approx(10.39 * GIB, rel=0.01) and off.encode is None and off.phase == "train"
+    assert on.parts["text_encoder_weights"] == 0 and on.train_total == off.total - weights
+    assert on.encode is not None and on.encode["text_encoder_weights"] == weights
+    assert 0 < on.encode["text_encode"] < 0.2 * GIB and on.encode["runtime"] == on.parts["runtime"]
+    assert on.total == on.encode_total > on.train_total and on.phase == "encode"
+    assert on.to_json()["phases"] == {"encode": on.encode_total, "train": on.train_total}
+    # a CPU's memory is where the encoders would go: nothing saved there, and the plan says so
+    cpu = estimate_memory(_sd3(**{"model.offload_text_encoders": True}), device=CPU, free=64 * GIB)
+    assert cpu.encode is None and cpu.parts["text_encoder_weights"] == weights
+    assert [w.code for w in cpu.warnings] == ["memory.warn.offload_shared"]
+
+
+def test_the_fit_moves_the_text_encoders_off_before_changing_what_trains():
+    fixed = fit_to_memory(_sd3(), 16 * GIB, device=CUDA, bf16=True)
+    assert fixed.fits and [c["key"] for c in fixed.changes] == ["model.offload_text_encoders"]
+    assert fixed.after.total <= TIGHT_SHARE * 16 * GIB < fixed.before.total
+    # shuffled tags change every caption: the fit turns them off with the switch, after everything else
+    shuffled = fit_to_memory(_sd3(**{"dataset.shuffle_tags": True}), 16 * GIB, device=CUDA, bf16=True)
+    assert [c["key"] for c in shuffled.changes] == ["dataset.shuffle_tags", "model.offload_text_encoders"]
+    assert "트리거" in words.say(shuffled.changes[0]["why"], "ko")
+    # 12 GiB: the encoders' own weights are the peak; nothing about training lowers it, and the fit says so
+    small = fit_to_memory(_sd3(), 12 * GIB, device=CUDA, bf16=True)
+    assert not small.fits and small.after.phase == "encode"
+    assert small.message is not None and small.message.code == "memory_fit.does_not_fit_encode"
+    assert "10.39 GiB" in words.say(small.message) and "10.39 GiB" in words.say(small.message, "ko")
+    # on a CPU it is never proposed
+    assert "model.offload_text_encoders" not in {c["key"] for c in fit_to_memory(_sd3(), 16 * GIB, device=CPU).changes}
+
+
+def test_the_plan_command_prints_both_phases_for_a_gpu_that_is_not_here(make_image, tmp_path):
+    make_image(tmp_path / "d" / "1_zxc" / "a.png", size=(1024, 1024), caption="zxc, on grass")
+    base = REPO / "trainer" / "models" / "model_configs" / "sd3"
+
+    def plan(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "trainer", "plan", "--set", f"model.base={base}", "--set", "model.family=sd3",
+             "--set", f"dataset.path={tmp_path / 'd'}", "--set", "dataset.resolution=1024",
+             "--set", "train.gradient_checkpointing=true", "--device", "cuda", *args],
+            cwd=REPO, capture_output=True, text=True, timeout=300)
+
+    proc = plan("--fit-memory", "16GiB", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["memory"]["device"] == "cuda" and out["memory"]["free"] is None and out["memory"]["resolution"] == [1024, 1024]
+    fit = out["memory_fit"]
+    assert fit["fits"] and fit["sets"] == ["model.offload_text_encoders=true"]
+    assert fit["after"]["peak_phase"] == "encode" and fit["after"]["phases"]["train"] < fit["after"]["phases"]["encode"]
+    text = plan("--set", "model.offload_text_encoders=true", "--lang", "ko").stdout
+    assert "학습 전 캡션 인코딩" in text and "텍스트 인코더는 CPU로 내림" in text and "합계(최대: 캡션 인코딩)" in text
