@@ -290,3 +290,29 @@ def test_the_plan_command_prints_both_phases_for_a_gpu_that_is_not_here(make_ima
     assert fit["after"]["peak_phase"] == "encode" and fit["after"]["phases"]["train"] < fit["after"]["phases"]["encode"]
     text = plan("--set", "model.offload_text_encoders=true", "--lang", "ko").stdout
     assert "학습 전 캡션 인코딩" in text and "텍스트 인코더는 CPU로 내림" in text and "합계(최대: 캡션 인코딩)" in text
+
+
+# ----------------------------------------------------------------------------------------------- kohya
+
+
+def test_kohya_cache_text_encoder_outputs_is_the_switch_both_ways(tmp_path):
+    from tests.kohya_helpers import kohya_dataset
+    from trainer.kohya.exporter import to_kohya
+    from trainer.kohya.importer import import_kohya
+
+    img = kohya_dataset(tmp_path)
+    toml = tmp_path / "sdxl.toml"
+    toml.write_text(f'pretrained_model_name_or_path = "/m/sdxl.safetensors"\ntrain_data_dir = {json.dumps(str(img))}\n'
+                    'network_module = "networks.lora"\nnetwork_train_unet_only = true\n'
+                    'cache_text_encoder_outputs = true\n')
+    cfg, report = import_kohya(toml, bf16=True, compare_steps=False)
+    assert cfg.model.offload_text_encoders is True
+    assert any(e["key"] == "cache_text_encoder_outputs" and e["kind"] == "mapped" for e in report.entries)
+    cfg.model.family = "sdxl"
+    args, _, _, _ = to_kohya(cfg, tmp_path / "out")
+    assert args["cache_text_encoder_outputs"] is True
+    cfg.model.family = "sd15"  # train_network.py has no such switch: said, not written
+    args, _, _, rep = to_kohya(cfg, tmp_path / "out")
+    assert "cache_text_encoder_outputs" not in args
+    [entry] = [e for e in rep.of("unsupported") if e["key"] == "model.offload_text_encoders"]
+    assert "train_network.py" in words.say(entry["note"])
