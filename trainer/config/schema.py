@@ -56,11 +56,8 @@ class ModelConfig(_Section):
     """Train on a turbo/LCM/lightning base anyway (docs/training-guide.md advises against it: "Do not train on
     distilled models")."""
     offload_text_encoders: bool = False
-    """Encode every caption and sample prompt the run will ask for once, before training, then move the text
-    encoders to the CPU: their weights leave the device for the whole run (kohya's ``cache_text_encoder_outputs``;
-    SD3.5's three weigh 10.4 GiB in bf16). Needs frozen text encoders (no ``lora.train_text_encoder`` or
-    ``lora.trigger_embedding``) and captions that do not change from step to step (no ``dataset.shuffle_tags`` or
-    ``dataset.tag_dropout``); caption dropout is one more caption, the empty one."""
+    """Encode every caption and sample prompt once before training, then move the text encoders to the CPU for the
+    run (kohya's ``cache_text_encoder_outputs``; SD3.5's weigh 10.4 GiB in bf16). See :meth:`Config.offload_blockers`."""
 
 
 class DatasetConfig(_Section):
@@ -310,20 +307,16 @@ class Config(_Section):
     @model_validator(mode="after")
     def _offload_needs_fixed_text(self) -> Config:
         """Text encoders that train, or captions that change every step, cannot be encoded once up front."""
-        blocking = self.offload_blockers() if self.model.offload_text_encoders else []
-        if blocking:
-            key = blocking[0]
-            code = "offload_trained" if key.startswith("lora.") else "offload_augmented"
-            raise BadValue(msg(f"error.value.{code}", key=key, value=self.get(key)))
+        if blocking := (self.offload_blockers() if self.model.offload_text_encoders else []):
+            code = "offload_trained" if blocking[0].startswith("lora.") else "offload_augmented"
+            raise BadValue(msg(f"error.value.{code}", key=blocking[0], value=self.get(blocking[0])))
         return self
 
     def offload_blockers(self) -> list[str]:
-        """The settings that keep ``model.offload_text_encoders`` from being turned on: text encoders that train
-        (a LoRA on them, the trigger's embedding) and captions that change from step to step (shuffled or dropped
-        tags)."""
-        on = {"lora.train_text_encoder": self.lora.train_text_encoder, "lora.trigger_embedding": self.lora.trigger_embedding,
-              "dataset.shuffle_tags": self.dataset.shuffle_tags, "dataset.tag_dropout": self.dataset.tag_dropout > 0}
-        return [key for key, blocks in on.items() if blocks]
+        """What keeps ``model.offload_text_encoders`` off: text encoders that train (a LoRA, the trigger's embedding),
+        captions that change every step (shuffled or dropped tags). Caption dropout only adds the empty caption."""
+        keys = ("lora.train_text_encoder", "lora.trigger_embedding", "dataset.shuffle_tags", "dataset.tag_dropout")
+        return [key for key in keys if self.get(key)]  # a dropout of 0 is off
 
     @property
     def effective_te_lr(self) -> float:

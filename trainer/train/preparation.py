@@ -22,7 +22,7 @@ from trainer.models.conditioning import ForeseenText
 from trainer.models.lora import EMBEDDING_ROLE
 from trainer.plan.schedule import build_scheduler
 from trainer.plan.steps import Plan, make_plan
-from trainer.run.events import MultiSink, RunFolderSink, RunStatus, Sink
+from trainer.run.events import Alert, MultiSink, RunFolderSink, RunStatus, Sink
 from trainer.run.rundir import RunPaths, latest_checkpoint, new_run_dir, run_status, write_status
 from trainer.run.samples import expand_prompts
 from trainer.run.worded import write_worded_json
@@ -30,7 +30,7 @@ from trainer.sampling import sample_batches
 from trainer.train import checkpoint as ckpt
 from trainer.train.distributed import Dist
 from trainer.train.ema import LoraEMA
-from trainer.train.modelset import TrainingModels
+from trainer.train.modelset import TrainingModels, load_models
 from trainer.train.optim import build_optimizer
 from trainer.train.probes import measure_captions
 from trainer.train.state import TrainState
@@ -79,6 +79,15 @@ def foreseen_text(cfg: Config, report: DatasetReport, held_out: list[Any]) -> Fo
         size = (cfg.dataset.resolution, cfg.dataset.resolution)
         batches = [[p["prompt"] for p, _ in chunk] for chunk in sample_batches(prompts, cfg.sample, size)]
     return ForeseenText(captions, batches, cfg.sample.negative_prompt)
+
+
+def run_models(cfg: Config, dist: Dist, report: DatasetReport, held_out: list[Any], emit: Sink) -> TrainingModels:
+    """The run's models (:func:`load_models`) with every text it foresees; a text encoded later on the CPU, where
+    offloaded text encoders are, is reported as an info alert: slow, not wrong."""
+    models = load_models(cfg, dist, foreseen_text(cfg, report, held_out))
+    models.text.on_unforeseen = lambda count, example: emit(Alert(
+        level="info", kind="text_not_foreseen", message=msg("run.text_not_foreseen", count=count, example=example[:80])))
+    return models
 
 
 def open_run_folder(cfg: Config, dist: Dist, resume: str | Path | None, parent: str | Path | None,
