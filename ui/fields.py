@@ -102,6 +102,7 @@ FIELDS: tuple[Field, ...] = (
     _f("embedding_lr", "optim.embedding_lr", "float", "advanced"),
     _f("prior_loss_weight", "dataset.prior_loss_weight", "float", "advanced"),
     _f("tag_dropout", "dataset.tag_dropout", "float", "advanced"),
+    _f("shuffle_tags", "dataset.shuffle_tags", "check", "advanced"),
     _f("noise_offset", "train.noise_offset", "float", "advanced"),
     _f("min_snr_gamma", "train.min_snr_gamma", "float", "advanced"),
     _f("grad_ckpt", "train.gradient_checkpointing", "check", "advanced"),

@@ -62,6 +62,7 @@ TEXTS = {
     "field.embedding_lr": ('Trigger-embedding lr (0 = same)', '트리거 임베딩 학습률 (0 = 같게)'),
     "field.prior_loss_weight": ("Prior images' loss weight", '사전 보존 그림의 손실 가중치'),
     "field.tag_dropout": ('Tag dropout (the trigger stays)', '태그 드롭아웃 (트리거는 남김)'),
+    "field.shuffle_tags": ('Shuffle tags (the trigger stays first)', '태그 섞기 (트리거는 맨 앞에 둠)'),
     "field.noise_offset": ('Noise offset', '노이즈 오프셋'),
     "field.min_snr_gamma": ('Min-SNR gamma (0 = off)', 'Min-SNR 감마 (0 = 끔)'),
     "field.grad_ckpt": ('Gradient checkpointing', '그라디언트 체크포인팅'),
