@@ -196,7 +196,7 @@ class ModelFamily:
         encoder's token ids."""
         raise NotImplementedError
 
-    prompt_embedding_names: ClassVar[tuple[str, ...]] = ("prompt_embeds", "negative_prompt_embeds")
+    prompt_embedding_names: ClassVar[tuple[str, ...]]
     """What the family's pipeline's ``encode_prompt`` returns, in its order, named as its ``__call__`` takes them in
     place of ``prompt`` and ``negative_prompt``."""
 
@@ -354,5 +354,5 @@ def family_of_checkpoint_keys(keys) -> ModelFamily:
 
 FAMILY_ATTRIBUTES = ("name", "label", "pipeline_class_name", "text_encoders", "kohya_script", "base_model_version",
                      "modelspec_architecture", "activations", "reference_widths",
-                     "denoiser_component", "denoiser_targets")
+                     "denoiser_component", "denoiser_targets", "prompt_embedding_names")
 """What every adapter must set (the tests check each registered family has them all)."""
