@@ -18,7 +18,7 @@ NOT_SHOWN = {
     # read from the base model or the device, "auto" is right for nearly everyone
     "model.prediction_type", "train.device",
     # dataset layout that kohya folders and presets already decide
-    "dataset.caption_ext", "dataset.shuffle_tags", "dataset.keep_tokens", "dataset.caption_dropout",
+    "dataset.caption_ext", "dataset.keep_tokens", "dataset.caption_dropout",
     "dataset.buckets", "dataset.bucket_step", "dataset.min_bucket_side", "dataset.max_bucket_side",
     "dataset.cache_to_disk", "dataset.flip",
     # the preset's recipe: LoRA targets, dropout and the optimizer's fine constants
@@ -69,3 +69,18 @@ def test_choice_widgets_offer_exactly_the_config_values():
             assert not literal or f.choices == literal, f.name
         else:
             assert not literal and not allowed_values(f.path), f"{f.path} has fixed values: make {f.name} a choice"
+
+
+def test_every_setting_fit_to_memory_may_change_has_a_widget():
+    """The Preset step applies the Fit's changes to its widgets: a change to a setting without one would be lost
+    (and the text encoders' offload, applied without its fixed captions, refused)."""
+    import torch
+
+    from trainer.config.schema import from_dict
+    from trainer.plan.memory_fit import _candidates
+
+    cfg = from_dict({"dataset": {"cache_latents": False, "shuffle_tags": True, "tag_dropout": 0.1},
+                     "train": {"precision": "fp32", "batch_size": 4}})
+    keys = {key for step in _candidates(cfg, torch.device("cuda"), bf16=True) for key, _ in step}
+    assert {"model.offload_text_encoders", "dataset.shuffle_tags", "train.batch_size"} <= keys
+    assert keys <= {f.path for f in FIELDS}

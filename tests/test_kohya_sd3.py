@@ -92,7 +92,12 @@ def test_a_gui_config_with_sd3_checkbox_imports_as_sd3_with_its_keys_reported(tm
     assert changed["LoRA_type"]["our_value"] == "attn_ff" and "adaLN" in _note(changed["LoRA_type"])
     assert "model.base" in _note(dropped["sd3_clip_l"])
     assert "caption_dropout" in _note(dropped["sd3_t5_dropout_rate"])
-    assert "caches the text embeddings" in _note(dropped["sd3_cache_text_encoder_outputs"])
+    # kohya's text-encoder cache is our offload switch, which needs frozen encoders and captions as written: this
+    # GUI config trains the text encoders and shuffles tags (sd-scripts would refuse to cache), so it stays off
+    cache = changed["sd3_cache_text_encoder_outputs"]
+    assert cache["ours"] == "model.offload_text_encoders" and cfg.model.offload_text_encoders is False
+    assert "lora.train_text_encoder, dataset.shuffle_tags" in _note(cache)
+    assert "sd3_cache_text_encoder_outputs" in _note(dropped["sdxl_cache_text_encoder_outputs"])
     assert "Flux.1 only" in _note(dropped["t5xxl"]) and "Flux.1 only" in _note(dropped["t5xxl_max_token_length"])
     assert "no convolutions" in _note(dropped["conv_dim"]) and "fp32" in _note(dropped["t5xxl_dtype"])
     assert "mode" in _note(dropped["mode_scale"]) and "flow matching" in _note(dropped["v_parameterization"])
@@ -124,10 +129,11 @@ def test_an_sd_scripts_toml_for_sd3_train_network_imports(tmp_path):
     assert "never trains T5-XXL" in _note(dropped["network_args train_t5xxl"])
     for key, words in (("clip_l", "model.base"), ("clip_g", "model.base"), ("t5xxl", "model.base"),
                        ("apply_t5_attn_mask", "unmasked"), ("t5_dropout_rate", "caption_dropout"),
-                       ("blocks_to_swap", "CPU"), ("fp8_base", "fp32"), ("cache_text_encoder_outputs", "caches"),
+                       ("blocks_to_swap", "CPU"), ("fp8_base", "fp32"),
                        ("cache_text_encoder_outputs_to_disk", "memory"), ("enable_scaled_pos_embed", "position"),
                        ("v_parameterization", "flow matching")):
         assert words in _note(dropped[key]), key
+    assert mapped["cache_text_encoder_outputs"]["our_value"] is True and cfg.model.offload_text_encoders
     assert not report.of("unknown")
     assert report.steps["kohya_total"] == report.steps["ours_total"]  # same pictures, same buckets
 
@@ -242,8 +248,11 @@ def test_sd3_round_trip_through_sd_scripts_gives_back_the_same_training(tmp_path
     again, report = import_kohya(tmp_path / "sd" / "sd_config.toml", bf16=True)
     differ = diff_configs(cfg, again)
     # the dose zone is ours alone; sd-scripts samples at the save points and has no {trigger}
+    # sd-scripts caches the text encoders' outputs whenever it can; imported, that is our offload switch, which
+    # changes no number of the training
     assert set(differ) <= {"dose.fit_low", "dose.fit_high", "dose.provisional", "sample.every_steps",
-                           "sample.prompts"}, differ
+                           "sample.prompts", "model.offload_text_encoders"}, differ
+    assert again.model.offload_text_encoders is not cfg.lora.train_text_encoder
     assert (again.model.family, again.lora.targets, again.lora.train_text_encoder) == (
         "sd3", lora["targets"], lora.get("train_text_encoder", False))
     sd3_keys = {"network_module", "weighting_scheme", "logit_mean", "logit_std", "training_shift",

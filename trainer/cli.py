@@ -44,7 +44,7 @@ def cmd_plan(args) -> int:
 
     cfg = load_config(args.config, args.set)
     report, plan = plan_from_config(cfg, args.processes)
-    memory, fit = _memory(cfg, report, plan, args.fit_memory)
+    memory, fit = _memory(cfg, report, plan, args.fit_memory, args.device)
     if args.json:
         _print_json({**plan.to_json(), "memory": memory.to_json(), **({"memory_fit": fit.to_json()} if fit else {})})
         return EXIT_OK
@@ -69,23 +69,47 @@ def cmd_plan(args) -> int:
 
 
 def _memory_text(memory, lang: str) -> str:
-    """The memory estimate as plain lines: each part, the total, the device's free memory and the verdict."""
+    """The memory estimate as plain lines: each part (by phase when the text encoders leave the device after
+    encoding), the total, the device's free memory and the verdict, then what to know about it."""
     from trainer.plan.memory import gib
 
-    lines = [f"  {words.say(f'memory.part.{k}', lang):<38} {gib(v):>9}" for k, v in memory.parts.items() if v]
-    lines.append(f"  {words.say('memory.total', lang):<38} {gib(memory.total):>9}")
+    def rows(parts: dict[str, int], indent: str) -> list[str]:
+        return [f"{indent}{words.say(f'memory.part.{k}', lang):<{40 - len(indent)}} {gib(v):>9}"
+                for k, v in parts.items() if v]
+
+    if memory.encode:
+        lines = []
+        for phase, parts in (("encode", memory.encode), ("train", memory.parts)):
+            lines += [f"  {words.say(f'memory.phase.{phase}', lang)}", *rows(parts, "    ")]
+            lines.append(f"    {words.say('memory.phase.total', lang):<36} {gib(sum(parts.values())):>9}")
+        lines.append(f"  {words.say(f'memory.peak.{memory.phase}', lang):<38} {gib(memory.total):>9}")
+    else:
+        lines = rows(memory.parts, "  ")
+        lines.append(f"  {words.say('memory.total', lang):<38} {gib(memory.total):>9}")
     free = gib(memory.free) if memory.free is not None else "?"
     lines.append(f"  {memory.device}: {free} free → {words.say(f'memory.verdict.{memory.verdict}', lang)}")
+    lines += [f"  - {words.say(n, lang)}" for n in (*memory.notes, *memory.warnings)]
     return "\n".join(lines)
 
 
-def _memory(cfg, report, plan, fit_memory: str | None):
-    """The memory plan of the run's largest bucket, and with ``--fit-memory`` the changes that fit the budget."""
+def _memory(cfg, report, plan, fit_memory: str | None, device_kind: str | None = None):
+    """The memory plan of the run's largest bucket, and with ``--fit-memory`` the changes that fit the budget;
+    ``device_kind``: plan for that kind of device, here or not (a GPU that is not here has bf16 and unknown free
+    memory)."""
+    import torch
+
     from trainer.plan.memory import estimate_memory
     from trainer.plan.memory_fit import fit_to_memory, parse_bytes
 
-    memory = estimate_memory(cfg, plan.per_bucket)
-    fit = fit_to_memory(cfg, parse_bytes(fit_memory), plan.per_bucket, report) if fit_memory else None
+    device, bf16 = None, None
+    free: int | None = -1
+    if device_kind:
+        device = torch.device(device_kind)
+        if device_kind == "cuda" and not torch.cuda.is_available():
+            bf16, free = True, None
+    memory = estimate_memory(cfg, plan.per_bucket, device, free=free, device_name=device_kind, bf16=bf16)
+    fit = (fit_to_memory(cfg, parse_bytes(fit_memory), plan.per_bucket, report, device=device, bf16=bf16)
+           if fit_memory else None)
     return memory, fit
 
 
@@ -267,6 +291,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="plan for N processes sharing each step (torchrun --nproc_per_node N)")
     p.add_argument("--fit-memory", metavar="BYTES",
                    help="the fewest changes that bring the estimated peak memory under BYTES (e.g. 8GiB)")
+    p.add_argument("--device", choices=["cpu", "cuda", "mps"],
+                   help="plan for this kind of device, here or not (a GPU that is not here is taken to have bf16, as "
+                        "RTX 30xx and newer do, and its free memory is unknown)")
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("check-dataset", help="scan a dataset folder and report problems")

@@ -38,30 +38,44 @@ def preserved_training_state(modules: list[torch.nn.Module]):
             torch.cuda.set_rng_state_all(cuda_rng)
 
 
+PromptKwargs = Callable[[Any, list[str], str, Any], dict[str, Any]]
+"""(pipeline, prompts, negative prompt or "", device) → the embeddings the pipeline takes in their place."""
+
+
 @dataclass(frozen=True)
 class SamplingPipeline:
     """A family's few-step sampling pipeline over the run's modules (a diffusers pipeline) and the channels of
-    the latents it starts from (4 for SD1.5/SDXL, 16 for SD3.5)."""
+    the latents it starts from (4 for SD1.5/SDXL, 16 for SD3.5). ``prompt_kwargs``: where the prompts' embeddings
+    come from when the text encoders left the device (encoded before training); None: the pipeline encodes them."""
 
     pipe: Any
     latent_channels: int
+    prompt_kwargs: PromptKwargs | None = None
 
     def __call__(self, **kwargs):
         return self.pipe(**kwargs)
+
+    def text_kwargs(self, prompts: list[str], negative: str, device) -> dict[str, Any]:
+        """What the pipeline is told of the text: the prompts and the negative prompt (once per prompt, or none),
+        or the same prompts' embeddings from ``prompt_kwargs``."""
+        if self.prompt_kwargs is not None:
+            return self.prompt_kwargs(self.pipe, list(prompts), negative, device)
+        return {"prompt": list(prompts), "negative_prompt": [negative] * len(prompts) if negative else None}
 
     @property
     def vae_scale_factor(self) -> int:
         return int(self.pipe.vae_scale_factor)
 
 
-def sampling_pipeline(pipe, family: str, prediction_type: str) -> SamplingPipeline:
+def sampling_pipeline(pipe, family: str, prediction_type: str, prompt_kwargs: PromptKwargs | None = None
+                      ) -> SamplingPipeline:
     """A pipeline over the same modules with the family's deterministic few-step sampler (DDIM for SD1.5/SDXL)."""
     from trainer.models.family import family as model_family
 
     adapter = model_family(family)
     sampler = adapter.sampling_pipeline(pipe, prediction_type)
     sampler.set_progress_bar_config(disable=True)
-    return SamplingPipeline(sampler, adapter.latent_channels(pipe))
+    return SamplingPipeline(sampler, adapter.latent_channels(pipe), prompt_kwargs)
 
 
 def png_bytes(image) -> bytes:
@@ -77,6 +91,15 @@ BATCH_PIXELS = 16 * 64 * 64
 
 def batch_size_for(size: tuple[int, int]) -> int:
     return max(1, BATCH_PIXELS // max(1, size[0] * size[1]))
+
+
+def sample_batches(prompts: list[dict[str, Any]], sample_cfg, size: tuple[int, int]) -> list[list[tuple[dict, int]]]:
+    """The pictures :func:`write_samples` draws for one set of weights, batch by batch: (prompt, k) for the k-th
+    seed of each prompt, as many in a batch as :func:`batch_size_for` allows."""
+    count = getattr(sample_cfg, "images_per_prompt", 1)
+    jobs = [(p, k) for p in prompts for k in range(count)]
+    per_batch = batch_size_for(size)
+    return [jobs[start:start + per_batch] for start in range(0, len(jobs), per_batch)]
 
 
 @torch.no_grad()
@@ -103,7 +126,6 @@ def render_batch(sampler, prompts: list[str], sample_cfg, size: tuple[int, int],
     width, height = size
     noise = {s: _start_noise(sampler, size, s) for s in dict.fromkeys(seeds)}
     latents = torch.cat([noise[s] for s in seeds]).to(device)
-    negative = [sample_cfg.negative_prompt] * len(prompts) if sample_cfg.negative_prompt else None
 
     def step_done(pipe, i, timestep, tensors):
         if on_step is not None:
@@ -112,8 +134,7 @@ def render_batch(sampler, prompts: list[str], sample_cfg, size: tuple[int, int],
 
     with precision_plan.autocast():
         out = sampler(
-            prompt=list(prompts),
-            negative_prompt=negative,
+            **sampler.text_kwargs(prompts, sample_cfg.negative_prompt, device),
             num_inference_steps=sample_cfg.steps,
             guidance_scale=sample_cfg.guidance,
             width=width,
@@ -143,15 +164,11 @@ def write_samples(
     out_dir.mkdir(parents=True, exist_ok=True)
     records: list[dict[str, Any]] = []
     weight_sets = [("live", None)] + ([("ema", ema)] if ema is not None else [])
-    count = getattr(sample_cfg, "images_per_prompt", 1)
-    jobs = [(p, k) for p in prompts for k in range(count)]
-    per_batch = batch_size_for(size)
     with preserved_training_state(modules):
         for label, source in weight_sets:
             ctx = source.swapped_in() if source is not None else _null()
             with ctx:
-                for start in range(0, len(jobs), per_batch):
-                    chunk = jobs[start:start + per_batch]
+                for chunk in sample_batches(prompts, sample_cfg, size):
                     images = render_batch(sampler, [p["prompt"] for p, _ in chunk], sample_cfg, size,
                                           precision_plan.device, precision_plan,
                                           [sample_cfg.seed + k for _, k in chunk])

@@ -69,6 +69,20 @@ TEXTS: dict[str, tuple[str, str]] = {
     "error.value.fit_order": ("fit_low ({low}) must be below fit_high ({high})",
                               "fit_low({low})는 fit_high({high})보다 작아야 합니다"),
     "error.value.version": ("this app reads config version {version}", "이 앱은 설정 버전 {version}만 읽습니다"),
+    "error.value.offload_trained": (
+        "model.offload_text_encoders encodes every caption once and moves the text encoders off the device, but "
+        "{key} = true trains them, so their embeddings change every step: set {key} = false, or "
+        "model.offload_text_encoders = false",
+        "model.offload_text_encoders는 캡션마다 한 번만 인코딩하고 텍스트 인코더를 장치에서 내리는데, {key} = true "
+        "설정은 인코더를 학습하므로 임베딩이 스텝마다 바뀝니다. {key} = false로 두거나 model.offload_text_encoders = false로 "
+        "두세요"),
+    "error.value.offload_augmented": (
+        "model.offload_text_encoders encodes every caption once, before training, but {key} = {value} makes a new "
+        "caption at every step (too many to encode up front): turn {key} off, or set "
+        "model.offload_text_encoders = false (caption dropout is fine: it adds only the empty caption)",
+        "model.offload_text_encoders는 학습 전에 캡션마다 한 번만 인코딩하는데, {key} = {value} 설정은 스텝마다 새 "
+        "캡션을 만듭니다(미리 인코딩하기엔 너무 많음). {key} 설정을 끄거나 model.offload_text_encoders = false로 두세요(캡션 "
+        "드롭아웃은 빈 캡션 하나만 더하므로 괜찮습니다)"),
     # presets
     "error.preset.bad_toml": ("preset {path} is not valid TOML: {error}", "프리셋 {path}: 올바른 TOML이 아닙니다: {error}"),
     "error.preset.no_table": ("preset {path} has no [preset] table (version, name_en, name_ko, ...)",

@@ -36,6 +36,10 @@ TEXTS: dict[str, tuple[str, str]] = {
                                       "확인하세요"),
     "kohya.changed.scheduler": ("the {name} schedule is not offered; {ours} is the closest",
                                 "{name} 스케줄은 없어 가장 가까운 {ours}로 바꿈"),
+    "kohya.changed.te_cache": ("the text encoders' outputs cannot be encoded once while {keys} stays on (a trained "
+                               "text encoder, or captions that change every step): ours encodes them every step",
+                               "{keys} 설정이 켜져 있으면(학습하는 텍스트 인코더, 또는 스텝마다 바뀌는 캡션) 텍스트 "
+                               "인코더 출력을 한 번만 인코딩할 수 없음: 우리는 스텝마다 인코딩함"),
     "kohya.changed.seed": ("kohya draws a random seed when none is set; ours fixes 42 so a run can be repeated",
                            "kohya는 시드가 없으면 무작위로 뽑음. 우리는 실행을 되풀이할 수 있게 42로 고정"),
     # the dataset
@@ -126,6 +130,14 @@ TEXTS: dict[str, tuple[str, str]] = {
     # the export: our settings sd-scripts has no place for
     "kohya.export.script": ("{script}", "{script}"),
     "kohya.export.max_steps": ("max_steps decides the length", "max_steps가 길이를 정함"),
+    "kohya.export.te_cache_script": ("sd-scripts' {script} cannot cache the text encoders' outputs (its SDXL and "
+                                     "SD3.5 scripts can): it runs them every step",
+                                     "sd-scripts의 {script} 스크립트는 텍스트 인코더 출력을 캐시할 수 없음(SDXL과 SD3.5 스크립트는 "
+                                     "가능): 스텝마다 인코더를 돌림"),
+    "kohya.export.te_cache_dropout": ("not cached: sd-scripts cannot cache the text encoders' outputs with caption "
+                                      "dropout (ours encodes the empty caption as one more)",
+                                      "캐시하지 않음: sd-scripts는 캡션 드롭아웃이 있으면 텍스트 인코더 출력을 캐시할 수 "
+                                      "없음(우리는 빈 캡션을 하나 더 인코딩함)"),
     "kohya.export.no_setting": ("sd-scripts has no such setting", "sd-scripts에는 없는 설정"),
     "kohya.export.no_folder": ("the folder is not here, so its N_name folders could not be listed",
                                "폴더가 없어 N_이름 폴더를 나열할 수 없음"),

@@ -97,9 +97,16 @@ TEXTS: dict[str, tuple[str, str]] = {
                                "우리는 lora.dropout(LoRA 입력에)만 있음"),
     "kohya.row.sample_sampler": ("ours samples with the base model's own scheduler",
                                  "우리는 기반 모델 자체의 스케줄러로 샘플을 그림"),
-    "kohya.row.te_cache": ("ours caches the text embeddings itself whenever the text encoders are frozen and tags "
-                           "are neither shuffled nor dropped",
-                           "우리는 텍스트 인코더가 고정이고 태그를 섞거나 빼지 않으면 텍스트 임베딩을 스스로 캐시함"),
+    "kohya.row.te_cache": ("encodes every caption and sample prompt once before training and moves the text encoders "
+                           "off the GPU; it needs frozen text encoders and tags neither shuffled nor dropped (caption "
+                           "dropout is fine). Without it ours still caches the embeddings then, encoders on the GPU",
+                           "학습 전에 캡션과 샘플 프롬프트를 한 번씩 인코딩하고 텍스트 인코더를 GPU에서 내림. 텍스트 "
+                           "인코더가 고정이고 태그를 섞거나 빼지 않아야 함(캡션 드롭아웃은 괜찮음). 끄면 그때도 "
+                           "임베딩은 캐시하되 인코더는 GPU에 둠"),
+    "kohya.row.te_cache_sd3": ("an SD3 config's text-encoder cache is sd3_cache_text_encoder_outputs; the GUI does "
+                               "not pass this SDXL box for it",
+                               "SD3 설정의 텍스트 인코더 캐시는 sd3_cache_text_encoder_outputs이며, GUI는 SD3에 이 SDXL "
+                               "상자를 넘기지 않음"),
     "kohya.row.vae": ("ours runs the VAE in fp32 where the base's VAE needs it (SDXL), automatically",
                       "우리는 VAE가 필요로 하면(SDXL) 자동으로 fp32로 돌림"),
     "kohya.row.vae_batch_size": ("ours encodes the latent cache one picture at a time",

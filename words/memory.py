@@ -29,6 +29,18 @@ TEXTS = {
                             "train.min_snr_gamma = {gamma} 설정은 여기서 효과가 없습니다. min-SNR 가중치는 DDPM 모델용이고, "
                             "{family} 모델은 플로 매칭으로 학습하며 타임스텝을 뽑는 방식 자체로 가중치를 둡니다"),
     "memory.part.text_encoder_activations": ("text encoder activations", "텍스트 인코더 활성값"),
+    "memory.part.text_encode": ("text encoding (no gradients)", "텍스트 인코딩(그라디언트 없음)"),
+    "memory.phase.encode": ("encoding the captions, before training (the text encoders alone on the device):",
+                            "학습 전 캡션 인코딩(장치에는 텍스트 인코더만):"),
+    "memory.phase.train": ("training (the text encoders moved to the CPU):", "학습(텍스트 인코더는 CPU로 내림):"),
+    "memory.phase.total": ("phase total", "이 단계 합계"),
+    "memory.peak.encode": ("total (peak: encoding the captions)", "합계(최대: 캡션 인코딩)"),
+    "memory.peak.train": ("total (peak: training)", "합계(최대: 학습)"),
+    "memory.warn.offload_shared": (
+        "model.offload_text_encoders saves nothing here: this device's memory is the system's, where the text "
+        "encoders would go; on a GPU they leave its memory after encoding",
+        "model.offload_text_encoders는 여기서 아무것도 아끼지 못합니다. 이 장치의 메모리가 곧 텍스트 인코더가 옮겨 갈 "
+        "시스템 메모리이기 때문입니다. GPU에서는 인코딩 뒤 인코더가 GPU 메모리를 떠납니다"),
     "memory.part.vae_encode": ("VAE encoding (latents not cached)", "VAE 인코딩(잠재 캐시 없음)"),
     "memory.part.runtime": ("runtime (CUDA context, workspaces)", "런타임(CUDA 컨텍스트, 작업 공간)"),
     "memory.verdict.fits": ("fits", "들어감"),
@@ -44,6 +56,19 @@ TEXTS = {
     "memory.heading": ("peak memory (estimate):", "최대 메모리(추정):"),
     "memory_fit.why.dataset.cache_latents": ("encode the pictures once, before training; the VAE leaves the GPU",
                                              "그림을 학습 전에 한 번만 인코딩하고 VAE는 GPU에서 내림"),
+    "memory_fit.why.model.offload_text_encoders": (
+        "encode every caption and sample prompt once before training, then the text encoders leave the GPU (the "
+        "same numbers; kohya's cache_text_encoder_outputs)",
+        "학습 전에 캡션과 샘플 프롬프트를 한 번씩 인코딩하고 텍스트 인코더는 GPU에서 내림(수치는 그대로, kohya의 "
+        "cache_text_encoder_outputs)"),
+    "memory_fit.why.dataset.shuffle_tags": (
+        "captions as written, so each is encoded once and the text encoders can leave the GPU (the trigger stays "
+        "first either way)",
+        "캡션을 적힌 그대로 써서 한 번씩만 인코딩하고 텍스트 인코더를 GPU에서 내릴 수 있게 함(트리거는 어느 쪽이든 "
+        "맨 앞)"),
+    "memory_fit.why.dataset.tag_dropout": (
+        "no tags dropped, so each caption is encoded once and the text encoders can leave the GPU",
+        "태그를 빼지 않아 캡션마다 한 번씩만 인코딩하고 텍스트 인코더를 GPU에서 내릴 수 있게 함"),
     "memory_fit.why.train.gradient_checkpointing": ("recompute activations in backward instead of keeping them (steps ~25% slower)",
                                                     "활성값을 저장하지 않고 역전파 때 다시 계산(스텝이 약 25% 느려짐)"),
     "memory_fit.why.optim.optimizer": ("8-bit optimizer moments (bitsandbytes)",
@@ -57,6 +82,13 @@ TEXTS = {
                               "keep both",
                               "총 스텝 {before} → {after}(버킷마다 마지막 배치가 스텝으로 묶이는 방식이 달라짐), 학습량 "
                               "{dose_before:.3g} → {dose_after:.3g}. 둘 다 지키려면 train.max_steps = {before}"),
+    "memory_fit.does_not_fit_encode": (
+        "even with every change ({after}) it does not fit {budget}: the peak is encoding the captions, with the text "
+        "encoders' {weights} of weights alone on the device (training after it needs {train}); nothing about training "
+        "lowers it: a device with more memory, or a base loaded without its largest text encoder, does",
+        "모든 변경을 해도({after}) {budget}에 들어가지 않음: 최대치는 캡션 인코딩 단계로, 장치에 텍스트 인코더 가중치 "
+        "{weights}만 올라가 있을 때입니다(그 뒤 학습은 {train}). 학습 설정으로는 줄일 수 없으니 메모리가 더 큰 장치를 "
+        "쓰거나 가장 큰 텍스트 인코더 없이 기반 모델을 불러오세요"),
     "memory_fit.already_fits": ("already fits: {before} of {budget}", "이미 들어감: {budget} 중 {before}"),
     "memory_fit.fits": ("{before} → {after}, within {budget} with {n} change(s)",
                         "{before} → {after}, 변경 {n}개로 {budget} 안에 들어감"),

@@ -23,5 +23,9 @@ TEXTS = {
     "run.started": ("started", "시작했습니다"),
     "rollback.nothing_fits_mid_run": ("nothing that fits a non-finite {first} can change mid-run",
                                       "{first}의 유한하지 않은 값에 맞는 설정은 학습 중에 바꿀 수 없습니다"),
+    "run.text_not_foreseen": ("{count} text(s) not encoded before training (the first: '{example}') were encoded now "
+                              "on the CPU, where the offloaded text encoders are: slower, and the same words",
+                              "학습 전에 인코딩하지 않은 텍스트 {count}개(첫째: '{example}')를 텍스트 인코더가 내려가 "
+                              "있는 CPU에서 지금 인코딩했습니다. 느리지만 같은 내용입니다"),
     "run.guard_stopped": ("stopped by the numerics guard at step {step}", "{step}번째 스텝에서 수치 감시가 학습을 멈췄습니다"),
 }

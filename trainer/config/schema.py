@@ -55,6 +55,9 @@ class ModelConfig(_Section):
     allow_distilled: bool = False
     """Train on a turbo/LCM/lightning base anyway (docs/training-guide.md advises against it: "Do not train on
     distilled models")."""
+    offload_text_encoders: bool = False
+    """Encode every caption and sample prompt once before training, then move the text encoders to the CPU for the
+    run (kohya's ``cache_text_encoder_outputs``; SD3.5's weigh 10.4 GiB in bf16). See :meth:`Config.offload_blockers`."""
 
 
 class DatasetConfig(_Section):
@@ -300,6 +303,20 @@ class Config(_Section):
         if v != CONFIG_VERSION:
             raise BadValue(msg("error.value.version", version=CONFIG_VERSION))
         return v
+
+    @model_validator(mode="after")
+    def _offload_needs_fixed_text(self) -> Config:
+        """Text encoders that train, or captions that change every step, cannot be encoded once up front."""
+        if blocking := (self.offload_blockers() if self.model.offload_text_encoders else []):
+            code = "offload_trained" if blocking[0].startswith("lora.") else "offload_augmented"
+            raise BadValue(msg(f"error.value.{code}", key=blocking[0], value=self.get(blocking[0])))
+        return self
+
+    def offload_blockers(self) -> list[str]:
+        """What keeps ``model.offload_text_encoders`` off: text encoders that train (a LoRA, the trigger's embedding),
+        captions that change every step (shuffled or dropped tags). Caption dropout only adds the empty caption."""
+        keys = ("lora.train_text_encoder", "lora.trigger_embedding", "dataset.shuffle_tags", "dataset.tag_dropout")
+        return [key for key in keys if self.get(key)]  # a dropout of 0 is off
 
     @property
     def effective_te_lr(self) -> float:

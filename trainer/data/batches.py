@@ -90,6 +90,12 @@ def process_caption(caption: str, cfg, rng: random.Random) -> str:
     return caption
 
 
+def training_captions(samples: list[Sample], cfg) -> list[str]:
+    """Every caption a step can be given (the dataset config ``cfg`` neither shuffles nor drops tags): each
+    picture's own, and the empty caption when captions are dropped."""
+    return [s.caption for s in samples] + ([""] if cfg.caption_dropout > 0 else [])
+
+
 def captions_are_augmented(cfg) -> bool:
     # caption dropout maps to the cached empty caption, so it does not stop caching
     return bool(cfg.shuffle_tags or cfg.tag_dropout > 0)

@@ -89,6 +89,7 @@ def to_kohya(cfg: Config, out_dir: Path) -> tuple[dict[str, Any], dict[str, Any]
         from trainer.kohya.sd3_export import sd3_args
 
         sd3_args(cfg, args, rep)
+    _text_cache(cfg, args, rep)
     args["unet_lr"] = cfg.optim.lr
     opt_args = [f"weight_decay={cfg.optim.weight_decay:g}", f"betas={cfg.optim.beta1:g},{cfg.optim.beta2:g}"]
     opt_args += ([f"eps={cfg.optim.eps:g}"] if cfg.optim.optimizer != "prodigy" else
@@ -124,6 +125,28 @@ def to_kohya(cfg: Config, out_dir: Path) -> tuple[dict[str, Any], dict[str, Any]
         note = OURS_ONLY.get(key) or SECTION_NOTES.get(key.split(".")[0]) or msg("kohya.export.no_setting")
         rep.unsupported(key, value, note)
     return args, {"general": general, "datasets": [ds]}, prompts, rep
+
+
+TEXT_CACHE_SCRIPTS = ("sdxl_train_network.py", "sd3_train_network.py")
+"""sd-scripts' scripts that take cache_text_encoder_outputs."""
+
+
+def _text_cache(cfg: Config, args: dict[str, Any], rep: Report) -> None:
+    """model.offload_text_encoders as sd-scripts' cache_text_encoder_outputs: an SD3 export sets that whenever
+    sd-scripts can cache (trainer.kohya.sd3_export); SDXL's script has it too, SD1.5's ``train_network.py`` not.
+    sd-scripts refuses it with caption dropout, which ours encodes as one more caption."""
+    key, on = "model.offload_text_encoders", cfg.model.offload_text_encoders
+    if "cache_text_encoder_outputs" in args:  # the SD3 export's own rule set it
+        rep.mapped(key, on, "cache_text_encoder_outputs", True)
+    elif not on:
+        rep.mapped(key, on, "cache_text_encoder_outputs", False)
+    elif kohya_script(cfg) not in TEXT_CACHE_SCRIPTS:
+        rep.unsupported(key, on, msg("kohya.export.te_cache_script", script=kohya_script(cfg)))
+    elif cfg.dataset.caption_dropout > 0:
+        rep.changed(key, on, "cache_text_encoder_outputs", False, msg("kohya.export.te_cache_dropout"))
+    else:
+        args["cache_text_encoder_outputs"] = True
+        rep.mapped(key, on, "cache_text_encoder_outputs", True)
 
 
 def _level(row: Row, args: dict, ds: dict, general: dict) -> dict:

@@ -118,7 +118,13 @@ class Importer:
         """The dataset config read, if any (then sd-scripts counts the steps, not the GUI)."""
 
     def row_for(self, key: str) -> Row | None:
-        return (BY_GUI if self.kind == "gui" else BY_SD).get(key)
+        """The key's row: the shared table's, or in an SD3 config SD3.5's own."""
+        row = (BY_GUI if self.kind == "gui" else BY_SD).get(key)
+        if row is None and is_sd3(self.src):
+            from trainer.kohya.sd3 import SD3_BY_GUI, SD3_BY_SD
+
+            row = (SD3_BY_GUI if self.kind == "gui" else SD3_BY_SD).get(key)
+        return row
 
     def put(self, key: str, value: Any, row: Row, raw: Any, src_key: str | None = None) -> None:
         """Convert ``raw`` with ``row.to_ours`` (or take ``value``) and record it under ``row.ours``."""
@@ -173,6 +179,7 @@ def import_kohya(path: str | Path, dataset_config: str | Path | None = None, *, 
             imp.put(key, None, row, raw)
         elif not row.supported:
             imp.report.unsupported(key, raw, row.note)
+    special.text_cache(imp)  # after the rest: whether the captions can be encoded once depends on it
     kohya = special.steps(imp, found, compare=compare_steps)
     cfg = build_config(imp)
     if compare_steps and kohya is not None:

@@ -72,7 +72,8 @@ SD3_ROWS: tuple[Row, ...] = (
     R("logit_mean", "logit_mean", note=N_TIMESTEPS, special=True),
     R("logit_std", "logit_std", note=N_TIMESTEPS, special=True),
     R("mode_scale", "mode_scale", note=msg("kohya.sd3.row.mode_scale")),
-    R("sd3_cache_text_encoder_outputs", "cache_text_encoder_outputs", note=N_TE_CACHE),
+    R("sd3_cache_text_encoder_outputs", "cache_text_encoder_outputs", "model.offload_text_encoders", as_bool,
+      note=N_TE_CACHE, special=True),
     R("sd3_cache_text_encoder_outputs_to_disk", "cache_text_encoder_outputs_to_disk",
       note=msg("kohya.sd3.row.cache_to_disk")),
     R("blocks_to_swap", "blocks_to_swap", note=msg("kohya.sd3.row.blocks_to_swap")),
@@ -146,7 +147,7 @@ def importing(imp: Importer) -> None:
             imp.report.unsupported(key, imp.src[key], note)
             imp.done.add(key)
     _timesteps(imp)
-    for key in [k for k in imp.src if k in table and k not in imp.done]:
+    for key in [k for k in imp.src if k in table and k not in imp.done and not table[k].ours]:
         if key == "t5xxl_max_token_length" and imp.kind == "sd":
             _fixed(imp, key, as_int, "t5 tokens", T5_TOKENS, msg("kohya.sd3.changed.t5_tokens", tokens=T5_TOKENS))
         else:

@@ -86,6 +86,39 @@ def training(imp: Importer) -> None:
         imp.done |= {"noise_offset"}
 
 
+def text_cache(imp: Importer) -> None:
+    """kohya's cache_text_encoder_outputs (encode every caption once, the text encoders then off the GPU) is our
+    model.offload_text_encoders, once the rest is read: it needs frozen text encoders and captions that do not
+    change, and a config that trains one or shuffles tags keeps it off, saying why. The kohya_ss GUI saves one box
+    for SDXL and one for SD3 and passes the one of the config's family."""
+    from trainer.kohya.importer import build_config
+
+    key = "cache_text_encoder_outputs"
+    if imp.kind == "gui":
+        key, other = ("sd3_" + key, "sdxl_" + key) if sd3.is_sd3(imp.src) else ("sdxl_" + key, "")
+        if other in imp.src and other not in imp.done:
+            imp.report.unsupported(other, imp.src[other], msg("kohya.row.te_cache_sd3"))
+            imp.done.add(other)
+    row = imp.row_for(key)
+    if key in imp.src and key not in imp.done and row is not None:
+        raw = imp.src[key]
+        try:
+            on = as_bool(raw)
+        except ValueError as e:
+            raise UserError(msg("error.kohya.bad_value", origin=imp.origin, key=key, value=raw, reason=str(e))) from None
+        try:
+            blocking = build_config(imp).offload_blockers() if on else []
+        except UserError:
+            blocking = []  # the config is refused anyway, by the key that makes it so
+        if blocking:
+            imp.report.changed(key, raw, "model.offload_text_encoders", False,
+                               msg("kohya.changed.te_cache", keys=", ".join(blocking)))
+            imp.values["model.offload_text_encoders"] = False
+            imp.done.add(key)
+        else:
+            imp.put(key, on, row, raw)
+
+
 def _lr(imp: Importer) -> None:
     from trainer.kohya.mapping import BY_GUI
 

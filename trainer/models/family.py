@@ -196,6 +196,23 @@ class ModelFamily:
         encoder's token ids."""
         raise NotImplementedError
 
+    prompt_embedding_names: ClassVar[tuple[str, ...]]
+    """What the family's pipeline's ``encode_prompt`` returns, in its order, named as its ``__call__`` takes them in
+    place of ``prompt`` and ``negative_prompt``."""
+
+    def encode_prompt_kwargs(self) -> dict[str, Any]:
+        """Arguments the family's ``encode_prompt`` needs beyond the ones every family's takes."""
+        return {}
+
+    def encode_prompts(self, pipe, prompts: list[str], negative: list[str] | None, device) -> dict[str, Any]:
+        """What ``pipe(prompt=prompts, negative_prompt=negative)`` encodes before it denoises, by the pipeline's own
+        ``encode_prompt`` (with guidance, so the negative half is there whenever the pipeline would use it), as the
+        keyword arguments (:attr:`prompt_embedding_names`) that draw the same pictures without the text encoders."""
+        out = pipe.encode_prompt(prompt=prompts, device=device, num_images_per_prompt=1,
+                                 do_classifier_free_guidance=True, negative_prompt=negative,
+                                 **self.encode_prompt_kwargs())
+        return dict(zip(self.prompt_embedding_names, out, strict=True))
+
     def added_cond_kwargs(self, pooled, buckets: list[tuple[int, int]], device) -> dict | None:
         """The UNet's ``added_cond_kwargs`` for pictures trained at ``buckets`` ((w, h) each), or None."""
         return None
@@ -337,5 +354,5 @@ def family_of_checkpoint_keys(keys) -> ModelFamily:
 
 FAMILY_ATTRIBUTES = ("name", "label", "pipeline_class_name", "text_encoders", "kohya_script", "base_model_version",
                      "modelspec_architecture", "activations", "reference_widths",
-                     "denoiser_component", "denoiser_targets")
+                     "denoiser_component", "denoiser_targets", "prompt_embedding_names")
 """What every adapter must set (the tests check each registered family has them all)."""

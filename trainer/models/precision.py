@@ -68,9 +68,11 @@ def bf16_supported(device: torch.device) -> bool:
     return device.type == "cpu"  # CPU autocast supports bf16 (slow on old CPUs, but numerically fine)
 
 
-def decide_precision(requested: str, device: torch.device, vae_force_upcast: bool = False) -> PrecisionPlan:
+def decide_precision(requested: str, device: torch.device, vae_force_upcast: bool = False,
+                     bf16: bool | None = None) -> PrecisionPlan:
+    """``bf16``: whether the device has it (None: ask the device; a plan for a GPU that is not here says)."""
     precision, fallback = requested, None
-    if requested == "bf16" and not bf16_supported(device):
+    if requested == "bf16" and not (bf16_supported(device) if bf16 is None else bf16):
         precision = "fp16" if device.type == "cuda" else "fp32"
         code = "precision.fallback_scaled" if precision == "fp16" else "precision.fallback"
         fallback = msg(code, device=str(device), precision=precision)

@@ -57,10 +57,22 @@ TEXT_ACTIVATIONS: dict[tuple[str, str], float] = {("clip_l", "fp32"): 46_424_848
 # The VAE encoding pictures without gradients (latents not cached): bytes per picture, c0 + c1 × pixels, fp32
 # (measured at 128 and 256 px: 50.5 and 201.6 MB).
 VAE_ENCODE: tuple[float, float] = (0.0, 3076.0)
+# A frozen text encoder encoding one caption without gradients (model.offload_text_encoders encodes them before
+# training): the live tensor bytes above its weights, by encoder and precision, at full width on the CPU
+# (bench/memory_text_encode.py: 2 and 3 layers carried to the real depth; the CLIPs keep every layer's hidden
+# states, as SDXL and SD3.5 ask for the penultimate one; T5's peak is one layer's and does not grow with depth).
+# The encoders run one after another, so their sum is an upper bound; two captions at once measured 1.8-2.0×.
+TEXT_ENCODE: dict[tuple[str, str], float] = {("clip_l", "fp32"): 7_096_320, ("clip_l", "half"): 3_548_160,
+                                              ("clip_g", "fp32"): 16_558_080, ("clip_g", "half"): 8_279_040,
+                                              ("t5", "fp32"): 85_983_232, ("t5", "half"): 42_991_616}
 
 @dataclass
 class MemoryPlan:
-    """Estimated peak bytes by part, their total, and the device's free bytes with the verdict."""
+    """Estimated peak bytes by part, their total, and the device's free bytes with the verdict.
+
+    With the text encoders moved off the device after encoding the captions (``model.offload_text_encoders``) a
+    run has two phases: ``encode`` (the text encoders alone on the device, before the denoiser comes) and the
+    training that follows (``parts``, then without the encoders); ``total`` is the larger, ``phase`` says which."""
 
     parts: dict[str, int]
     total: int
@@ -73,6 +85,17 @@ class MemoryPlan:
     notes: list[Msg] = field(default_factory=list)
     warnings: list[Msg] = field(default_factory=list)
     """What the person should know about this base on this device (shown under the table)."""
+    encode: dict[str, int] | None = None
+    """The encoding phase's parts, when there is one."""
+    phase: str = "train"  # the phase ``total`` is the peak of: train | encode
+
+    @property
+    def train_total(self) -> int:
+        return sum(self.parts.values())
+
+    @property
+    def encode_total(self) -> int:
+        return sum(self.encode.values()) if self.encode else 0
 
     def device_words(self) -> Msg | str:
         """The device for people: a memory shared with the system is worded (``memory.device.<type>``), a GPU's
@@ -83,7 +106,9 @@ class MemoryPlan:
     def to_json(self) -> dict[str, Any]:
         return {"parts": dict(self.parts), "total": self.total, "device": self.device, "free": self.free,
                 "device_total": self.device_total, "verdict": self.verdict, "resolution": list(self.resolution),
-                "notes": [n.to_json() for n in self.notes], "warnings": [w.to_json() for w in self.warnings]}
+                "notes": [n.to_json() for n in self.notes], "warnings": [w.to_json() for w in self.warnings],
+                **({"phases": {"encode": self.encode_total, "train": self.train_total}, "peak_phase": self.phase,
+                    "encode_parts": dict(self.encode)} if self.encode else {})}
 
 
 def gib(n: int | float | None) -> str:
@@ -238,14 +263,19 @@ def largest_bucket(cfg: Config, buckets: list[dict] | None = None) -> tuple[int,
 
 
 def estimate_memory(cfg: Config, buckets: list[dict] | None = None, device: torch.device | None = None,
-                    free: int | None = -1, device_name: str | None = None) -> MemoryPlan:
+                    free: int | None = -1, device_name: str | None = None, bf16: bool | None = None) -> MemoryPlan:
     """The estimated peak device memory of training ``cfg`` (its largest bucket), by part, and the verdict
-    against ``device``'s free memory (asked of the device unless ``free`` is given; None: unknown)."""
+    against ``device``'s free memory (asked of the device unless ``free`` is given; None: unknown). ``bf16``:
+    whether the device has it (None: ask it)."""
     device = device or resolve_device(cfg.train.device)
-    precision = decide_precision(cfg.train.precision, device)
+    precision = decide_precision(cfg.train.precision, device, bf16=bf16)
     shapes = shapes_for(cfg.model)
     half = precision.autocast_dtype is not None
     wbytes = precision.weight_dtype.itemsize
+    runtime = RUNTIME_BYTES.get(device.type, RUNTIME_BYTES["cpu"])
+    text_weights = sum(n * _text_weight_bytes(kind, precision.weight_dtype) for kind, n in shapes.text_encoders)
+    # the encoders leave for the CPU after encoding: out of the device's memory unless that memory is the system's
+    offloaded = cfg.model.offload_text_encoders and device.type not in SHARED_MEMORY
     vae_bytes = 4 if device.type == "cpu" or (precision.precision == "fp16" and shapes.vae_force_upcast) else wbytes
     tensors = lora_tensors(cfg, shapes)
     lora = 4 * sum(tensors)
@@ -268,7 +298,7 @@ def estimate_memory(cfg: Config, buckets: list[dict] | None = None, device: torc
         vae_extra = max(0.0, batch * (v0 + v1 * width * height) * vae_bytes / 4 - activations - text_acts)
     parts = {
         "unet_weights": shapes.unet * wbytes,
-        "text_encoder_weights": sum(n for _, n in shapes.text_encoders) * wbytes,
+        "text_encoder_weights": 0 if offloaded else text_weights,
         # after the latent cache is filled the VAE goes back to the CPU (Feeder.cache_latents); on a CPU it stays
         "vae_weights": shapes.vae * vae_bytes if (not cfg.dataset.cache_latents or device.type == "cpu") else 0,
         "lora_weights": lora,
@@ -278,10 +308,16 @@ def estimate_memory(cfg: Config, buckets: list[dict] | None = None, device: torc
         "activations": activations,
         "text_encoder_activations": text_acts,
         "vae_encode": vae_extra,
-        "runtime": RUNTIME_BYTES.get(device.type, RUNTIME_BYTES["cpu"]),
+        "runtime": runtime,
     }
     rounded = {k: round(v) for k, v in parts.items()}
-    total = sum(rounded.values())
+    encode = None
+    if offloaded:  # the encoders alone on the device, one caption (or sample batch) at a time
+        rows = text_encode_rows(cfg)
+        acts = rows * sum(TEXT_ENCODE[(kind, "half" if half else "fp32")] for kind, _ in shapes.text_encoders)
+        encode = {"text_encoder_weights": round(text_weights), "text_encode": round(acts), "runtime": runtime}
+    train_total, encode_total = sum(rounded.values()), sum(encode.values()) if encode else 0
+    total, phase = max((train_total, "train"), (encode_total, "encode"))
     name, asked_free, device_total = device_memory(device) if free == -1 else (device_name or str(device), free, None)
     notes: list[Msg] = []
     if precision.fallback:
@@ -293,10 +329,26 @@ def estimate_memory(cfg: Config, buckets: list[dict] | None = None, device: torc
         warnings.append(msg("memory.warn.fp16_family", family=adapter.label))
     if key in adapter.provisional_activations:
         warnings.append(msg("memory.warn.provisional", family=adapter.label))
+    if cfg.model.offload_text_encoders and not offloaded:
+        warnings.append(msg("memory.warn.offload_shared"))
     if cfg.train.min_snr_gamma > 0 and not adapter.min_snr:
         warnings.append(msg("memory.warn.min_snr", family=adapter.label, gamma=cfg.train.min_snr_gamma))
     return MemoryPlan(rounded, total, name, asked_free, verdict_for(total, asked_free), device_total,
-                      (width, height), notes, warnings)
+                      (width, height), notes, warnings, encode, phase)
+
+
+def text_encode_rows(cfg: Config) -> int:
+    """Texts encoded in one pass before training: one caption at a time, or a sample batch's prompts with their
+    negative halves (the sampling pipeline encodes both)."""
+    from trainer.sampling import batch_size_for
+
+    side = cfg.dataset.resolution
+    return max(1, 2 * batch_size_for((side, side))) if cfg.sample.enabled else 1
+
+
+def _text_weight_bytes(kind: str, weight_dtype: torch.dtype) -> int:
+    # T5 overflows in fp16: SD3.5's adapter keeps its weights in fp32 when the run's are fp16 (prepare_weights)
+    return 4 if kind == "t5" and weight_dtype == torch.float16 else weight_dtype.itemsize
 
 
 def _rank_factor(cfg: Config) -> float:

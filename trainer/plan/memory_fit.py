@@ -1,12 +1,16 @@
 """Fit to memory: the fewest changes, tried in the order a careful user tries them, that bring a config's
 estimated peak (:mod:`trainer.plan.memory`) under a budget.
 
-The order: cache the latents (nothing about training changes), gradient checkpointing (the same numbers,
-slower steps), 8-bit AdamW (tiny LoRA moments, rounding in the optimizer state), a smaller batch with more
-accumulation (the same effective batch), then bf16 where the device has it (fp32 runs only). Changes are
-added in that order until the estimate fits, then any earlier one the fit does not need is dropped again.
-Text embeddings need no change: the trainer caches them whenever the text encoders are frozen and captions
-are not shuffled or dropped, and the encoders stay on the device for sampling either way.
+The order: cache the latents (nothing about training changes), encode the text up front and move the text
+encoders off the device (the same numbers: every caption and sample prompt is encoded once before training, as
+the run would encode it; only where the text encoders are frozen and tags are neither shuffled nor dropped, and
+only on a GPU, since a CPU's memory is where they would go), gradient checkpointing (the same numbers, slower
+steps), 8-bit AdamW (tiny LoRA moments, rounding in the optimizer state), a smaller batch with more accumulation
+(the same effective batch), then bf16 where the device has it (fp32 runs only). Changes are added in that order
+until the estimate fits, then any earlier one the fit does not need is dropped again. Without the switch the
+text embeddings are cached too (frozen encoders, fixed captions), but the encoders stay on the device. Where
+only shuffled or dropped tags stand in the switch's way, the last step turns them off with it: the captions then
+stay as written, which changes what the run teaches, so it comes after everything that does not.
 
 The dose and step count stay the same unless a smaller batch changes how the buckets' partial batches group
 into steps; the result then says so with both numbers (``steps_note``).
@@ -24,7 +28,7 @@ from trainer.config.schema import Config, from_dict
 from trainer.errors import UserError
 from trainer.message import Msg, msg
 from trainer.models.precision import bf16_supported, resolve_device
-from trainer.plan.memory import TIGHT_SHARE, MemoryPlan, estimate_memory, gib
+from trainer.plan.memory import SHARED_MEMORY, TIGHT_SHARE, MemoryPlan, estimate_memory, gib
 
 
 @dataclass
@@ -44,11 +48,18 @@ class FitResult:
                 "sets": [f"{c['key']}={_toml(c['new'])}" for c in self.changes]}
 
 
-def _candidates(cfg: Config, device: torch.device) -> list[list[tuple[str, Any]]]:
+AUGMENTATION = {"dataset.shuffle_tags": False, "dataset.tag_dropout": 0.0}
+"""What the text encoders' offload needs of captions that change every step (its last, caption-fixing step)."""
+
+
+def _candidates(cfg: Config, device: torch.device, bf16: bool | None) -> list[list[tuple[str, Any]]]:
     """Each step of the careful order that would change something here, as (key, new value) lists."""
     out: list[list[tuple[str, Any]]] = []
     if not cfg.dataset.cache_latents:
         out.append([("dataset.cache_latents", True)])
+    offload = not cfg.model.offload_text_encoders and device.type not in SHARED_MEMORY
+    if offload and not cfg.offload_blockers():
+        out.append([("model.offload_text_encoders", True)])
     if not cfg.train.gradient_checkpointing:
         out.append([("train.gradient_checkpointing", True)])
     if smaller := optimizer_spec(cfg.optim.optimizer).smaller_state:
@@ -57,8 +68,11 @@ def _candidates(cfg: Config, device: torch.device) -> list[list[tuple[str, Any]]
     while batch > 1 and batch % 2 == 0:
         batch, accum = batch // 2, accum * 2
         out.append([("train.batch_size", batch), ("train.grad_accum", accum)])
-    if cfg.train.precision == "fp32" and bf16_supported(device):
+    if cfg.train.precision == "fp32" and (bf16_supported(device) if bf16 is None else bf16):
         out.append([("train.precision", "bf16")])
+    if offload and cfg.offload_blockers() and set(cfg.offload_blockers()) <= set(AUGMENTATION):
+        # last: fixed captions change what the run teaches, though the trigger stays first either way
+        out.append([(k, v) for k, v in AUGMENTATION.items() if cfg.get(k) != v] + [("model.offload_text_encoders", True)])
     return out
 
 
@@ -75,21 +89,22 @@ def _apply(cfg: Config, steps: list[list[tuple[str, Any]]]) -> Config:
 
 
 def fit_to_memory(cfg: Config, budget: int, buckets: list[dict] | None = None, report=None,
-                  device: torch.device | None = None) -> FitResult:
+                  device: torch.device | None = None, bf16: bool | None = None) -> FitResult:
     """The cheapest change set that brings ``cfg``'s estimate within ``TIGHT_SHARE`` of ``budget`` bytes (the
-    margin the verdict calls "fits"). ``report`` (a DatasetReport) lets it check the step count with the plan."""
+    margin the verdict calls "fits"). ``report`` (a DatasetReport) lets it check the step count with the plan.
+    ``bf16``: whether the device has it (None: ask it)."""
     if budget <= 0:
         raise UserError(msg("error.memory.budget", budget=budget))
     device = device or resolve_device(cfg.train.device)
 
     def estimate(c: Config) -> MemoryPlan:
-        return estimate_memory(c, buckets, device, free=budget, device_name=f"budget {gib(budget)}")
+        return estimate_memory(c, buckets, device, free=budget, device_name=f"budget {gib(budget)}", bf16=bf16)
 
     before = estimate(cfg)
     fits = lambda plan: plan.total <= TIGHT_SHARE * budget  # noqa: E731
     chosen: list[list[tuple[str, Any]]] = []
     after = before
-    for step in _candidates(cfg, device):
+    for step in _candidates(cfg, device, bf16):
         if fits(after):
             break
         if step[0][0] == "train.batch_size":  # a smaller batch replaces the previous halving
@@ -129,6 +144,10 @@ def _message(r: FitResult) -> Msg:
         return msg("memory_fit.already_fits", before=before, budget=budget)
     if r.fits:
         return msg("memory_fit.fits", before=before, after=after, budget=budget, n=len(r.changes))
+    if r.after.phase == "encode":  # the text encoders alone are too many: nothing about training helps
+        weights = (r.after.encode or {}).get("text_encoder_weights", 0)
+        return msg("memory_fit.does_not_fit_encode", after=after, budget=budget, weights=gib(weights),
+                   train=gib(r.after.train_total))
     return msg("memory_fit.does_not_fit", after=after, budget=budget)
 
 

@@ -49,10 +49,10 @@ from trainer.train.distributed import Dist
 from trainer.train.feeding import Feeder, caption_rng
 from trainer.train.hooks import Hooks
 from trainer.train.measures import StepMeasures
-from trainer.train.modelset import TrainingModels, load_models
+from trainer.train.modelset import TrainingModels
 from trainer.train.outcomes import RunResult, StepOutcome
 from trainer.train.outputs import Checkpointer, Sampler
-from trainer.train.preparation import build_state, open_run_folder, resume_state, trim_metrics
+from trainer.train.preparation import build_state, open_run_folder, resume_state, run_models, trim_metrics
 from trainer.train.probes import ModelMeasures
 from trainer.train.recovery import Recovery, position_of_step
 from trainer.train.state import TrainState
@@ -140,7 +140,7 @@ class Trainer:
     def setup(self, resume: bool = False) -> None:
         """Models, data (and caches), optimizer and the parts that use them: everything before the first step."""
         cfg, dist, plan, paths, emit = self.config, self.dist, self.plan, self.paths, self.emit
-        self.models = models = load_models(cfg, dist)
+        self.models = models = run_models(cfg, dist, self.report, self.held_out, self.emit)
         samples = samples_from_report(self.report, cfg.dataset.trigger)
         self.feeder = Feeder(cfg, dist, models, samples)
         self.validator = Validator(cfg, dist, plan, models, self.report, self.held_out)  # while the VAE is here

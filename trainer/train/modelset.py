@@ -17,12 +17,13 @@ from trainer.data.batches import captions_are_augmented
 from trainer.errors import UserError
 from trainer.message import msg
 from trainer.models.base import BaseInfo, load_pipeline
-from trainer.models.conditioning import TextConditioner
+from trainer.models.conditioning import ForeseenText, TextConditioner
 from trainer.models.families.noise import NoiseSchedule
 from trainer.models.family import ModelFamily
 from trainer.models.family import family as model_family
 from trainer.models.lora import LoraModules, attach_lora
 from trainer.models.precision import PrecisionPlan, decide_precision, make_grad_scaler, resolve_device
+from trainer.sampling import sampling_pipeline
 from trainer.train.distributed import Dist
 
 
@@ -68,9 +69,12 @@ class TrainingModels:
         self.text.clear_cache()
 
 
-def load_models(cfg: Config, dist: Dist) -> TrainingModels:
+def load_models(cfg: Config, dist: Dist, foreseen: ForeseenText | None = None) -> TrainingModels:
     """The base model on the run's device, in the precision the config and the device allow, with the LoRA
-    attached, set to train (gradient checkpointing, compile and memory layout as the config says)."""
+    attached, set to train (gradient checkpointing, compile and memory layout as the config says).
+
+    With ``model.offload_text_encoders`` the text encoders come to the device alone, encode ``foreseen`` and go to
+    the CPU before the rest arrives: the memory plan's encoding phase, then its training phase."""
     device = resolve_device(cfg.train.device) if dist.world_size == 1 else dist.device
     precision = decide_precision(cfg.train.precision, device)
     pipe, base_info = load_pipeline(cfg.model, precision.weight_dtype)
@@ -78,10 +82,24 @@ def load_models(cfg: Config, dist: Dist) -> TrainingModels:
         raise UserError(msg("error.train.distilled", base=cfg.model.base, reason=base_info.distilled_reason))
     family = base_info.family
     precision = decide_precision(cfg.train.precision, device, pipe.vae.config.get("force_upcast", False))
-    pipe.to(device)
-    pipe.vae.to(dtype=precision.vae_dtype)
     adapter = model_family(family)
-    adapter.prepare_weights(pipe, precision.weight_dtype)
+    # a trained trigger embedding changes the text encoder's output every step, like a text-encoder LoRA
+    te_frozen = not (cfg.lora.train_text_encoder or cfg.lora.trigger_embedding)
+    text = TextConditioner(pipe, family, device, cache=te_frozen and not captions_are_augmented(cfg.dataset),
+                           offload=cfg.model.offload_text_encoders)
+    for encoder in text.modules:
+        encoder.eval()  # frozen: no dropout (T5's config has some); a text-encoder LoRA is set to train below
+    if text.offload:
+        adapter.prepare_weights(pipe, precision.weight_dtype)
+        sampler = sampling_pipeline(pipe, family, base_info.prediction_type).pipe
+        text.encode_up_front(foreseen or ForeseenText(), precision.autocast(), sampler)
+        for component in pipe.components.values():
+            if isinstance(component, torch.nn.Module) and not any(component is e for e in text.modules):
+                component.to(device)
+    else:
+        pipe.to(device)
+        adapter.prepare_weights(pipe, precision.weight_dtype)
+    pipe.vae.to(dtype=precision.vae_dtype)
     denoiser = adapter.denoiser(pipe)
     schedule = adapter.noise_schedule(pipe.scheduler.config, base_info.prediction_type)
     lora = attach_lora(pipe, cfg.lora, family, cfg.train.seed, cfg.dataset.trigger)
@@ -101,9 +119,6 @@ def load_models(cfg: Config, dist: Dist) -> TrainingModels:
     for role, m in lora.models.items():
         if role != denoiser_role:
             m.train()
-    # a trained trigger embedding changes the text encoder's output every step, like a text-encoder LoRA
-    te_frozen = not (cfg.lora.train_text_encoder or cfg.lora.trigger_embedding)
-    text = TextConditioner(pipe, family, device, cache=te_frozen and not captions_are_augmented(cfg.dataset))
     named = lora.named_trainable()
     return TrainingModels(
         device=device, precision=precision, base_info=base_info, pipe=pipe, adapter=adapter, denoiser=denoiser,

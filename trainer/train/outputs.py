@@ -156,7 +156,9 @@ class Sampler:
         if m.pipe.vae.device != m.device:
             m.pipe.vae.to(m.device)
         if self._pipeline is None:
-            self._pipeline = sampling_pipeline(m.pipe, m.family, m.base_info.prediction_type)
+            # text encoders moved off the device: the prompts' embeddings encoded before training stand in
+            prompt_kwargs = m.text.prompt_kwargs if m.text.offloaded else None
+            self._pipeline = sampling_pipeline(m.pipe, m.family, m.base_info.prediction_type, prompt_kwargs)
         size = (self.config.dataset.resolution, self.config.dataset.resolution)
         folder = self.paths.sample_dir(step)
         t0 = time.perf_counter()

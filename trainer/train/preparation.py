@@ -11,26 +11,31 @@ from pathlib import Path
 from typing import Any
 
 from trainer.config.schema import Config, diff_configs, from_dict, read_toml, save_config
+from trainer.data.batches import samples_from_report, training_captions
 from trainer.data.holdout import split_holdout
 from trainer.data.scan import DatasetReport
 from trainer.doctor.guard import Guard
 from trainer.errors import UserError
 from trainer.io import atomic_write_json, atomic_write_text, read_jsonl
 from trainer.message import msg
+from trainer.models.conditioning import ForeseenText
 from trainer.models.lora import EMBEDDING_ROLE
 from trainer.plan.schedule import build_scheduler
 from trainer.plan.steps import Plan, make_plan
-from trainer.run.events import MultiSink, RunFolderSink, RunStatus, Sink
+from trainer.run.events import Alert, MultiSink, RunFolderSink, RunStatus, Sink
 from trainer.run.rundir import RunPaths, latest_checkpoint, new_run_dir, run_status, write_status
+from trainer.run.samples import expand_prompts
 from trainer.run.worded import write_worded_json
+from trainer.sampling import sample_batches
 from trainer.train import checkpoint as ckpt
 from trainer.train.distributed import Dist
 from trainer.train.ema import LoraEMA
-from trainer.train.modelset import TrainingModels
+from trainer.train.modelset import TrainingModels, load_models
 from trainer.train.optim import build_optimizer
+from trainer.train.probes import measure_captions
 from trainer.train.state import TrainState
 from trainer.train.tensorboard_log import TensorBoardSink
-from trainer.train.validation import held_out_folder
+from trainer.train.validation import held_out_folder, validation_samples
 
 
 @dataclass
@@ -56,6 +61,33 @@ def scan_and_plan(cfg: Config, dist: Dist) -> tuple[DatasetReport, Plan, list[An
     report, held_out = split_holdout(report, cfg.validation.holdout, cfg.validation.seed)
     held_out += held_out_folder(cfg)
     return report, make_plan(cfg, report, dist.world_size), held_out
+
+
+def foreseen_text(cfg: Config, report: DatasetReport, held_out: list[Any]) -> ForeseenText:
+    """Every caption and sample prompt the run will encode: the dataset's captions (and the empty one when captions
+    are dropped), the held-out pictures' for the validation loss, the model measures', and the sample prompts batch
+    by batch as the sampler draws them. Only needed when the text encoders are encoded up front."""
+    if not cfg.model.offload_text_encoders:
+        return ForeseenText()
+    samples = samples_from_report(report, cfg.dataset.trigger)
+    captions = training_captions(samples, cfg.dataset)
+    captions += [s.caption for s in validation_samples(cfg, report, held_out)]
+    captions += measure_captions(cfg, samples, report, held_out)
+    batches: list[list[str]] = []
+    if cfg.sample.enabled:
+        prompts = expand_prompts(cfg.sample.prompts, cfg.dataset.trigger)
+        size = (cfg.dataset.resolution, cfg.dataset.resolution)
+        batches = [[p["prompt"] for p, _ in chunk] for chunk in sample_batches(prompts, cfg.sample, size)]
+    return ForeseenText(captions, batches, cfg.sample.negative_prompt)
+
+
+def run_models(cfg: Config, dist: Dist, report: DatasetReport, held_out: list[Any], emit: Sink) -> TrainingModels:
+    """The run's models (:func:`load_models`) with every text it foresees; a text encoded later on the CPU, where
+    offloaded text encoders are, is reported as an info alert: slow, not wrong."""
+    models = load_models(cfg, dist, foreseen_text(cfg, report, held_out))
+    models.text.on_unforeseen = lambda count, example: emit(Alert(
+        level="info", kind="text_not_foreseen", message=msg("run.text_not_foreseen", count=count, example=example[:80])))
+    return models
 
 
 def open_run_folder(cfg: Config, dist: Dist, resume: str | Path | None, parent: str | Path | None,

@@ -32,6 +32,7 @@ import torch
 from trainer.data.batches import LatentCache, image_tensor, samples_from_report, without_trigger
 from trainer.io import append_jsonl
 from trainer.models.lora import set_lora_scale
+from trainer.run.samples import expand_prompts
 from trainer.sampling import preserved_training_state
 from trainer.train.validation import fixed_timesteps
 
@@ -81,8 +82,12 @@ def build_probe_set(pictures: list[tuple[str, Any, tuple[int, int], str]], encod
         keys.append(key)
         captions.append(caption)
         buckets.append(bucket)
-    bare = [without_trigger(c, trigger) for c in captions] if trigger else list(captions)
-    return ProbeSet(keys, latents, captions, bare, buckets, noise)
+    return ProbeSet(keys, latents, captions, bare_captions(captions, trigger), buckets, noise)
+
+
+def bare_captions(captions: list[str], trigger: str) -> list[str]:
+    """The captions with the trigger taken out (the subject set's second reading), or the same captions."""
+    return [without_trigger(c, trigger) for c in captions] if trigger else list(captions)
 
 
 def _stable_hash(text: str) -> int:
@@ -182,6 +187,36 @@ def plain_losses(pset: ProbeSet, denoise: Denoiser, timesteps: list[int]) -> dic
     return out
 
 
+def probe_pictures(config: Config, samples: list[Sample], report: DatasetReport,
+                   held_out: list[Any]) -> dict[str, tuple[list[Sample], str]]:
+    """The picture sets the measures score, by name (subject, prior, held_out), each with the trigger its captions
+    are read without; a set with no pictures is left out."""
+    own = sorted((s for s in samples if not s.prior), key=lambda s: s.rel)
+    prior = sorted((s for s in samples if s.prior), key=lambda s: s.rel)
+    sets = {"subject": (spread(own, config.measure.pictures), config.dataset.trigger),
+            "prior": (spread(prior, config.measure.pictures), "")}
+    if held_out:
+        sets["held_out"] = (samples_from_report(replace(report, items=list(held_out)), config.dataset.trigger), "")
+    return {name: chosen for name, chosen in sets.items() if chosen[0]}
+
+
+def measure_captions(config: Config, samples: list[Sample], report: DatasetReport, held_out: list[Any]) -> list[str]:
+    """Every caption the measures denoise with: each set's captions, the subject's without the trigger and the
+    trigger alone, and the no-trigger sample prompts the base model's step-0 pictures are scored with."""
+    if not config.measure.enabled:
+        return []
+    out: list[str] = []
+    for name, (chosen, trigger) in probe_pictures(config, samples, report, held_out).items():
+        captions = [s.caption for s in chosen]
+        out += captions
+        if name == "subject":
+            out += [*bare_captions(captions, trigger), config.dataset.trigger]
+    if config.sample.enabled:
+        out += [p["prompt"] for p in expand_prompts(config.sample.prompts, config.dataset.trigger)
+                if p["kind"] == "no_trigger"]
+    return out
+
+
 class ModelMeasures:
     """The run's model measures: the picture sets built with the data, measured at step 0 and at every
     checkpoint, sample point and the end (rank 0 alone, as the validation loss). No sets: measures are off."""
@@ -195,18 +230,10 @@ class ModelMeasures:
             return
         self.timesteps = fixed_timesteps(config.measure.timesteps, models.schedule.num_timesteps)
         encoder = LatentCache(models.pipe.vae, models.device, models.precision.vae_dtype, None)
-        own = sorted((s for s in samples if not s.prior), key=lambda s: s.rel)
-        prior = sorted((s for s in samples if s.prior), key=lambda s: s.rel)
         m = config.measure
-        for name, (items, trigger) in {"subject": (own, config.dataset.trigger), "prior": (prior, "")}.items():
-            chosen = spread(items, m.pictures)
-            if chosen:
-                self.sets[name] = build_probe_set([(s.rel, s.path, s.bucket, s.caption) for s in chosen], encoder,
-                                                  m.timesteps, m.seed, models.device, trigger)
-        if held_out:
-            held = samples_from_report(replace(report, items=list(held_out)), config.dataset.trigger)
-            self.sets["held_out"] = build_probe_set([(s.rel, s.path, s.bucket, s.caption) for s in held], encoder,
-                                                    m.timesteps, m.seed, models.device)
+        for name, (chosen, trigger) in probe_pictures(config, samples, report, held_out).items():
+            self.sets[name] = build_probe_set([(s.rel, s.path, s.bucket, s.caption) for s in chosen], encoder,
+                                              m.timesteps, m.seed, models.device, trigger)
         self.add_base_samples()  # a resumed run: step 0 was sampled before
 
     @property

@@ -31,7 +31,7 @@ def measure_run(run_dir: str | Path, timesteps: int | None = None, pictures: int
     from trainer.train import checkpoint as ckpt
     from trainer.train.distributed import Dist
     from trainer.train.modelset import load_models
-    from trainer.train.preparation import scan_and_plan
+    from trainer.train.preparation import foreseen_text, scan_and_plan
     from trainer.train.probes import ModelMeasures
 
     paths = RunPaths(Path(run_dir))
@@ -49,7 +49,7 @@ def measure_run(run_dir: str | Path, timesteps: int | None = None, pictures: int
     cfg.dataset.cache_latents = False  # the probes encode their own pictures; nothing trains
     dist = Dist()
     report, plan, held_out = scan_and_plan(cfg, dist)
-    models = load_models(cfg, dist)
+    models = load_models(cfg, dist, foreseen_text(cfg, report, held_out))
     samples = samples_from_report(report, cfg.dataset.trigger)
     measures = ModelMeasures(cfg, dist, plan, models, paths, samples, report, held_out)
     rows = []

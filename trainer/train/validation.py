@@ -106,6 +106,13 @@ def held_out_folder(cfg: Config) -> list[Any]:
     return [it for it in folder.items if not it.prior]
 
 
+def validation_samples(config: Config, report: DatasetReport, held_out: list[Any]) -> list[Sample]:
+    """The held-out pictures as samples, captions as written; none when validation is off."""
+    if not config.validation.enabled:
+        return []
+    return samples_from_report(replace(report, items=list(held_out)), config.dataset.trigger)
+
+
 class Validator:
     """The run's validation loss: the held-out set encoded once with the data, scored at the plan's steps on rank
     0. ``vset`` is None when validation is off."""
@@ -115,7 +122,7 @@ class Validator:
         self.config, self.dist, self.plan, self.models = config, dist, plan, models
         self.vset: ValidationSet | None = None
         if config.validation.enabled:
-            samples = samples_from_report(replace(report, items=list(held_out)), config.dataset.trigger)
+            samples = validation_samples(config, report, held_out)
             encoder = LatentCache(models.pipe.vae, models.device, models.precision.vae_dtype, None)
             timesteps = fixed_timesteps(config.validation.timesteps, models.schedule.num_timesteps)
             self.vset = build_validation_set(samples, encoder, timesteps, config.validation.seed, models.device)

@@ -21,8 +21,8 @@ from ..i18n import t
 
 BY_PATH = {f.path: f for f in FIELDS}
 # the settings the estimate reads; a change to any of them refreshes it
-WATCHED = ("base", "resolution", "batch_size", "precision", "optimizer", "grad_ckpt", "cache_latents", "rank",
-           "conv_rank", "targets", "train_te", "ema")
+WATCHED = ("base", "resolution", "batch_size", "precision", "optimizer", "grad_ckpt", "cache_latents", "offload_te",
+           "rank", "conv_rank", "targets", "train_te", "ema")
 
 
 def build(ui: UI) -> None:
@@ -48,9 +48,21 @@ def memory_markdown(ui: UI, values: dict[str, Any], lang: str, report_state: Any
 
 
 def _table(plan: MemoryPlan, lang: str) -> str:
-    """The estimate as a Markdown table by part, and the verdict on the device."""
-    rows = [f"| {words.say(f'memory.part.{k}', lang)} | {gib(v)} |" for k, v in plan.parts.items() if v]
-    rows.append(f"| **{words.say('memory.total', lang)}** | **{gib(plan.total)}** |")
+    """The estimate as a Markdown table by part (by phase, when the text encoders leave the device after encoding
+    the captions), and the verdict on the device."""
+
+    def rows_of(parts: dict[str, int]) -> list[str]:
+        return [f"| {words.say(f'memory.part.{k}', lang)} | {gib(v)} |" for k, v in parts.items() if v]
+
+    if plan.encode:
+        rows = []
+        for phase, parts in (("encode", plan.encode), ("train", plan.parts)):
+            rows += [f"| *{words.say(f'memory.phase.{phase}', lang)}* | |", *rows_of(parts),
+                     f"| {words.say('memory.phase.total', lang)} | {gib(sum(parts.values()))} |"]
+        rows.append(f"| **{words.say(f'memory.peak.{plan.phase}', lang)}** | **{gib(plan.total)}** |")
+    else:
+        rows = rows_of(plan.parts)
+        rows.append(f"| **{words.say('memory.total', lang)}** | **{gib(plan.total)}** |")
     free = gib(plan.free) if plan.free is not None else "?"
     w, h = plan.resolution
     verdict = words.say("memory.summary", lang, verdict=words.say(f"memory.verdict.{plan.verdict}", lang),

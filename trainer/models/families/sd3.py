@@ -32,6 +32,9 @@ class SD3(ModelFamily):
                     optional=True, trainable=False),
     )
     pooled_text = True
+    # encode_prompt pads the CLIPs' states to T5's width and puts T5's 256 tokens after them, as encode_text does
+    prompt_embedding_names = ("prompt_embeds", "negative_prompt_embeds", "pooled_prompt_embeds",
+                              "negative_pooled_prompt_embeds")
     kohya_script = "sd3_train_network.py"
     kohya_layout = "mmdit"
     kohya_network_module = "networks.lora_sd3"
@@ -132,6 +135,10 @@ class SD3(ModelFamily):
             t5_states = t5_states.to(clip.dtype)
         clip = torch.nn.functional.pad(clip, (0, t5_states.shape[-1] - clip.shape[-1]))
         return torch.cat([clip, t5_states], dim=-2), torch.cat(pooled, dim=-1)
+
+    def encode_prompt_kwargs(self):
+        # the second and third prompts default to the first, as the pipeline's __call__ leaves them
+        return {"prompt_2": None, "prompt_3": None}
 
     def text_pairs(self, pipe):
         pairs = super().text_pairs(pipe)

@@ -22,6 +22,10 @@ class SDXL(UNetFamily):
         TextEncoder("text_encoder_2", "tokenizer_2", "CLIPTextModelWithProjection", "te2", "lora_te2", "clip_g"),
     )
     pooled_text = True
+    # the pipeline's encode_prompt also returns both pooled embeddings; with no negative prompt its negative halves are
+    # zeros (force_zeros_for_empty_prompt), which encode_prompts gets from that same code
+    prompt_embedding_names = ("prompt_embeds", "negative_prompt_embeds", "pooled_prompt_embeds",
+                              "negative_pooled_prompt_embeds")
     kohya_unet_original_names = True
     kohya_script = "sdxl_train_network.py"
     kohya_sdxl = True

@@ -18,6 +18,8 @@ class UNetFamily(ModelFamily):
     }
     conv_lora: ClassVar[bool] = True
     writes_single_file: ClassVar[bool] = True  # families/ldm.py
+    # SD1.5's pipeline: encode_prompt returns the two hidden states, the negative's "" (or the negative prompt's)
+    prompt_embedding_names: ClassVar[tuple[str, ...]] = ("prompt_embeds", "negative_prompt_embeds")
 
     def noise_schedule(self, scheduler_config, prediction_type):
         from trainer.models.families.noise import DDPMSchedule
