@@ -108,10 +108,16 @@ def kohya_state_dict(
     out: dict[str, torch.Tensor] = {}
     adapter = model_family(family)
     for role, sd in peft_states.items():
+        rank_alpha = lambda module, r=role: trained_rank_alpha(lora_configs, r, module)  # noqa: E731
         if role == adapter.denoiser_component and adapter.kohya_layout == "mmdit":
             from trainer.export.mmdit import mmdit_state_dict
 
-            out.update(mmdit_state_dict(sd, lambda module, r=role: trained_rank_alpha(lora_configs, r, module), dtype))
+            out.update(mmdit_state_dict(sd, rank_alpha, dtype))
+            continue
+        if role == adapter.denoiser_component and adapter.kohya_layout == "flux":
+            from trainer.export.flux import flux_state_dict
+
+            out.update(flux_state_dict(sd, rank_alpha, unet_config, dtype))
             continue
         for key, tensor in sd.items():
             m = re.match(r"(.*)\.lora_([AB])\.weight$", key)

@@ -100,6 +100,7 @@ def load_models(cfg: Config, dist: Dist, foreseen: ForeseenText | None = None) -
         pipe.to(device)
         adapter.prepare_weights(pipe, precision.weight_dtype)
     pipe.vae.to(dtype=precision.vae_dtype)
+    adapter.apply_model_settings(pipe, cfg.model)
     denoiser = adapter.denoiser(pipe)
     schedule = adapter.noise_schedule(pipe.scheduler.config, base_info.prediction_type)
     lora = attach_lora(pipe, cfg.lora, family, cfg.train.seed, cfg.dataset.trigger)
