@@ -80,29 +80,65 @@ def full_depth(size: str, precision: str, ckpt: bool, res: int, batch: int) -> d
     return out
 
 
+def flux_cell(double: int, single: int, precision: str, ckpt: bool, res: int, batch: int) -> dict:
+    """FLUX.1-dev at full width with ``double`` double-stream and ``single`` single-stream blocks, rank-16 attention
+    LoRA (the double blocks' both streams, the single blocks' q, k, v)."""
+    import memory_probe as mp
+
+    model = mp.build_unet("flux", torch.float32 if precision == "fp32" else torch.bfloat16, num_layers=double,
+                          num_single_layers=single)
+    lora = mp.attach(model, "flux")
+    grads = 4 * sum(p.numel() for p in lora.trainable("transformer"))
+    peak = mp.step_peak(model, "flux", res, batch, precision, ckpt)
+    del model, lora
+    return {"measured": peak["tensors"], "lora_grads": grads}
+
+
+def flux_full_depth(precision: str, ckpt: bool, res: int, batch: int) -> dict:
+    """FLUX.1-dev's figures from three truncated models: 2 double + 2 single blocks, one more double, one more single.
+    Each kind's per-block ``d`` is a difference at 2 → 3 blocks (never 1 → 2: with checkpointing the peak holds one
+    block's recompute besides the saved inputs); ``c`` (the embedders, the final layer, the loss, and that
+    recompute) is what the 2 + 2 model holds beyond its four blocks; the full model is ``c + 19·d_double +
+    38·d_single``."""
+    config = json.loads((REPO / "trainer/models/model_configs/flux/transformer/config.json").read_text())
+    two = flux_cell(2, 2, precision, ckpt, res, batch)
+    more_double = flux_cell(3, 2, precision, ckpt, res, batch)
+    more_single = flux_cell(2, 3, precision, ckpt, res, batch)
+    out: dict = {}
+    for key in ("measured", "lora_grads"):
+        d_double, d_single = more_double[key] - two[key], more_single[key] - two[key]
+        base = two[key] - 2 * d_double - 2 * d_single
+        out[key] = round(base + config["num_layers"] * d_double + config["num_single_layers"] * d_single)
+        out[f"{key}_per_block"] = {"double": d_double, "single": d_single}
+        out[f"{key}_base"] = round(base)
+    return out
+
+
 def main() -> None:
     from bench_memory import estimate, fit
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--precision", default="bf16", choices=("bf16", "fp32"))
     ap.add_argument("--cells", default="", help="e.g. 256x1,128x4 (default: the fit cells and the held-out ones)")
-    ap.add_argument("--size", default="sd3", choices=("sd3", "sd3-large"))
+    ap.add_argument("--size", default="sd3", choices=("sd3", "sd3-large", "flux"))
     ap.add_argument("--fit", action="store_true")
     ap.add_argument("--full", default="", help="also measure the whole Medium at this cell, e.g. 128x1 (slow)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--ckpt", default="both", choices=("both", "off", "on"), help="gradient checkpointing cells")
     args = ap.parse_args()
     cells = tuple(tuple(int(n) for n in c.split("x")) for c in args.cells.split(",") if c) or FIT_CELLS + HELD_OUT
-    print(f"SD3.5 {args.size}, full width, rank-16 attention LoRA, {args.precision}, CPU; MiB of activations + LoRA "
+    print(f"{args.size}, full width, rank-16 attention LoRA, {args.precision}, CPU; MiB of activations + LoRA "
           "gradients (the step's transient), from 2 and 3 blocks carried to the model's depth")
     print(f"{'ckpt':>5} {'px':>4} {'batch':>5} {'estimate':>9} {'measured':>9} {'error':>7}  (fit cell?)")
     rows = []
     t0 = time.perf_counter()
     for ckpt in {"both": (False, True), "off": (False,), "on": (True,)}[args.ckpt]:
         for res, batch in cells:
-            r = full_depth(args.size, args.precision, ckpt, res, batch)
-            est = estimate(args.size, args.precision, res, batch, ckpt, family="sd3")
-            row = {"family": "sd3", "size": args.size, "precision": args.precision, "ckpt": ckpt, "res": res,
+            family = "flux" if args.size == "flux" else "sd3"
+            r = (flux_full_depth(args.precision, ckpt, res, batch) if family == "flux"
+                 else full_depth(args.size, args.precision, ckpt, res, batch))
+            est = estimate(args.size, args.precision, res, batch, ckpt, family=family)
+            row = {"family": family, "size": args.size, "precision": args.precision, "ckpt": ckpt, "res": res,
                    "batch": batch, "estimate": est, **r}
             rows.append(row)
             if args.json:
