@@ -1,6 +1,7 @@
 """Flux.1 bases: what their configs say about distillation, and the single files not loaded here."""
 
 TEXTS = {
+    "field.family.choice.flux": ("Flux.1", "Flux.1"),
     # the {reason} of base.distilled and error.train.distilled
     "flux.distilled.timestep": (
         "its transformer takes no guidance embedding and its scheduler has no resolution-dependent shift "
