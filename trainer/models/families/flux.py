@@ -105,12 +105,24 @@ class Flux(ModelFamily):
         # (the single blocks see one joined sequence, with no projection of the text's own)
         "cross_kv": ["attn.add_k_proj", "attn.add_v_proj"],
     }
+    # FLUX.1-dev at full width on the CPU (bench/memory_depth.py --size flux): each cell measured on 2 double + 2
+    # single blocks, one double more and one single more, and carried to 19 + 38 blocks; 512 T5 tokens a sample,
+    # rank-16 attention LoRA. Measured, fp32, bytes of the step's transient beyond the LoRA gradients: without
+    # checkpointing 256 px 6,671,784,968, 320 px 7,941,307,976, 128 px batch 4 20,766,266,144 (fitted through all
+    # three: no cell held out); with checkpointing 256 px 661,170,180 and 320 px 804,788,868 (per pixel through both;
+    # all of the rest counted per sample, as the blocks' saved inputs and the one block recomputed are: its batch
+    # split is not measured). A block keeps, per sample, 123 MB at 256 px without checkpointing and exactly its
+    # inputs with it (768 tokens × 3072 × 4 bytes = 9,437,184). Not measured (a bf16 cell takes about six times an
+    # fp32 one on this CPU): half without checkpointing is fp32's × 0.744 (SD3.5's measured bf16/fp32 ratio), half
+    # with it fp32's × 0.5 (the saved inputs in 2 bytes instead of 4); those and fp32's checkpointed batch split are
+    # provisional, and the plan says so.
     activations: ClassVar[Activations] = {
-        ("fp32", False): (-51_196_581, 685_654_297, 673_414.0),
-        ("fp32", True): (-46_768_124, 91_081_464, 69_498.0),
-        ("half", False): (-38_104_243, 510_314_120, 501_204.0),
-        ("half", True): (-23_955_301, 46_653_227, 32_902.5),
+        ("fp32", False): (-283_305_216, 4_698_160_392, 2_204_033.0),
+        ("fp32", True): (0, 405_848_068, 249_338.0),
+        ("half", False): (-210_779_081, 3_495_431_332, 1_639_800.6),
+        ("half", True): (0, 202_924_034, 124_669.0),
     }
+    provisional_activations = frozenset({("fp32", True), ("half", False), ("half", True)})
     reference_widths = (19 + 38 + 1) * 3072  # FLUX.1-dev: 19 double and 38 single blocks of 3072 channels
     bf16_native = True
     min_snr = False  # rectified flow
@@ -292,7 +304,7 @@ def _sampler_class():
         def __call__(self, *args: Any, latents=None, guidance_scale: float = SAMPLE_GUIDANCE, **kwargs: Any):
             if latents is not None and latents.ndim == 4:
                 b, c, h, w = latents.shape
-                latents = self._pack_latents(latents, b, c, h, w)
+                latents = FluxPipeline._pack_latents(latents, b, c, h, w)
             true_cfg = 1.0
             if self.flux_guidance == "guidance":
                 guidance_scale = SAMPLE_GUIDANCE
@@ -303,7 +315,7 @@ def _sampler_class():
                     kwargs["negative_prompt"] = [""] * len(kwargs["prompt"])
             else:
                 kwargs.pop("negative_prompt", None)
-            return super().__call__(*args, latents=latents, guidance_scale=guidance_scale, true_cfg_scale=true_cfg,
-                                    max_sequence_length=self.t5_tokens, **kwargs)
+            return FluxPipeline.__call__(self, *args, latents=latents, guidance_scale=guidance_scale,
+                                         true_cfg_scale=true_cfg, max_sequence_length=self.t5_tokens, **kwargs)
 
     return FluxSampler
