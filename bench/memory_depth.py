@@ -12,6 +12,10 @@ of another width before its last. So each cell is measured on four truncated mod
     python bench/memory_depth.py --precision fp32 --fit       # fit and held-out cells, both checkpointing modes
     python bench/memory_depth.py --precision bf16 --ckpt off --cells 256x1,320x1   # bf16 (~6x slower on a CPU)
     python bench/memory_depth.py --size sd3-large --cells 128x1                    # Large, 2 and 3 blocks, vs the plan
+    python bench/memory_depth.py --size flux --precision fp32 --cells 256x1,320x1,128x4 --json   # FLUX.1-dev
+
+``--size flux`` measures FLUX.1-dev on three truncated models per cell (2 double + 2 single blocks, one double more,
+one single more; :func:`flux_full_depth`): 5-6 GB of memory each in fp32 and 7-10 minutes a cell on two shared cores.
 
 On this machine's two cores an fp32 128 px cell (its eight truncated models) takes about a minute of CPU time,
 a bf16 one about six. ``--size sd3-large`` measures Large's own blocks (width 2432, no dual attention) and compares its extrapolated
