@@ -116,4 +116,7 @@ TEXTS: dict[str, tuple[str, str]] = {
         "nearest it has",
         "sd-scripts에는 fp8_base만 있음: 우리는 고정 가중치를 {mode} 형식으로 저장하지만 sd-scripts는 못 함. 가장 가까운 "
         "fp8로 둠"),
+    "kohya.export.block_swap_script": (
+        "sd-scripts' {script} swaps no blocks (its SD3.5 and FLUX scripts do): it keeps the whole model on the GPU",
+        "sd-scripts의 {script} 스크립트는 블록을 옮기지 않음(SD3.5와 FLUX 스크립트는 옮김): 모델 전체를 GPU에 둠"),
 }  # fmt: skip

@@ -22,7 +22,7 @@ from ..i18n import t
 BY_PATH = {f.path: f for f in FIELDS}
 # the settings the estimate reads; a change to any of them refreshes it
 WATCHED = ("base", "resolution", "batch_size", "precision", "optimizer", "grad_ckpt", "cache_latents", "offload_te",
-           "rank", "conv_rank", "targets", "train_te", "ema")
+           "base_quant", "block_swap", "rank", "conv_rank", "targets", "train_te", "ema")
 
 
 def build(ui: UI) -> None:
