@@ -20,7 +20,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainer.errors import UserError
-from trainer.kohya.mapping import BY_GUI, BY_SD, N_TE_CACHE, Row, as_bool, as_float, as_int, is_neutral, optional_int
+from trainer.kohya.mapping import (
+    BY_GUI,
+    BY_SD,
+    N_TE_CACHE,
+    Row,
+    as_bool,
+    as_float,
+    as_int,
+    is_neutral,
+    optional_int,
+)
 from trainer.message import Msg, msg
 from trainer.models.families.sd3 import T5_TOKENS
 

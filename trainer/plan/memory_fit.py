@@ -137,8 +137,9 @@ def fit_to_memory(cfg: Config, budget: int, buckets: list[dict] | None = None, r
             plan = estimate(_apply(cfg, trial))
             if fits(plan):
                 chosen, after = trial, plan
-        chosen, after = _fewest_blocks(cfg, [s for s in chosen if s[0][0] != "model.block_swap"], after, device,
-                                       estimate, fits)
+        kept = [s for s in chosen if s[0][0] != "model.block_swap"]
+        if len(kept) < len(chosen):  # fewer blocks may do now
+            chosen, after = _fewest_blocks(cfg, kept, estimate(_apply(cfg, kept)), device, estimate, fits)
     new_cfg = _apply(cfg, chosen)
     changes = [{"key": k, "old": cfg.get(k), "new": v, "why": _why(k, v, after)} for step in chosen for k, v in step]
     result = FitResult(new_cfg, changes, before, after, budget, fits(after))

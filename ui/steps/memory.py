@@ -67,7 +67,9 @@ def _table(plan: MemoryPlan, lang: str) -> str:
     w, h = plan.resolution
     verdict = words.say("memory.summary", lang, verdict=words.say(f"memory.verdict.{plan.verdict}", lang),
                         device=plan.device_words(), free=free, w=w, h=h)
-    warnings = [f"- {words.say(w, lang)}" for w in plan.warnings]
+    # what the low-memory switches cost in speed and numerics, then the warnings
+    lowmem = [n for n in plan.notes if getattr(n, "code", "").startswith("memory.lowmem.")]
+    warnings = [f"- {words.say(w, lang)}" for w in (*lowmem, *plan.warnings)]
     return "\n".join([words.say("memory.table_head", lang) + "\n|---|---:|", *rows, "", verdict,
                       *(["", *warnings] if warnings else [])])
 
