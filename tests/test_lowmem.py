@@ -350,3 +350,18 @@ def test_kohya_export_and_import_carry_both_switches(base, tmp_path):
     sd15 = from_dict({"model": {"family": "sd15", "block_swap": 2}})
     args, _, _, rep = to_kohya(sd15, tmp_path)
     assert "blocks_to_swap" not in args and "model.block_swap" in {e["key"] for e in rep.of("unsupported")}
+
+
+def test_the_gpu_benchmark_runs_its_path_on_the_cpu():
+    """bench/bench_lowmem.py (bench/gpu_check.sh part 7) on the tiny SD3.5: every cell places, trains and times."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "bench/bench_lowmem.py", "--smoke", "--steps", "1"], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    cells, measured = lines[:-1], lines[-1]["measured"]
+    assert [(c["mode"], c["block_swap"]) for c in cells] == [("none", 0), ("int8", 0), ("nf4", 0), ("fp8", 0),
+                                                             ("none", 2)]
+    assert cells[-1]["copied_bytes_per_step"] > 0 and set(measured["quant_slowdown"]) == {"int8", "nf4", "fp8"}

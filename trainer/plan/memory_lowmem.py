@@ -9,7 +9,7 @@ run's weight dtype. Each use dequantizes one layer at a time into the compute dt
 transient part. Block swap takes the last N blocks' frozen bytes off the device and adds one block in flight (one
 swapped block is on the device at a time); their bytes wait in pinned CPU memory.
 
-The slowdowns are estimates, marked provisional until a GPU measures them (``bench/gpu_check.sh``, part 9; the
+The slowdowns are estimates, marked provisional until a GPU measures them (``bench/gpu_check.sh``, part 7, ``bench/bench_lowmem.py``; the
 measured factors then replace :data:`QUANT_SLOWDOWN`, :data:`PCIE_BYTES_PER_S` and :data:`GPU_FLOPS`):
 block swap copies each swapped block to the device twice a step (forward, backward; gradient checkpointing's
 recomputation finds it already there) on the compute stream, not overlapped with compute, at an assumed PCIe
