@@ -17,12 +17,13 @@ from trainer.data.batches import captions_are_augmented
 from trainer.errors import UserError
 from trainer.message import msg
 from trainer.models.base import BaseInfo, load_pipeline
+from trainer.models.blockswap import BlockSwap
 from trainer.models.conditioning import ForeseenText, TextConditioner
 from trainer.models.families.noise import NoiseSchedule
 from trainer.models.family import ModelFamily
 from trainer.models.family import family as model_family
 from trainer.models.lora import LoraModules, attach_lora
-from trainer.models.lowmem import BlockSwap, is_low_memory, prepare_low_memory, set_compute_dtype
+from trainer.models.lowmem import is_low_memory, prepare_low_memory, set_compute_dtype
 from trainer.models.precision import PrecisionPlan, decide_precision, make_grad_scaler, resolve_device
 from trainer.sampling import sampling_pipeline
 from trainer.train.distributed import Dist
