@@ -185,6 +185,11 @@ class ModelFamily:
         """The denoiser built from its config (under ``torch.device("meta")``: no memory)."""
         raise NotImplementedError
 
+    def denoiser_blocks(self, denoiser) -> list | None:
+        """The denoiser's repeated blocks in forward order, which ``model.block_swap`` may keep in CPU memory between
+        uses (each must be called once per forward, taking and returning tensors); None: this family cannot swap."""
+        return None
+
     def denoiser_config(self, pipe) -> dict[str, Any]:
         """The denoiser's config, as the run's LoRA files record it."""
         return dict(self.denoiser(pipe).config)

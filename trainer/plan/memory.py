@@ -31,6 +31,7 @@ from trainer.models.family import chosen_family, family_of_hub_id, family_of_pip
 from trainer.models.family import family as model_family
 from trainer.models.lora import CONV_PATTERN
 from trainer.models.precision import decide_precision, resolve_device
+from trainer.plan.memory_lowmem import denoiser_weights
 
 GIB = 2**30
 TIGHT_SHARE = 0.85
@@ -88,6 +89,8 @@ class MemoryPlan:
     encode: dict[str, int] | None = None
     """The encoding phase's parts, when there is one."""
     phase: str = "train"  # the phase ``total`` is the peak of: train | encode
+    low_memory: dict[str, Any] | None = None
+    """model.base_quant's and model.block_swap's figures: slowdowns, pinned CPU memory (trainer.plan.memory_lowmem)."""
 
     @property
     def train_total(self) -> int:
@@ -108,13 +111,14 @@ class MemoryPlan:
                 "device_total": self.device_total, "verdict": self.verdict, "resolution": list(self.resolution),
                 "notes": [n.to_json() for n in self.notes], "warnings": [w.to_json() for w in self.warnings],
                 **({"phases": {"encode": self.encode_total, "train": self.train_total}, "peak_phase": self.phase,
-                    "encode_parts": dict(self.encode)} if self.encode else {})}
+                    "encode_parts": dict(self.encode)} if self.encode else {}),
+                **({"low_memory": self.low_memory} if self.low_memory else {})}
 
 
 def gib(n: int | float | None) -> str:
     if n is None:
         return "?"
-    return f"{n / GIB:.2f} GiB" if n >= GIB / 10 else f"{n / 2**20:.0f} MiB"
+    return f"{n / GIB:.2f} GiB" if abs(n) >= GIB / 10 else f"{n / 2**20:.0f} MiB"
 
 
 # ------------------------------------------------------------------------------------- model shapes
@@ -133,6 +137,7 @@ class ModelShapes:
     widths: int  # the UNet's summed block widths (activations scale with them)
     unet_layers: tuple[tuple[str, str, tuple[int, ...]], ...]  # (name, Linear | Conv2d, weight shape)
     te_layers: tuple[tuple[tuple[str, tuple[int, ...]], ...], ...]  # per text encoder: (name, weight shape)
+    blocks: tuple[tuple[str, int], ...] | None = None  # the denoiser's repeated blocks: (name, params); None: no swap
 
 
 def _layers(model: torch.nn.Module) -> tuple:
@@ -155,6 +160,8 @@ def model_shapes(source: str, family: str) -> ModelShapes:
         else:
             unet, vae, encoders = adapter.models_from_configs(Path(source))
     count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    names = {id(m): n for n, m in unet.named_modules()}
+    blocks = adapter.denoiser_blocks(unet)
     kinds = tuple((_encoder_kind(e), count(e)) for e in encoders)
     te_layers = tuple(tuple((n, s) for n, _, s in _layers(e)) for e in encoders)
     return ModelShapes(
@@ -162,6 +169,7 @@ def model_shapes(source: str, family: str) -> ModelShapes:
         vae_scale=2 ** (len(vae.config.block_out_channels) - 1),
         vae_force_upcast=bool(vae.config.get("force_upcast", False)),
         widths=adapter.activation_width(unet.config), unet_layers=_layers(unet), te_layers=te_layers,
+        blocks=None if blocks is None else tuple((names[id(b)], count(b)) for b in blocks),
     )
 
 
@@ -296,8 +304,10 @@ def estimate_memory(cfg: Config, buckets: list[dict] | None = None, device: torc
     if not cfg.dataset.cache_latents:  # encoded before the UNet runs: only its excess over the step's peak counts
         v0, v1 = VAE_ENCODE
         vae_extra = max(0.0, batch * (v0 + v1 * width * height) * vae_bytes / 4 - activations - text_acts)
+    low = denoiser_weights(cfg, shapes, wbytes, 2 if half else 4, latent_pixels, adapter.label,
+                           device.type in SHARED_MEMORY)
     parts = {
-        "unet_weights": shapes.unet * wbytes,
+        **low.parts,
         "text_encoder_weights": 0 if offloaded else text_weights,
         # after the latent cache is filled the VAE goes back to the CPU (Feeder.cache_latents); on a CPU it stays
         "vae_weights": shapes.vae * vae_bytes if (not cfg.dataset.cache_latents or device.type == "cpu") else 0,
@@ -319,12 +329,12 @@ def estimate_memory(cfg: Config, buckets: list[dict] | None = None, device: torc
     train_total, encode_total = sum(rounded.values()), sum(encode.values()) if encode else 0
     total, phase = max((train_total, "train"), (encode_total, "encode"))
     name, asked_free, device_total = device_memory(device) if free == -1 else (device_name or str(device), free, None)
-    notes: list[Msg] = []
+    notes: list[Msg] = low.notes
     if precision.fallback:
         notes.append(precision.fallback)
     if shapes.widths != adapter.reference_widths:
         notes.append(msg("memory.note.scaled_activations"))
-    warnings = []
+    warnings = low.warnings
     if precision.precision == "fp16" and adapter.bf16_native:
         warnings.append(msg("memory.warn.fp16_family", family=adapter.label))
     if key in adapter.provisional_activations:
@@ -334,7 +344,7 @@ def estimate_memory(cfg: Config, buckets: list[dict] | None = None, device: torc
     if cfg.train.min_snr_gamma > 0 and not adapter.min_snr:
         warnings.append(msg("memory.warn.min_snr", family=adapter.label, gamma=cfg.train.min_snr_gamma))
     return MemoryPlan(rounded, total, name, asked_free, verdict_for(total, asked_free), device_total,
-                      (width, height), notes, warnings, encode, phase)
+                      (width, height), notes, warnings, encode, phase, low.info or None)
 
 
 def text_encode_rows(cfg: Config) -> int:
