@@ -110,3 +110,39 @@ def snapshot_of(snap: dict[str, Any]):
 
         snap["refusal"] = Msg.from_json(snap["refusal"])
     return RunSnapshot(**snap)
+
+
+class StopAt(Hooks):
+    """A user's Stop after ``step``."""
+
+    def __init__(self, step: int, commands):
+        self.step, self.commands = step, commands
+
+    def after_step(self, trainer):
+        if trainer.state.global_step == self.step:
+            self.commands.stop()
+
+
+def assert_stopped_run_resumes_bit_for_bit(base: str, dataset: Path, tmp_path: Path) -> None:
+    """A run of ``base`` stopped after step 3 and resumed gives the losses and the LoRA of one that never stopped, bit
+    for bit (shuffled tags, noise offset and EMA on: every random draw and every state must come back)."""
+    import torch
+    from safetensors.torch import load_file
+
+    from trainer.io import read_jsonl
+    from trainer.run.events import MemorySink
+    from trainer.train.commands import Commands
+    from trainer.train.loop import run_training
+
+    over = {"train.max_steps": 6, "dataset.shuffle_tags": True, "train.noise_offset": 0.05, "ema.enabled": True}
+    straight = run_training(tiny_config(dataset, tmp_path / "a", over, base=base), MemorySink())
+    commands = Commands()
+    first = run_training(tiny_config(dataset, tmp_path / "b", over, base=base), MemorySink(), commands,
+                         hooks=StopAt(3, commands))
+    assert first.status == "stopped"
+    resumed = run_training(tiny_config(dataset, tmp_path / "b", over, base=base), MemorySink(), resume=first.run_dir)
+    assert resumed.status == "finished"
+    a, b = (read_jsonl(r.run_dir / "metrics.jsonl") for r in (straight, resumed))
+    assert [r["loss"] for r in a] == [r["loss"] for r in b]
+    la, lb = (load_file(str(r.run_dir / "final" / "lora_diffusers.safetensors")) for r in (straight, resumed))
+    assert la.keys() == lb.keys() and all(torch.equal(la[k], lb[k]) for k in la)

@@ -13,11 +13,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from tests.helpers import Overflow, tiny_config, write_toy_dataset
+from tests.helpers import Overflow, assert_stopped_run_resumes_bit_for_bit, tiny_config, write_toy_dataset
 from trainer.cli import main as cli_main
 from trainer.io import read_jsonl
 from trainer.run.events import MemorySink, Started
-from trainer.train.hooks import Hooks
 from trainer.train.loop import run_training
 
 
@@ -194,33 +193,8 @@ def test_a_base_without_t5_conditions_on_zeros_in_its_place(base, dataset, tmp_p
     assert torch.equal(hidden0[:, :77], hidden[:, :77]) and not hidden0[:, 77:].any()
 
 
-class StopAt(Hooks):
-    """A user's Stop after ``step``."""
-
-    def __init__(self, step: int, commands):
-        self.step, self.commands = step, commands
-
-    def after_step(self, trainer):
-        if trainer.state.global_step == self.step:
-            self.commands.stop()
-
-
 def test_a_stopped_sd3_run_resumes_bit_for_bit(base, dataset, tmp_path):
-    from trainer.train.commands import Commands
-
-    over = {"train.max_steps": 6, "dataset.shuffle_tags": True, "train.noise_offset": 0.05, "ema.enabled": True}
-    straight = run_training(tiny_config(dataset, tmp_path / "a", over, base=str(base)), MemorySink())
-    commands = Commands()
-    first = run_training(tiny_config(dataset, tmp_path / "b", over, base=str(base)), MemorySink(), commands,
-                         hooks=StopAt(3, commands))
-    assert first.status == "stopped"
-    resumed = run_training(tiny_config(dataset, tmp_path / "b", over, base=str(base)), MemorySink(),
-                           resume=first.run_dir)
-    assert resumed.status == "finished"
-    a, b = (read_jsonl(r.run_dir / "metrics.jsonl") for r in (straight, resumed))
-    assert [r["loss"] for r in a] == [r["loss"] for r in b]
-    la, lb = (load_file(str(r.run_dir / "final" / "lora_diffusers.safetensors")) for r in (straight, resumed))
-    assert la.keys() == lb.keys() and all(torch.equal(la[k], lb[k]) for k in la)
+    assert_stopped_run_resumes_bit_for_bit(str(base), dataset, tmp_path)
 
 
 def test_review_sweeps_strength_and_the_doctor_diagnoses_an_sd3_run(run):

@@ -52,8 +52,11 @@ libraries on a CPU."""
 TEXT_ACTIVATIONS: dict[tuple[str, str], float] = {("clip_l", "fp32"): 46_424_848, ("clip_l", "half"): 27_491_920,
                                                   ("clip_g", "fp32"): 4.44 * 46_424_848,
                                                   ("clip_g", "half"): 4.44 * 27_491_920,
-                                                  # T5 (SD3.5) never trains here: no activations kept for a backward
-                                                  ("t5", "fp32"): 0.0, ("t5", "half"): 0.0}
+                                                  # T5 (SD3.5) and Qwen3 (Z-Image) never train here: no
+                                                  # activations kept for a backward
+                                                  ("t5", "fp32"): 0.0, ("t5", "half"): 0.0,
+                                                  ("qwen3", "fp32"): 0.0, ("qwen3", "half"): 0.0}
+NEVER_TRAINED = frozenset({"t5", "qwen3"})  # text encoder kinds that take no LoRA (their families' TextEncoder.trainable)
 # The VAE encoding pictures without gradients (latents not cached): bytes per picture, c0 + c1 × pixels, fp32
 # (measured at 128 and 256 px: 50.5 and 201.6 MB).
 VAE_ENCODE: tuple[float, float] = (0.0, 3076.0)
@@ -168,6 +171,8 @@ def model_shapes(source: str, family: str) -> ModelShapes:
 def _encoder_kind(encoder) -> str:
     if "T5" in type(encoder).__name__:
         return "t5"
+    if "Qwen3" in type(encoder).__name__:
+        return "qwen3"
     return "clip_g" if encoder.config.hidden_size >= 1280 else "clip_l"
 
 
@@ -214,7 +219,9 @@ def lora_tensors(cfg: Config, shapes: ModelShapes) -> list[int]:
         fan_in = shape[1] * (shape[2] * shape[3] if kind == "Conv2d" else 1)
         out += [rank * fan_in, shape[0] * rank]
     if lc.train_text_encoder:
-        for layers in shapes.te_layers:
+        for (kind, _), layers in zip(shapes.text_encoders, shapes.te_layers):
+            if kind in NEVER_TRAINED:
+                continue
             for name, shape in layers:
                 if _matches(name, adapter.lora_targets("te", lc.targets)):
                     out += [lc.rank * shape[1], shape[0] * lc.rank]
