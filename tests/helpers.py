@@ -146,3 +146,47 @@ def assert_stopped_run_resumes_bit_for_bit(base: str, dataset: Path, tmp_path: P
     assert [r["loss"] for r in a] == [r["loss"] for r in b]
     la, lb = (load_file(str(r.run_dir / "final" / "lora_diffusers.safetensors")) for r in (straight, resumed))
     assert la.keys() == lb.keys() and all(torch.equal(la[k], lb[k]) for k in la)
+
+
+def tiny_model_folder(tmp_path_factory, family: str) -> Path:
+    """``python -m trainer tiny-model FAMILY DIR``'s folder (a diffusers pipeline of random weights)."""
+    from trainer.cli import main as cli_main
+
+    out = tmp_path_factory.mktemp(f"tiny-{family}")
+    assert cli_main(["tiny-model", family, str(out)]) == 0
+    return out
+
+
+def six_step_run(base: Path, dataset: Path, out: Path, overrides: dict[str, Any] | None = None):
+    """(result, sink) of 6 steps on ``base``: saves at 3, samples, the model measures, 2 held-out pictures, LoRA
+    on the attention and the feed forward."""
+    from trainer.run.events import MemorySink
+    from trainer.train.loop import run_training
+
+    cfg = tiny_config(dataset, out, {"train.max_steps": 6, "save.every_steps": 3, "sample.enabled": True,
+                                     "lora.targets": "attn_ff", "measure.enabled": True, "validation.holdout": 2,
+                                     **(overrides or {})}, base=str(base))
+    sink = MemorySink()
+    result = run_training(cfg, sink)
+    assert result.status == "finished", result.message
+    return result, sink
+
+
+def train_full_width(adapter, transformer, lora, scheduler_config: dict, hidden, pooled, steps: int = 2):
+    """``steps`` optimizer steps of ``lora`` (attached to a full-width ``transformer``) through the family's own
+    forward pass on one 64 px picture's latents (16 channels, 8×8) and the given text conditioning; the last loss."""
+    import torch
+
+    schedule = adapter.noise_schedule(scheduler_config, "flow")
+    gen = torch.Generator().manual_seed(1)
+    x0 = torch.randn(1, 16, 8, 8, generator=gen)
+    optimizer = torch.optim.AdamW(lora.trainable("transformer"), lr=1e-2)
+    for _ in range(steps):
+        t = schedule.draw(1, gen)
+        noisy, target = schedule.noised(x0, torch.randn(x0.shape, generator=gen), t)
+        pred = adapter.predict(transformer, noisy, schedule.model_timesteps(t), hidden, pooled, [(64, 64)])
+        loss = torch.nn.functional.mse_loss(pred.float(), target)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return loss

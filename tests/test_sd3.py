@@ -13,8 +13,14 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from tests.helpers import Overflow, assert_stopped_run_resumes_bit_for_bit, tiny_config, write_toy_dataset
-from trainer.cli import main as cli_main
+from tests.helpers import (
+    Overflow,
+    assert_stopped_run_resumes_bit_for_bit,
+    six_step_run,
+    tiny_config,
+    tiny_model_folder,
+    write_toy_dataset,
+)
 from trainer.io import read_jsonl
 from trainer.run.events import MemorySink, Started
 from trainer.train.loop import run_training
@@ -22,9 +28,7 @@ from trainer.train.loop import run_training
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("tiny-sd3")
-    assert cli_main(["tiny-model", "sd3", str(out)]) == 0
-    return out
+    return tiny_model_folder(tmp_path_factory, "sd3")
 
 
 @pytest.fixture(scope="module")
@@ -34,14 +38,7 @@ def dataset(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def run(base, dataset, tmp_path_factory):
-    cfg = tiny_config(dataset, tmp_path_factory.mktemp("runs"), {
-        "train.max_steps": 6, "save.every_steps": 3, "sample.enabled": True, "lora.targets": "attn_ff",
-        "lora.train_text_encoder": True, "measure.enabled": True, "validation.holdout": 2,
-    }, base=str(base))
-    sink = MemorySink()
-    result = run_training(cfg, sink)
-    assert result.status == "finished", result.message
-    return result, sink
+    return six_step_run(base, dataset, tmp_path_factory.mktemp("runs"), {"lora.train_text_encoder": True})
 
 
 def test_the_tiny_model_is_an_sd3_pipeline_with_t5(base):

@@ -15,7 +15,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from tests.helpers import tiny_config, write_toy_dataset
+from tests.helpers import tiny_config, train_full_width, write_toy_dataset
 from trainer.export.lora_files import write_diffusers, write_kohya
 from trainer.models.base import MODEL_CONFIG_DIR
 from trainer.models.family import family
@@ -53,19 +53,8 @@ def test_full_width_zimage_lora_trains_and_exports_comfyui_names(tmp_path):
     zimage = family("zimage")
     assert len(zimage.denoiser_blocks(transformer)) == len(BLOCKS)
     mods = attach_lora(types.SimpleNamespace(transformer=transformer), cfg.lora, "zimage", seed=0)
-    schedule = zimage.noise_schedule({"num_train_timesteps": 1000, "shift": 6.0}, "flow")
-    gen = torch.Generator().manual_seed(1)
-    x0 = torch.randn(1, 16, 8, 8, generator=gen)
-    hidden, mask = torch.randn(1, 16, 2560, generator=gen), torch.ones(1, 16)
-    optimizer = torch.optim.AdamW(mods.trainable("transformer"), lr=1e-2)
-    for _ in range(2):
-        t = schedule.draw(1, gen)
-        noisy, target = schedule.noised(x0, torch.randn(x0.shape, generator=gen), t)
-        pred = zimage.predict(transformer, noisy, schedule.model_timesteps(t), hidden, mask, [(64, 64)])
-        loss = torch.nn.functional.mse_loss(pred.float(), target)
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+    hidden, mask = torch.randn(1, 16, 2560, generator=torch.Generator().manual_seed(1)), torch.ones(1, 16)
+    loss = train_full_width(zimage, transformer, mods, {"num_train_timesteps": 1000, "shift": 6.0}, hidden, mask)
     assert torch.isfinite(loss)
 
     states = mods.adapter_state_dicts()

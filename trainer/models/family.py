@@ -324,9 +324,11 @@ def family_of_pipeline(class_name: str) -> ModelFamily:
 
 
 def family_of_hub_id(repo_id: str) -> ModelFamily:
-    """A guess from a hub id's name alone (for estimates made before anything is downloaded)."""
+    """A guess from a hub id's name alone (for estimates made before anything is downloaded), its hyphens and
+    underscores ignored (``Tongyi-MAI/Z-Image`` shows ZImage's marker)."""
+    name = repo_id.lower().replace("-", "").replace("_", "")
     for f in families():
-        if f.pipeline_marker and f.pipeline_marker.lower() in repo_id.lower():
+        if f.pipeline_marker and f.pipeline_marker.lower() in name:
             return f
     return family(DEFAULT)
 

@@ -67,7 +67,10 @@ VAE_ENCODE: tuple[float, float] = (0.0, 3076.0)
 # The encoders run one after another, so their sum is an upper bound; two captions at once measured 1.8-2.0×.
 TEXT_ENCODE: dict[tuple[str, str], float] = {("clip_l", "fp32"): 7_096_320, ("clip_l", "half"): 3_548_160,
                                               ("clip_g", "fp32"): 16_558_080, ("clip_g", "half"): 8_279_040,
-                                              ("t5", "fp32"): 85_983_232, ("t5", "half"): 42_991_616}
+                                              ("t5", "fp32"): 85_983_232, ("t5", "half"): 42_991_616,
+                                              # Z-Image's Qwen3-4B: 512 tokens, all 37 hidden states kept
+                                              # (bench/memory_text_encode.py qwen3; two captions 2.00×)
+                                              ("qwen3", "fp32"): 410_525_696, ("qwen3", "half"): 205_266_944}
 
 @dataclass
 class MemoryPlan:

@@ -76,13 +76,21 @@ class ZImage(ModelFamily):
         # values (every token, text and picture, is read through them).
         "cross_kv": ["attention.to_k", "attention.to_v"],
     }
-    # Z-Image at full width on the CPU (bench/memory_depth.py --size zimage): see the comment in _activations below.
+    # Z-Image at full width on the CPU (bench/memory_depth.py --size zimage): each cell measured on the real
+    # refiners (2 picture, 2 text) with 2 and 3 of the 3840-wide main blocks and carried to 30, a caption of 128
+    # Qwen3 tokens (a long one; bench/memory_probe.py ZIMAGE_TEXT_TOKENS), rank-16 attention LoRA. fp32 is fitted
+    # through the 128 and 256 px batch-1 cells, both checkpointing modes (1815 / 3697 MiB of activations without,
+    # 101 / 267 MiB with); every byte is counted per sample (no batch-4 cell was measured: a batch above 1 is
+    # over-, never under-estimated by the per-step share). Held out: 192 px, see docs/families.md. The half cells
+    # are not measured: fp32's scaled by SD3.5's measured bf16/fp32 ratios (0.744 without checkpointing; 0.512 per
+    # sample, 0.473 per pixel with it), so they are provisional and the plan says so.
     activations: ClassVar[Activations] = {
-        ("fp32", False): (0.0, 0.0, 0.0),
-        ("fp32", True): (0.0, 0.0, 0.0),
-        ("half", False): (0.0, 0.0, 0.0),
-        ("half", True): (0.0, 0.0, 0.0),
+        ("fp32", False): (0.0, 1_188_114_436, 2_450_396.0),
+        ("fp32", True): (0.0, 47_837_700, 227_101.0),
+        ("half", False): (0.0, 883_957_140, 1_823_094.6),
+        ("half", True): (0.0, 24_503_153, 107_516.6),
     }
+    provisional_activations: ClassVar[frozenset[tuple[str, bool]]] = frozenset({("half", False), ("half", True)})
     # What the activations scale with across sizes: the blocks' (depth × width); the refiners count as blocks
     reference_widths = (30 + 2 * 2) * 3840
     bf16_native = True
