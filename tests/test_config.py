@@ -75,6 +75,7 @@ def test_preset_is_applied_under_the_user_file(tmp_path):
 
 
 EXPECTED = {"sd15-character", "sd15-style", "sd15-concept", "sdxl-character", "sd3-character", "sd3-style",
+            "zimage-character",
             "stability-first", "low-vram",
             "demo-character"}
 

@@ -53,6 +53,14 @@ def kohya_name(original: str) -> str:
 def mmdit_state_dict(peft_state: dict[str, torch.Tensor], rank_alpha, dtype=torch.float16) -> dict[str, torch.Tensor]:
     """sd-scripts' tensors of the transformer's LoRA (peft's state dict, keys ``<module>.lora_A.weight``);
     ``rank_alpha(module)`` gives the rank and alpha each module trained with."""
+    return fused_state_dict(peft_state, rank_alpha, original_module, dtype)
+
+
+def fused_state_dict(peft_state: dict[str, torch.Tensor], rank_alpha, to_original, dtype=torch.float16,
+                     ) -> dict[str, torch.Tensor]:
+    """``lora_unet_*`` tensors of a transformer's LoRA named as ``to_original(module)`` names each module in the
+    original layout (its name there, and its part of a fused q, k, v layer or None), each fused layer's parts
+    written as one LoRA exactly (see the module's docstring)."""
     modules: dict[str, dict[str, torch.Tensor]] = {}
     for key, tensor in peft_state.items():
         m = re.match(r"(.*)\.lora_([AB])\.weight$", key)
@@ -61,7 +69,7 @@ def mmdit_state_dict(peft_state: dict[str, torch.Tensor], rank_alpha, dtype=torc
     fused: dict[str, dict[int, tuple[torch.Tensor, torch.Tensor, int, float]]] = {}
     out: dict[str, torch.Tensor] = {}
     for module, ab in sorted(modules.items()):
-        original, part = original_module(module)
+        original, part = to_original(module)
         rank, alpha = rank_alpha(module)
         if ab["A"].shape[0] != rank:
             raise ValueError(f"{module}: lora_A has rank {ab['A'].shape[0]}, its adapter config gives {rank}")

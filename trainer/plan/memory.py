@@ -53,8 +53,11 @@ libraries on a CPU."""
 TEXT_ACTIVATIONS: dict[tuple[str, str], float] = {("clip_l", "fp32"): 46_424_848, ("clip_l", "half"): 27_491_920,
                                                   ("clip_g", "fp32"): 4.44 * 46_424_848,
                                                   ("clip_g", "half"): 4.44 * 27_491_920,
-                                                  # T5 (SD3.5) never trains here: no activations kept for a backward
-                                                  ("t5", "fp32"): 0.0, ("t5", "half"): 0.0}
+                                                  # T5 (SD3.5) and Qwen3 (Z-Image) never train here: no
+                                                  # activations kept for a backward
+                                                  ("t5", "fp32"): 0.0, ("t5", "half"): 0.0,
+                                                  ("qwen3", "fp32"): 0.0, ("qwen3", "half"): 0.0}
+NEVER_TRAINED = frozenset({"t5", "qwen3"})  # text encoder kinds that take no LoRA (their families' TextEncoder.trainable)
 # The VAE encoding pictures without gradients (latents not cached): bytes per picture, c0 + c1 × pixels, fp32
 # (measured at 128 and 256 px: 50.5 and 201.6 MB).
 VAE_ENCODE: tuple[float, float] = (0.0, 3076.0)
@@ -65,7 +68,10 @@ VAE_ENCODE: tuple[float, float] = (0.0, 3076.0)
 # The encoders run one after another, so their sum is an upper bound; two captions at once measured 1.8-2.0×.
 TEXT_ENCODE: dict[tuple[str, str], float] = {("clip_l", "fp32"): 7_096_320, ("clip_l", "half"): 3_548_160,
                                               ("clip_g", "fp32"): 16_558_080, ("clip_g", "half"): 8_279_040,
-                                              ("t5", "fp32"): 85_983_232, ("t5", "half"): 42_991_616}
+                                              ("t5", "fp32"): 85_983_232, ("t5", "half"): 42_991_616,
+                                              # Z-Image's Qwen3-4B: 512 tokens, all 37 hidden states kept
+                                              # (bench/memory_text_encode.py qwen3; two captions 2.00×)
+                                              ("qwen3", "fp32"): 410_525_696, ("qwen3", "half"): 205_266_944}
 
 @dataclass
 class MemoryPlan:
@@ -176,6 +182,8 @@ def model_shapes(source: str, family: str) -> ModelShapes:
 def _encoder_kind(encoder) -> str:
     if "T5" in type(encoder).__name__:
         return "t5"
+    if "Qwen3" in type(encoder).__name__:
+        return "qwen3"
     return "clip_g" if encoder.config.hidden_size >= 1280 else "clip_l"
 
 
@@ -222,7 +230,9 @@ def lora_tensors(cfg: Config, shapes: ModelShapes) -> list[int]:
         fan_in = shape[1] * (shape[2] * shape[3] if kind == "Conv2d" else 1)
         out += [rank * fan_in, shape[0] * rank]
     if lc.train_text_encoder:
-        for layers in shapes.te_layers:
+        for (kind, _), layers in zip(shapes.text_encoders, shapes.te_layers):
+            if kind in NEVER_TRAINED:
+                continue
             for name, shape in layers:
                 if _matches(name, adapter.lora_targets("te", lc.targets)):
                     out += [lc.rank * shape[1], shape[0] * lc.rank]
