@@ -11,12 +11,16 @@
 #      checkpointing off/on: torch.cuda.max_memory_allocated above the step's start vs the plan's
 #      activations + LoRA gradients (the coefficients were measured on a CPU, whose bf16 autocast differs);
 #   6. what the doctor's model measures cost on the GPU: bench/bench_measures.py, the demo run's first 400 steps
-#      with them on against off.
+#      with them on against off;
+#   7. model.base_quant and model.block_swap: bench/bench_lowmem.py, four of SD3.5 Large's blocks at full width,
+#      1024 px, bf16, checkpointing: each storage's step time against bf16, block swap's copy bandwidth and the
+#      bytes placed against the plan; its last line replaces the plan's provisional factors
+#      (trainer/plan/memory_lowmem.py).
 #
 # Here, once:  bash bench/gpu_wheels.sh                  (our stack's wheels for CPython 3.12 into .whl/)
-# There:       bash bench/gpu_check.sh [PART ...]        (with .whl carried; parts 1-6, default all)
+# There:       bash bench/gpu_check.sh [PART ...]        (with .whl carried; parts 1-7, default all)
 # Parts 1+3 take at most ~5 minutes and parts 2+4 ~6, so a 10-minute call limit fits each pair: run "1 3"
-# first (the benchmark's figures), then "2 4", then "5 6" (about 4 minutes each).
+# first (the benchmark's figures), then "2 4", then "5 6" (about 4 minutes each), then "7" (about 3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/gpu_check}"
@@ -28,7 +32,7 @@ if [ -d .whl ]; then
         || { echo "installing the carried wheels failed"; exit 1; }
     export PYTHONPATH=/tmp/site
 fi
-PARTS="${*:-1 2 3 4 5 6}"
+PARTS="${*:-1 2 3 4 5 6 7}"
 want() { [[ " $PARTS " == *" $1 "* ]]; }
 t0=$(date +%s)
 part() { echo; echo "== $* ($(( $(date +%s) - t0 )) s)"; }
@@ -112,5 +116,10 @@ if want 6; then
 part "6. the doctor's model measures on the GPU: the demo run with them on against off (400 steps)" | tee -a "$OUT/check.log"
 timeout 240 "$PY" bench/bench_measures.py --steps 400 2>&1 | grep -v -E "gemm_4bit|torchvision" \
     | tee "$OUT/measures.txt" | tee -a "$OUT/check.log"
+fi
+if want 7; then
+part "7. quantized base weights and block swap on the GPU (SD3.5 Large's blocks, 1024 px)" | tee -a "$OUT/check.log"
+timeout 300 "$PY" bench/bench_lowmem.py --blocks 4 --steps 3 2>&1 | grep -v -E "gemm_4bit|torchvision" \
+    | tee "$OUT/lowmem.txt" | tee -a "$OUT/check.log"
 fi
 part "done" | tee -a "$OUT/check.log"

@@ -41,15 +41,23 @@ FIT_CELLS = ((256, 1), (320, 1), (128, 4))
 HELD_OUT = ((128, 1), (192, 1), (256, 2), (384, 1))
 
 
+def family_of(size: str) -> str:
+    return "zimage" if size.startswith("zimage") else "flux" if size == "flux" else "sd3"
+
+
 def build(size: str, layers: int, dual: bool, dtype: torch.dtype):
     """SD3.5 ``size`` ("sd3" Medium or "sd3-large") at full width with ``layers`` blocks, random weights, LoRA on
     the attention (rank 16) as the plan's coefficients assume. As in the real model, the last block is a plain one
-    that does not update the text (``context_pre_only``); with ``dual`` the others have the second attention."""
+    that does not update the text (``context_pre_only``); with ``dual`` the others have the second attention.
+    Z-Image (``zimage``): ``layers`` main blocks after its real refiners (2 for the picture, 2 for the text)."""
     import memory_probe as mp
 
-    model = mp.build_unet("sd3", dtype, configs=size, num_layers=layers,
-                          dual_attention_layers=list(range(layers - 1)) if dual else [])
-    lora = mp.attach(model, "sd3")
+    if family_of(size) == "zimage":
+        model = mp.build_unet("zimage", dtype, configs=size, n_layers=layers)
+    else:
+        model = mp.build_unet("sd3", dtype, configs=size, num_layers=layers,
+                              dual_attention_layers=list(range(layers - 1)) if dual else [])
+    lora = mp.attach(model, family_of(size))
     return model, 4 * sum(p.numel() for p in lora.trainable("transformer"))
 
 
@@ -57,7 +65,7 @@ def cell(size: str, layers: int, dual: bool, precision: str, ckpt: bool, res: in
     import memory_probe as mp
 
     model, grads = build(size, layers, dual, torch.float32 if precision == "fp32" else torch.bfloat16)
-    peak = mp.step_peak(model, "sd3", res, batch, precision, ckpt)
+    peak = mp.step_peak(model, family_of(size), res, batch, precision, ckpt)
     return {"measured": peak["tensors"], "lora_grads": grads}
 
 
@@ -69,7 +77,8 @@ def full_depth(size: str, precision: str, ckpt: bool, res: int, batch: int) -> d
     and a 2-block model's the heavier one's (measured: 1 → 2 blocks adds 23-26 MiB at 128 px, 2 → 3 adds 2.3)."""
     config = json.loads((REPO / "trainer/models/model_configs" / size / "transformer/config.json").read_text())
     n_dual = len(config.get("dual_attention_layers") or [])
-    n_plain = int(config["num_layers"]) - n_dual
+    # SD3.5's last block is in c (lighter); Z-Image's main blocks are all alike: c holds the refiners alone
+    n_plain = int(config.get("num_layers") or config["n_layers"]) - n_dual + (family_of(size) == "zimage")
     kinds = [True, False] if n_dual else [False]
     per: dict[bool, tuple[dict, dict]] = {}
     for dual in kinds:
@@ -124,7 +133,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--precision", default="bf16", choices=("bf16", "fp32"))
     ap.add_argument("--cells", default="", help="e.g. 256x1,128x4 (default: the fit cells and the held-out ones)")
-    ap.add_argument("--size", default="sd3", choices=("sd3", "sd3-large", "flux"))
+    ap.add_argument("--size", default="sd3", choices=("sd3", "sd3-large", "flux", "zimage"))
     ap.add_argument("--fit", action="store_true")
     ap.add_argument("--full", default="", help="also measure the whole Medium at this cell, e.g. 128x1 (slow)")
     ap.add_argument("--json", action="store_true")
@@ -138,7 +147,7 @@ def main() -> None:
     t0 = time.perf_counter()
     for ckpt in {"both": (False, True), "off": (False,), "on": (True,)}[args.ckpt]:
         for res, batch in cells:
-            family = "flux" if args.size == "flux" else "sd3"
+            family = family_of(args.size)
             r = (flux_full_depth(args.precision, ckpt, res, batch) if family == "flux"
                  else full_depth(args.size, args.precision, ckpt, res, batch))
             est = estimate(args.size, args.precision, res, batch, ckpt, family=family)

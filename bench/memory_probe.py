@@ -25,6 +25,10 @@ from torch.utils._pytree import tree_leaves
 
 from trainer.models.base import MODEL_CONFIG_DIR
 
+# Z-Image's caption tokens in a measured step: a long caption's (about 90 words), chat template included; the
+# pipeline's cap is 512, a short tag list is ~30
+ZIMAGE_TEXT_TOKENS = 128
+
 
 class TensorTally(TorchDispatchMode):
     """Live bytes of the tensor storages that ops create, until each expires; its peak."""
@@ -115,6 +119,11 @@ def step_inputs(unet, family: str, resolution: int, batch: int) -> tuple[torch.T
                   "txt_ids": torch.zeros(T5_TOKENS, 3),
                   "guidance": torch.ones(batch) if cfg.guidance_embeds else None}
         return latents, kwargs, target
+    if family == "zimage":  # ZIMAGE_TEXT_TOKENS of Qwen3's states (a long caption's), their mask, a sigma × 1000
+        hidden = torch.randn(batch, ZIMAGE_TEXT_TOKENS, unet.config.cap_feat_dim, generator=gen)
+        kwargs = {"hidden": hidden, "pooled": torch.ones(batch, ZIMAGE_TEXT_TOKENS),
+                  "timesteps": torch.rand(batch, generator=gen) * 1000}
+        return latents, kwargs, target
     if family == "sd3":  # CLIP-L + CLIP-G's 77 tokens and T5's 256, the pooled CLIP embeddings, a sigma × 1000
         from trainer.models.families.sd3 import T5_TOKENS
 
@@ -144,7 +153,13 @@ def step_peak(unet, family: str, resolution: int, batch: int, precision: str, ch
 
     def run():
         with autocast:
-            pred = unet(latents, return_dict=False, **kwargs)[0]
+            if family == "zimage":  # a list-of-pictures transformer: through the family's own forward pass
+                from trainer.models.family import family as model_family
+
+                pred = model_family(family).predict(unet, latents, kwargs["timesteps"], kwargs["hidden"],
+                                                    kwargs["pooled"], [(resolution, resolution)] * batch)
+            else:
+                pred = unet(latents, return_dict=False, **kwargs)[0]
         loss = torch.nn.functional.mse_loss(pred.float(), target)
         loss.backward()
 

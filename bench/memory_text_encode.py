@@ -8,7 +8,8 @@ its full token length as the trainer does (under bf16 autocast for half; the CLI
 outside autocast). The peak above the start is counted as :mod:`bench.memory_probe` counts a training step (live
 tensor bytes, and the allocator's own total beside it), and carried to the real depth through the two.
 
-    python bench/memory_text_encode.py   # ~10 minutes on 2 cores (T5 in bf16 is slow on a CPU), ~3 GB of memory
+    python bench/memory_text_encode.py         # ~10 minutes on 2 cores (T5 in bf16 is slow on a CPU), ~3 GB of memory
+    python bench/memory_text_encode.py qwen3   # Z-Image's Qwen3-4B alone
 """
 
 from __future__ import annotations
@@ -24,21 +25,25 @@ sys.path.insert(0, ".")
 from bench.memory_probe import peaks
 from trainer.models.family import family as model_family
 
-KINDS = {"clip_l": ("text_encoder", 77), "clip_g": ("text_encoder_2", 77), "t5": ("text_encoder_3", 256)}
+# kind → (the family whose shipped configs hold it, its component, tokens a caption); Z-Image's Qwen3-4B reads the
+# chat-templated caption padded to 512 tokens and keeps every hidden state (it asks for the second-to-last)
+KINDS = {"clip_l": ("sd3", "text_encoder", 77), "clip_g": ("sd3", "text_encoder_2", 77),
+         "t5": ("sd3", "text_encoder_3", 256), "qwen3": ("zimage", "text_encoder", 512)}
 DTYPES = {"fp32": torch.float32, "half": torch.bfloat16}
 
 
 def build(kind: str, layers: int, dtype: torch.dtype):
     import transformers
 
-    folder = model_family("sd3").config_dir / KINDS[kind][0]
+    folder = model_family(KINDS[kind][0]).config_dir / KINDS[kind][1]
     config = transformers.AutoConfig.from_pretrained(str(folder))
     full = config.num_layers if kind == "t5" else config.num_hidden_layers
     if kind == "t5":
         config.num_layers = layers
     else:
         config.num_hidden_layers = layers
-    cls = transformers.T5EncoderModel if kind == "t5" else transformers.CLIPTextModelWithProjection
+    cls = {"t5": transformers.T5EncoderModel, "qwen3": transformers.Qwen3Model}.get(
+        kind, transformers.CLIPTextModelWithProjection)
     previous = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
     try:
@@ -51,7 +56,7 @@ def build(kind: str, layers: int, dtype: torch.dtype):
 
 def measure(kind: str, precision: str, layers: int, batch: int) -> dict[str, int]:
     model, _, vocab = build(kind, layers, DTYPES[precision])
-    ids = torch.randint(0, vocab, (batch, KINDS[kind][1]))
+    ids = torch.randint(0, vocab, (batch, KINDS[kind][2]))
     half = precision == "half" and kind != "t5"  # T5 never runs under autocast (families/sd3.py)
     autocast = torch.autocast("cpu", dtype=torch.bfloat16) if half else contextlib.nullcontext()
 
@@ -59,6 +64,9 @@ def measure(kind: str, precision: str, layers: int, batch: int) -> dict[str, int
         with torch.no_grad(), autocast:
             if kind == "t5":
                 return model(ids)[0]
+            if kind == "qwen3":
+                return model(input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True
+                             ).hidden_states[-2]
             out = model(ids, output_hidden_states=True)
             return out.hidden_states[-2], out.text_embeds
 
@@ -67,7 +75,7 @@ def measure(kind: str, precision: str, layers: int, batch: int) -> dict[str, int
 
 
 def main() -> None:
-    for kind in KINDS:
+    for kind in sys.argv[1:] or KINDS:
         full = build(kind, 1, torch.float32)[1]
         for precision in DTYPES:
             cells = {(n, b): measure(kind, precision, n, b) for n in (2, 3) for b in (1, 2)}

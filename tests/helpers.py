@@ -110,3 +110,83 @@ def snapshot_of(snap: dict[str, Any]):
 
         snap["refusal"] = Msg.from_json(snap["refusal"])
     return RunSnapshot(**snap)
+
+
+class StopAt(Hooks):
+    """A user's Stop after ``step``."""
+
+    def __init__(self, step: int, commands):
+        self.step, self.commands = step, commands
+
+    def after_step(self, trainer):
+        if trainer.state.global_step == self.step:
+            self.commands.stop()
+
+
+def assert_stopped_run_resumes_bit_for_bit(base: str, dataset: Path, tmp_path: Path) -> None:
+    """A run of ``base`` stopped after step 3 and resumed gives the losses and the LoRA of one that never stopped, bit
+    for bit (shuffled tags, noise offset and EMA on: every random draw and every state must come back)."""
+    import torch
+    from safetensors.torch import load_file
+
+    from trainer.io import read_jsonl
+    from trainer.run.events import MemorySink
+    from trainer.train.commands import Commands
+    from trainer.train.loop import run_training
+
+    over = {"train.max_steps": 6, "dataset.shuffle_tags": True, "train.noise_offset": 0.05, "ema.enabled": True}
+    straight = run_training(tiny_config(dataset, tmp_path / "a", over, base=base), MemorySink())
+    commands = Commands()
+    first = run_training(tiny_config(dataset, tmp_path / "b", over, base=base), MemorySink(), commands,
+                         hooks=StopAt(3, commands))
+    assert first.status == "stopped"
+    resumed = run_training(tiny_config(dataset, tmp_path / "b", over, base=base), MemorySink(), resume=first.run_dir)
+    assert resumed.status == "finished"
+    a, b = (read_jsonl(r.run_dir / "metrics.jsonl") for r in (straight, resumed))
+    assert [r["loss"] for r in a] == [r["loss"] for r in b]
+    la, lb = (load_file(str(r.run_dir / "final" / "lora_diffusers.safetensors")) for r in (straight, resumed))
+    assert la.keys() == lb.keys() and all(torch.equal(la[k], lb[k]) for k in la)
+
+
+def tiny_model_folder(tmp_path_factory, family: str) -> Path:
+    """``python -m trainer tiny-model FAMILY DIR``'s folder (a diffusers pipeline of random weights)."""
+    from trainer.cli import main as cli_main
+
+    out = tmp_path_factory.mktemp(f"tiny-{family}")
+    assert cli_main(["tiny-model", family, str(out)]) == 0
+    return out
+
+
+def six_step_run(base: Path, dataset: Path, out: Path, overrides: dict[str, Any] | None = None):
+    """(result, sink) of 6 steps on ``base``: saves at 3, samples, the model measures, 2 held-out pictures, LoRA
+    on the attention and the feed forward."""
+    from trainer.run.events import MemorySink
+    from trainer.train.loop import run_training
+
+    cfg = tiny_config(dataset, out, {"train.max_steps": 6, "save.every_steps": 3, "sample.enabled": True,
+                                     "lora.targets": "attn_ff", "measure.enabled": True, "validation.holdout": 2,
+                                     **(overrides or {})}, base=str(base))
+    sink = MemorySink()
+    result = run_training(cfg, sink)
+    assert result.status == "finished", result.message
+    return result, sink
+
+
+def train_full_width(adapter, transformer, lora, scheduler_config: dict, hidden, pooled, steps: int = 2):
+    """``steps`` optimizer steps of ``lora`` (attached to a full-width ``transformer``) through the family's own
+    forward pass on one 64 px picture's latents (16 channels, 8×8) and the given text conditioning; the last loss."""
+    import torch
+
+    schedule = adapter.noise_schedule(scheduler_config, "flow")
+    gen = torch.Generator().manual_seed(1)
+    x0 = torch.randn(1, 16, 8, 8, generator=gen)
+    optimizer = torch.optim.AdamW(lora.trainable("transformer"), lr=1e-2)
+    for _ in range(steps):
+        t = schedule.draw(1, gen)
+        noisy, target = schedule.noised(x0, torch.randn(x0.shape, generator=gen), t)
+        pred = adapter.predict(transformer, noisy, schedule.model_timesteps(t), hidden, pooled, [(64, 64)])
+        loss = torch.nn.functional.mse_loss(pred.float(), target)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return loss

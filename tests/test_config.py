@@ -74,7 +74,8 @@ def test_preset_is_applied_under_the_user_file(tmp_path):
     assert cfg.lora.rank == 48 and cfg.lora.alpha == 16.0 and cfg.preset == "sd15-style"
 
 
-EXPECTED = {"sd15-character", "sd15-style", "sd15-concept", "sdxl-character", "sd3-character", "sd3-style", "flux-character",
+EXPECTED = {"sd15-character", "sd15-style", "sd15-concept", "sdxl-character", "sd3-character", "sd3-style",
+            "flux-character", "zimage-character",
             "stability-first", "low-vram",
             "demo-character"}
 

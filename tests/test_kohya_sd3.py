@@ -129,11 +129,13 @@ def test_an_sd_scripts_toml_for_sd3_train_network_imports(tmp_path):
     assert "never trains T5-XXL" in _note(dropped["network_args train_t5xxl"])
     for key, words in (("clip_l", "model.base"), ("clip_g", "model.base"), ("t5xxl", "model.base"),
                        ("apply_t5_attn_mask", "unmasked"), ("t5_dropout_rate", "caption_dropout"),
-                       ("blocks_to_swap", "CPU"), ("fp8_base", "fp32"),
                        ("cache_text_encoder_outputs_to_disk", "memory"), ("enable_scaled_pos_embed", "position"),
                        ("v_parameterization", "flow matching")):
         assert words in _note(dropped[key]), key
     assert mapped["cache_text_encoder_outputs"]["our_value"] is True and cfg.model.offload_text_encoders
+    # the low-memory switches: the last 10 blocks in CPU memory, the frozen weights in fp8
+    assert (mapped["blocks_to_swap"]["our_value"], mapped["fp8_base"]["our_value"]) == (10, "fp8")
+    assert (cfg.model.block_swap, cfg.model.base_quant) == (10, "fp8")
     assert not report.of("unknown")
     assert report.steps["kohya_total"] == report.steps["ours_total"]  # same pictures, same buckets
 

@@ -17,7 +17,7 @@ from trainer.config.schema import Config
 from trainer.run.events import RunEvent, StepRow
 from trainer.train.runner import Runner
 from ui import plots
-from ui.steps.train import REDRAW_AFTER, live_plots
+from ui.steps.train import REDRAW_AFTER, live_plots, status_body
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -163,6 +163,54 @@ def test_a_poll_sends_what_the_new_rows_add_not_the_run_so_far(tmp_path):
     assert more > 2 * late, (late, more)
 
 
+def test_the_status_box_is_the_status_line_as_html_with_every_word_escaped():
+    html = status_body("**running** · step 3 / 9 · `demo/1`\n\n> <script>x</script> a **bold** end")
+    assert html == ("<p><strong>running</strong> · step 3 / 9 · <code>demo/1</code></p>"
+                    "<blockquote><p>&lt;script&gt;x&lt;/script&gt; a <strong>bold</strong> end</p></blockquote>")
+
+
+def test_the_light_look_brings_points_and_status_and_says_what_else_moved(tmp_path):
+    """A page's light look (``/gradio_api/run/look``, a plain POST outside gradio's events): whole figures and
+    the status first, then only the new points, the status only when its words changed, what the full poll would
+    bring, and its pace; the full poll of such a page sends neither plots nor status, only the look's cue."""
+    import requests
+
+    from ui.testing import running_app
+
+    class Training(Runner):  # training as far as the look can tell: its pace is a run's
+        active = True
+
+    runner = Training()
+    feed(runner, [{"type": "started", "run_dir": str(tmp_path / "feed" / "1"), "plan": {"total_steps": 5000}}])
+    with running_app(tmp_path / "ws", runner=runner) as app:
+        def look(view: dict) -> dict:
+            reply = requests.post(f"{app.url}gradio_api/run/look", json={"data": [view]}, timeout=30)
+            reply.raise_for_status()
+            return reply.json()["data"][0]
+
+        feed(runner, [row(i) for i in range(1, 11)])
+        first = look({"lang": "en", "shown": True})
+        assert first["plots"]["rows"] == 10 and set(first["plots"]["figures"]) >= {"loss", "grad", "lr"}
+        assert "step 10" in first["status"]["html"] and first["held"]["status_hash"] == first["status"]["hash"]
+        assert first["moved"]["active"] and first["moved"]["samples"] == 0 and first["every"] == 2.0
+        feed(runner, [row(i) for i in range(11, 14)])
+        second = look({**first["held"], "lang": "en", "shown": True})
+        assert "figures" not in second["plots"] and second["plots"]["x"] == [11, 12, 13]
+        assert second["plots"]["from"] == 10 and "step 13" in second["status"]["html"]
+        third = look({**second["held"], "lang": "en", "shown": True})
+        assert third["plots"] is None and third["status"] is None and third["every"] == 5.0  # nothing new: slower
+        assert look({**third["held"], "lang": "en", "shown": False})["every"] == 10.0  # plots hidden
+        korean = look({**third["held"], "lang": "ko", "shown": True})  # another language: whole, in it
+        assert "figures" in korean["plots"] and korean["status"]["html"] != third.get("status")
+        garbage = look({"rows": "x", "carry": 3, "lang": "en"})  # not what it sent: whole figures again
+        assert "figures" in garbage["plots"]
+
+        from ui.testing import call
+
+        full = call(gradio_client.Client(app.url, verbose=False), app.ctx, "poll")  # an API client: all, as before
+        assert "step 13" in full["status_md"] and "figures" in full["live_plots"]
+
+
 # --------------------------------------------------------------------------------------------- in the browser
 
 def in_browser(test):
@@ -223,7 +271,10 @@ def page_loss(page) -> dict:
 def test_the_page_keeps_every_new_point_and_its_dom_bounded_while_a_run_trains(watching):
     page, cdp, runner = watching
     nodes0, resize0 = kept_nodes(cdp)
-    page.wait_for_timeout(12_000)  # a dozen polls, ~600 rows
+    asked: dict[str, int] = {"poll": 0, "look": 0}
+    page.on("request", lambda r: asked.update(poll=asked["poll"] + ("/queue/join" in r.url),
+                                              look=asked["look"] + ("/run/look" in r.url)))
+    page.wait_for_timeout(12_000)  # half a dozen looks, ~600 rows
     runner.paused.set()
     page.wait_for_timeout(2_500)  # the last rows land
     nodes1, resize1 = kept_nodes(cdp)
@@ -234,13 +285,17 @@ def test_the_page_keeps_every_new_point_and_its_dom_bounded_while_a_run_trains(w
     assert shown["x"] == [r.step for r in rows]
     assert shown["y"] == pytest.approx([r.loss for r in rows], rel=1e-12)
     assert shown["smooth"] == pytest.approx(plots.smooth([r.loss for r in rows]), rel=1e-9)
+    # the points came by the light look; gradio's poll (0.1-0.3 s of the page's CPU each) waited: nothing else moved
+    assert asked["look"] >= 4 and asked["poll"] <= 1, asked
+    assert "running" in page.locator("#ld-status").inner_text()
 
 
 @in_browser
 def test_a_hidden_tab_neither_polls_nor_draws_and_catches_up_once_shown(watching):
     page, _, runner = watching
     polls: list[str] = []
-    page.on("request", lambda r: polls.append(r.url) if "/queue/join" in r.url else None)
+    # gradio's polls and the page's light looks (ui/live_view.js)
+    page.on("request", lambda r: polls.append(r.url) if "/queue/join" in r.url or "/run/look" in r.url else None)
     page.evaluate("""() => { window.ldDraws = 0;
         for (const name of ['react', 'extendTraces', 'newPlot', 'redraw']) {
             const f = window.Plotly[name]; window.Plotly[name] = (...a) => { window.ldDraws++; return f(...a); }; }

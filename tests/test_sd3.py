@@ -13,19 +13,22 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from tests.helpers import Overflow, tiny_config, write_toy_dataset
-from trainer.cli import main as cli_main
+from tests.helpers import (
+    Overflow,
+    assert_stopped_run_resumes_bit_for_bit,
+    six_step_run,
+    tiny_config,
+    tiny_model_folder,
+    write_toy_dataset,
+)
 from trainer.io import read_jsonl
 from trainer.run.events import MemorySink, Started
-from trainer.train.hooks import Hooks
 from trainer.train.loop import run_training
 
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("tiny-sd3")
-    assert cli_main(["tiny-model", "sd3", str(out)]) == 0
-    return out
+    return tiny_model_folder(tmp_path_factory, "sd3")
 
 
 @pytest.fixture(scope="module")
@@ -35,14 +38,7 @@ def dataset(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def run(base, dataset, tmp_path_factory):
-    cfg = tiny_config(dataset, tmp_path_factory.mktemp("runs"), {
-        "train.max_steps": 6, "save.every_steps": 3, "sample.enabled": True, "lora.targets": "attn_ff",
-        "lora.train_text_encoder": True, "measure.enabled": True, "validation.holdout": 2,
-    }, base=str(base))
-    sink = MemorySink()
-    result = run_training(cfg, sink)
-    assert result.status == "finished", result.message
-    return result, sink
+    return six_step_run(base, dataset, tmp_path_factory.mktemp("runs"), {"lora.train_text_encoder": True})
 
 
 def test_the_tiny_model_is_an_sd3_pipeline_with_t5(base):
@@ -194,33 +190,8 @@ def test_a_base_without_t5_conditions_on_zeros_in_its_place(base, dataset, tmp_p
     assert torch.equal(hidden0[:, :77], hidden[:, :77]) and not hidden0[:, 77:].any()
 
 
-class StopAt(Hooks):
-    """A user's Stop after ``step``."""
-
-    def __init__(self, step: int, commands):
-        self.step, self.commands = step, commands
-
-    def after_step(self, trainer):
-        if trainer.state.global_step == self.step:
-            self.commands.stop()
-
-
 def test_a_stopped_sd3_run_resumes_bit_for_bit(base, dataset, tmp_path):
-    from trainer.train.commands import Commands
-
-    over = {"train.max_steps": 6, "dataset.shuffle_tags": True, "train.noise_offset": 0.05, "ema.enabled": True}
-    straight = run_training(tiny_config(dataset, tmp_path / "a", over, base=str(base)), MemorySink())
-    commands = Commands()
-    first = run_training(tiny_config(dataset, tmp_path / "b", over, base=str(base)), MemorySink(), commands,
-                         hooks=StopAt(3, commands))
-    assert first.status == "stopped"
-    resumed = run_training(tiny_config(dataset, tmp_path / "b", over, base=str(base)), MemorySink(),
-                           resume=first.run_dir)
-    assert resumed.status == "finished"
-    a, b = (read_jsonl(r.run_dir / "metrics.jsonl") for r in (straight, resumed))
-    assert [r["loss"] for r in a] == [r["loss"] for r in b]
-    la, lb = (load_file(str(r.run_dir / "final" / "lora_diffusers.safetensors")) for r in (straight, resumed))
-    assert la.keys() == lb.keys() and all(torch.equal(la[k], lb[k]) for k in la)
+    assert_stopped_run_resumes_bit_for_bit(str(base), dataset, tmp_path)
 
 
 def test_review_sweeps_strength_and_the_doctor_diagnoses_an_sd3_run(run):

@@ -15,7 +15,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from tests.helpers import tiny_config, write_toy_dataset
+from tests.helpers import tiny_config, train_full_width, write_toy_dataset
 from trainer.export.lora_files import write_kohya
 from trainer.models.base import MODEL_CONFIG_DIR
 from trainer.models.family import family
@@ -60,19 +60,9 @@ def test_full_width_sd35_medium_lora_trains_and_exports_sd_scripts_names(tmp_pat
             p.normal_(0.0, 0.02)
     sd3 = family("sd3")
     mods = attach_lora(types.SimpleNamespace(transformer=transformer), cfg.lora, "sd3", seed=0)
-    schedule = sd3.noise_schedule({"num_train_timesteps": 1000, "shift": 3.0}, "flow")
     gen = torch.Generator().manual_seed(1)
-    x0 = torch.randn(1, 16, 8, 8, generator=gen)
     hidden, pooled = torch.randn(1, 16, 4096, generator=gen), torch.randn(1, 2048, generator=gen)
-    optimizer = torch.optim.AdamW(mods.trainable("transformer"), lr=1e-2)
-    for _ in range(2):
-        t = schedule.draw(1, gen)
-        noisy, target = schedule.noised(x0, torch.randn(x0.shape, generator=gen), t)
-        pred = sd3.predict(transformer, noisy, schedule.model_timesteps(t), hidden, pooled, [(64, 64)])
-        loss = torch.nn.functional.mse_loss(pred.float(), target)
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+    loss = train_full_width(sd3, transformer, mods, {"num_train_timesteps": 1000, "shift": 3.0}, hidden, pooled)
     assert torch.isfinite(loss)
 
     states = mods.adapter_state_dicts()

@@ -15,7 +15,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-from tests.helpers import Overflow, images_of_both_formats, lora_image, tiny_config, write_toy_dataset
+from tests.helpers import Overflow, StopAt, images_of_both_formats, lora_image, tiny_config, write_toy_dataset
 from trainer.doctor.pictures import dose_by_step
 from trainer.io import read_jsonl
 from trainer.models.tiny import build_tiny_pipeline
@@ -119,15 +119,6 @@ def test_fp16_on_cpu_reports_a_moving_loss_scale_and_skips_overflow(dataset, tmp
     assert [r["step"] for r in rows if not r["skipped"]] == [1, 2, 3]
     weights = load_file(str(result.run_dir / "final" / "lora_diffusers.safetensors"))
     assert all(torch.isfinite(t).all() for t in weights.values())
-
-
-class StopAt(Hooks):
-    def __init__(self, step: int, commands):
-        self.step, self.commands = step, commands
-
-    def after_step(self, trainer):
-        if trainer.state.global_step == self.step:
-            self.commands.stop()
 
 
 @pytest.mark.parametrize("cached", [True, False])

@@ -108,6 +108,8 @@ FIELDS: tuple[Field, ...] = (
     _f("grad_ckpt", "train.gradient_checkpointing", "check", "advanced"),
     _f("cache_latents", "dataset.cache_latents", "check", "advanced"),
     _f("offload_te", "model.offload_text_encoders", "check", "advanced"),
+    _f("base_quant", "model.base_quant", "choice", "advanced"),
+    _f("block_swap", "model.block_swap", "int", "advanced"),
     _f("on_nonfinite", "guard.on_nonfinite", "choice", "advanced"),
     _f("allow_distilled", "model.allow_distilled", "check", "advanced"),
     _f("seed", "train.seed", "int", "advanced"),

@@ -117,6 +117,10 @@
 
   // One poll's message (the same one may come twice: a poll with nothing new leaves the channel as it was).
   live.apply = (msg) => {
+    if (msg && msg.light) {
+      steer(msg.light);
+      return;
+    }
     if (msg && msg.settle) drawNext(); // the run paused or ended: no more points are coming
     if (msg && msg.figures && msg.full !== live.full) {
       live.full = msg.full;
@@ -140,13 +144,89 @@
     schedule(); // also draws a plot that was hidden and now shows, or that gradio re-created
   };
   // What this page holds, sent with every poll, and whether its plots are shown (else it polls slowly).
-  live.view = () => {
+  const plotsShown = () => {
     const gd = plotOf("loss");
-    return { full: live.full, rows: live.rows, shown: !!gd && gd.offsetParent !== null };
+    return !!gd && gd.offsetParent !== null;
   };
+  live.view = () => ({ full: live.full, rows: live.rows, shown: plotsShown(), light: true });
   window.ldLive = live;
 
-  document.addEventListener("visibilitychange", schedule);
+  // The light look. While a run trains, the page itself asks the app for the plots' new points and the status
+  // line (the ``look`` endpoint, a plain fetch): a gradio event costs the page 0.1-0.3 s of CPU in gradio's own
+  // bookkeeping whatever it brings, the look about a millisecond. The full poll (samples, alerts, warnings,
+  // verdict, buttons) runs only when the look sees one of those move, and on a slow timer as a back-up.
+  const light = { on: false, lang: null, held: null, moved: null, timer: null, busy: false };
+  const lookUrl = () => {
+    const root = (window.gradio_config && window.gradio_config.root) || "";
+    return root ? `${root.replace(/\/$/, "")}/gradio_api/run/look` : new URL("gradio_api/run/look", document.baseURI).href;
+  };
+  function lookView() {
+    const held = light.held || {};
+    const view = { lang: light.lang, shown: plotsShown(), run: held.run, active: held.active };
+    // the plots: what the page holds, if it still holds what the last look left (else whole figures come)
+    if (held.full === live.full && held.rows === live.rows) Object.assign(view, held);
+    else view.full = live.full || 0;
+    view.lang = light.lang;
+    view.shown = plotsShown();
+    // the status: the box may have been drawn again from gradio's value since
+    const box = document.querySelector("#ld-status .ld-status-line");
+    if (!box || box.dataset.hash !== held.status_hash) view.status_hash = null;
+    return view;
+  }
+  async function look() {
+    if (light.timer !== null) clearTimeout(light.timer);
+    light.timer = null;
+    // a hidden tab does not look (gradio's timer does not tick either): showing it looks at once
+    if (!light.on || light.busy || document.visibilityState !== "visible") return;
+    light.busy = true;
+    let out = null;
+    try {
+      const reply = await fetch(lookUrl(), { method: "POST", credentials: "same-origin",
+        headers: { "Content-Type": "application/json" }, body: JSON.stringify({ data: [lookView()] }) });
+      if (reply.ok) out = (await reply.json()).data[0];
+    } catch (e) { out = null; }
+    light.busy = false;
+    if (!out) { // the app is away or restarting: look again later
+      light.timer = setTimeout(look, 10000);
+      return;
+    }
+    light.held = out.held;
+    const box = document.querySelector("#ld-status .ld-status-line");
+    if (out.status && box) {
+      box.innerHTML = out.status.html;
+      box.dataset.hash = out.status.hash;
+    }
+    if (out.plots) live.apply(out.plots);
+    const moved = JSON.stringify(out.moved);
+    if (light.moved !== null && moved !== light.moved) {
+      const button = document.querySelector("#ld-poll-now");
+      if (button) button.click();
+    }
+    light.moved = moved;
+    if (out.every === null || out.every === undefined) light.on = false;
+    else light.timer = setTimeout(look, out.every * 1000);
+  }
+  // the full poll's word: the page's language, and whether a run trains (the look starts, or looks once more)
+  function steer(msg) {
+    const lang = msg.lang;
+    const changed = lang !== light.lang;
+    light.lang = lang;
+    light.moved = JSON.stringify(msg.moved); // what the full poll just brought
+    if (msg.active && !light.on) {
+      light.on = true;
+      look();
+    } else if (light.on && changed) look();
+    else if (!msg.active && !light.on && light.held && light.held.active) { // ended between two looks
+      light.on = true;
+      look();
+    }
+  }
+  live.lookNow = () => { if (light.on) look(); };
+
+  document.addEventListener("visibilitychange", () => {
+    schedule();
+    if (document.visibilityState === "visible" && light.timer === null) live.lookNow();
+  });
   // Any plot gradio drops (a Plot component given a new value, a step re-rendered) is purged, which removes its
   // resize listener and lets it go; one it draws into a live plot's box is given the page's figure (drawNew).
   new MutationObserver((records) => {

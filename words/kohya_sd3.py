@@ -44,10 +44,6 @@ TEXTS: dict[str, tuple[str, str]] = {
                                  "weighting_scheme = mode일 때만 읽음. 우리에게는 없는 방식"),
     "kohya.sd3.row.cache_to_disk": ("ours keeps its cache of text embeddings in memory",
                                     "우리는 텍스트 임베딩 캐시를 메모리에 둠"),
-    "kohya.sd3.row.blocks_to_swap": ("memory switch: ours moves no transformer blocks to the CPU; the memory plan fits "
-                                     "a run with gradient checkpointing, 8-bit AdamW and a smaller batch",
-                                     "메모리 스위치: 우리는 트랜스포머 블록을 CPU로 옮기지 않음. 메모리 계획이 그라디언트 "
-                                     "체크포인팅, 8비트 AdamW, 더 작은 배치로 실행을 메모리에 맞춤"),
     "kohya.sd3.row.train_t5": ("ours never trains T5-XXL (nor does sd3_train_network.py unless network_args has "
                                "train_t5xxl=True); lora.train_text_encoder trains CLIP-L and CLIP-G",
                                "우리는 T5-XXL을 학습하지 않음(sd3_train_network.py도 network_args에 train_t5xxl=True가 "

@@ -10,14 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from trainer.config.choices import OneOf
 from trainer.config.fieldtypes import MAX_STEPS as MAX_STEPS
@@ -58,6 +51,10 @@ class ModelConfig(_Section):
     offload_text_encoders: bool = False
     """Encode every caption and sample prompt once before training, then move the text encoders to the CPU for the
     run (kohya's ``cache_text_encoder_outputs``; SD3.5's weigh 10.4 GiB in bf16). See :meth:`Config.offload_blockers`."""
+    base_quant: Literal["none", "int8", "nf4", "fp8"] = "none"
+    """The frozen denoiser's Linear weights in 8 bits (int8), 4 bits (nf4) or fp8; the LoRA stays in the run's precision."""
+    block_swap: int = Field(0, ge=0, le=1000)
+    """This many of the denoiser's blocks wait in CPU memory and visit the device for their forward and backward."""
 
 
 class DatasetConfig(_Section):

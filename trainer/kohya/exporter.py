@@ -73,6 +73,8 @@ def to_kohya(cfg: Config, out_dir: Path) -> tuple[dict[str, Any], dict[str, Any]
         (rep.changed(ours, cfg.get(ours), key, value, note) if note else rep.mapped(ours, cfg.get(ours), key, value))
         done.add(ours)
 
+    _low_memory(cfg, args, rep)  # fp8_base's row maps one way only
+    done |= {"model.base_quant", "model.block_swap"}
     for row in ROWS:
         if not row.supported or row.special or not row.sd or row.ours in done or row.ours in SUBSET_KEYS:
             continue
@@ -147,6 +149,28 @@ def _text_cache(cfg: Config, args: dict[str, Any], rep: Report) -> None:
     else:
         args["cache_text_encoder_outputs"] = True
         rep.mapped(key, on, "cache_text_encoder_outputs", True)
+
+
+BLOCK_SWAP_SCRIPTS = ("sd3_train_network.py", "flux_train_network.py")
+"""sd-scripts' scripts whose network trainer swaps blocks (blocks_to_swap)."""
+
+
+def _low_memory(cfg: Config, args: dict[str, Any], rep: Report) -> None:
+    """model.base_quant as fp8_base (int8 and nf4 have no sd-scripts switch: fp8, the nearest, with a note) and
+    model.block_swap as blocks_to_swap where the script swaps blocks."""
+    quant, n = cfg.model.base_quant, cfg.model.block_swap
+    if quant in ("none", "fp8"):
+        rep.mapped("model.base_quant", quant, "fp8_base", quant == "fp8")
+    else:
+        rep.changed("model.base_quant", quant, "fp8_base", True, msg("kohya.changed.base_quant", mode=quant))
+    args["fp8_base"] = quant != "none"
+    if not n:
+        rep.mapped("model.block_swap", n, "blocks_to_swap", None)
+    elif kohya_script(cfg) in BLOCK_SWAP_SCRIPTS:
+        args["blocks_to_swap"] = n
+        rep.mapped("model.block_swap", n, "blocks_to_swap", n)
+    else:
+        rep.unsupported("model.block_swap", n, msg("kohya.export.block_swap_script", script=kohya_script(cfg)))
 
 
 def _level(row: Row, args: dict, ds: dict, general: dict) -> dict:

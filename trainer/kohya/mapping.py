@@ -168,6 +168,11 @@ def zero_is_none(v: Any) -> Any:
     return v if v else None
 
 
+def fp8_to_ours(v: Any) -> str:
+    """sd-scripts' fp8_base (the frozen model's Linear weights in fp8) is model.base_quant's fp8."""
+    return "fp8" if as_bool(v) else "none"
+
+
 # Notes shared by many rows
 N_SPEED = msg("kohya.row.speed")
 N_LOG = msg("kohya.row.log")
@@ -300,7 +305,7 @@ ROWS: tuple[Row, ...] = (
       note=msg("kohya.row.stop_text_encoder_training")),
     R("xformers", "xformers", note=N_SPEED), R("", "sdpa", note=N_SPEED), R("mem_eff_attn", "mem_eff_attn", note=N_SPEED),
     R("full_fp16", "full_fp16", note=N_FIXED_FP32), R("full_bf16", "full_bf16", note=N_FIXED_FP32),
-    R("fp8_base", "fp8_base", note=N_FIXED_FP32),
+    R("fp8_base", "fp8_base", "model.base_quant", fp8_to_ours, note=msg("kohya.row.fp8_base")),
     R("noise_offset_type", "", note=N_NOISE), R("adaptive_noise_scale", "adaptive_noise_scale", note=N_NOISE),
     R("multires_noise_iterations", "multires_noise_iterations", note=N_NOISE),
     R("multires_noise_discount", "multires_noise_discount", note=N_NOISE),

@@ -20,7 +20,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainer.errors import UserError
-from trainer.kohya.mapping import BY_GUI, BY_SD, N_TE_CACHE, Row, as_bool, as_float, as_int, is_neutral
+from trainer.kohya.mapping import (
+    BY_GUI,
+    BY_SD,
+    N_TE_CACHE,
+    Row,
+    as_bool,
+    as_float,
+    as_int,
+    is_neutral,
+    optional_int,
+)
 from trainer.message import Msg, msg
 from trainer.models.families.sd3 import T5_TOKENS
 
@@ -76,7 +86,7 @@ SD3_ROWS: tuple[Row, ...] = (
       note=N_TE_CACHE, special=True),
     R("sd3_cache_text_encoder_outputs_to_disk", "cache_text_encoder_outputs_to_disk",
       note=msg("kohya.sd3.row.cache_to_disk")),
-    R("blocks_to_swap", "blocks_to_swap", note=msg("kohya.sd3.row.blocks_to_swap")),
+    R("blocks_to_swap", "blocks_to_swap", "model.block_swap", optional_int, note=msg("kohya.row.blocks_to_swap")),
     R("", "train_t5xxl", note=N_TRAIN_T5),
     R("", "network_args train_t5xxl", note=N_TRAIN_T5, special=True),
     R("", "network_args context_/x_ attn/mlp/mod_dim", "lora.targets", note=msg("kohya.sd3.row.type_dims"),

@@ -64,10 +64,8 @@ class TextConditioner:
         """The text encoders that are models (not the stand-in of an encoder the base was loaded without)."""
         return [e for e in self.encoders if isinstance(e, torch.nn.Module)]
 
-    def _ids(self, tokenizer, captions: list[str], max_length: int, device: torch.device) -> torch.Tensor:
-        return tokenizer(
-            captions, padding="max_length", max_length=max_length, truncation=True, return_tensors="pt",
-        ).input_ids.to(device)
+    def _ids(self, tokenizer, captions: list[str], max_length: int, device: torch.device):
+        return self.family.tokenize(tokenizer, captions, max_length, device)
 
     def _encode(self, captions: list[str], device: torch.device | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
         device = device or self.device

@@ -58,7 +58,8 @@ class ModelFamily:
     text_encoders: ClassVar[tuple[TextEncoder, ...]]
     pooled_text: ClassVar[bool] = False  # the UNet also takes the pooled text embedding
     kohya_unet_original_names: ClassVar[bool] = False  # sd-scripts names UNet blocks input_blocks.N (SDXL)
-    kohya_layout: ClassVar[str] = "unet"  # how sd-scripts names the denoiser's LoRA: "unet" | "mmdit" (SD3.5) | "flux"
+    # how lora.safetensors names the denoiser: "unet" | "mmdit" (SD3.5) | "flux" | "zimage"
+    kohya_layout: ClassVar[str] = "unet"
     kohya_script: ClassVar[str]  # sd-scripts' training script
     kohya_network_module: ClassVar[str] = "networks.lora"  # sd-scripts' network module for this family's LoRA
     kohya_sdxl: ClassVar[bool] = False  # sd-scripts' ``sdxl`` switch
@@ -194,6 +195,11 @@ class ModelFamily:
         """The denoiser built from its config (under ``torch.device("meta")``: no memory)."""
         raise NotImplementedError
 
+    def denoiser_blocks(self, denoiser) -> list | None:
+        """The denoiser's repeated blocks in forward order, which ``model.block_swap`` may keep in CPU memory between
+        uses (each must be called once per forward, taking and returning tensors); None: this family cannot swap."""
+        return None
+
     def denoiser_config(self, pipe) -> dict[str, Any]:
         """The denoiser's config, as the run's LoRA files record it."""
         return dict(self.denoiser(pipe).config)
@@ -203,6 +209,12 @@ class ModelFamily:
     def text_max_lengths(self, pipe) -> list[int | None]:
         """Tokens per caption of each text encoder of ``pipe`` (None: its tokenizer's ``model_max_length``)."""
         return [te.max_length for te in self.text_encoders]
+
+    def tokenize(self, tokenizer, captions: list[str], max_length: int, device):
+        """What :meth:`encode_text` takes from ``tokenizer`` for ``captions``: their token ids, padded to
+        ``max_length`` (a family whose pipeline wraps the caption first, or needs the attention mask, overrides it)."""
+        return tokenizer(captions, padding="max_length", max_length=max_length, truncation=True,
+                         return_tensors="pt").input_ids.to(device)
 
     def encode_text(self, encoders: list, input_ids: list) -> tuple[Any, Any | None]:
         """``encoder_hidden_states`` and the pooled embedding (None if the denoiser takes none), from each text
@@ -331,9 +343,11 @@ def family_of_pipeline(class_name: str) -> ModelFamily:
 
 
 def family_of_hub_id(repo_id: str) -> ModelFamily:
-    """A guess from a hub id's name alone (for estimates made before anything is downloaded)."""
+    """A guess from a hub id's name alone (for estimates made before anything is downloaded), its hyphens and
+    underscores ignored (``Tongyi-MAI/Z-Image`` shows ZImage's marker)."""
+    name = repo_id.lower().replace("-", "").replace("_", "")
     for f in families():
-        if f.pipeline_marker and f.pipeline_marker.lower() in repo_id.lower():
+        if f.pipeline_marker and f.pipeline_marker.lower() in name:
             return f
     return family(DEFAULT)
 

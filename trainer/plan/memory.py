@@ -31,6 +31,7 @@ from trainer.models.family import chosen_family, family_of_hub_id, family_of_pip
 from trainer.models.family import family as model_family
 from trainer.models.lora import CONV_PATTERN
 from trainer.models.precision import decide_precision, resolve_device
+from trainer.plan.memory_lowmem import denoiser_weights
 
 GIB = 2**30
 TIGHT_SHARE = 0.85
@@ -52,8 +53,11 @@ libraries on a CPU."""
 TEXT_ACTIVATIONS: dict[tuple[str, str], float] = {("clip_l", "fp32"): 46_424_848, ("clip_l", "half"): 27_491_920,
                                                   ("clip_g", "fp32"): 4.44 * 46_424_848,
                                                   ("clip_g", "half"): 4.44 * 27_491_920,
-                                                  # T5 (SD3.5) never trains here: no activations kept for a backward
-                                                  ("t5", "fp32"): 0.0, ("t5", "half"): 0.0}
+                                                  # T5 (SD3.5) and Qwen3 (Z-Image) never train here: no
+                                                  # activations kept for a backward
+                                                  ("t5", "fp32"): 0.0, ("t5", "half"): 0.0,
+                                                  ("qwen3", "fp32"): 0.0, ("qwen3", "half"): 0.0}
+NEVER_TRAINED = frozenset({"t5", "qwen3"})  # text encoder kinds that take no LoRA (their families' TextEncoder.trainable)
 # The VAE encoding pictures without gradients (latents not cached): bytes per picture, c0 + c1 × pixels, fp32
 # (measured at 128 and 256 px: 50.5 and 201.6 MB).
 VAE_ENCODE: tuple[float, float] = (0.0, 3076.0)
@@ -64,7 +68,10 @@ VAE_ENCODE: tuple[float, float] = (0.0, 3076.0)
 # The encoders run one after another, so their sum is an upper bound; two captions at once measured 1.8-2.0×.
 TEXT_ENCODE: dict[tuple[str, str], float] = {("clip_l", "fp32"): 7_096_320, ("clip_l", "half"): 3_548_160,
                                               ("clip_g", "fp32"): 16_558_080, ("clip_g", "half"): 8_279_040,
-                                              ("t5", "fp32"): 85_983_232, ("t5", "half"): 42_991_616}
+                                              ("t5", "fp32"): 85_983_232, ("t5", "half"): 42_991_616,
+                                              # Z-Image's Qwen3-4B: 512 tokens, all 37 hidden states kept
+                                              # (bench/memory_text_encode.py qwen3; two captions 2.00×)
+                                              ("qwen3", "fp32"): 410_525_696, ("qwen3", "half"): 205_266_944}
 
 @dataclass
 class MemoryPlan:
@@ -88,6 +95,8 @@ class MemoryPlan:
     encode: dict[str, int] | None = None
     """The encoding phase's parts, when there is one."""
     phase: str = "train"  # the phase ``total`` is the peak of: train | encode
+    low_memory: dict[str, Any] | None = None
+    """model.base_quant's and model.block_swap's figures: slowdowns, pinned CPU memory (trainer.plan.memory_lowmem)."""
 
     @property
     def train_total(self) -> int:
@@ -108,13 +117,14 @@ class MemoryPlan:
                 "device_total": self.device_total, "verdict": self.verdict, "resolution": list(self.resolution),
                 "notes": [n.to_json() for n in self.notes], "warnings": [w.to_json() for w in self.warnings],
                 **({"phases": {"encode": self.encode_total, "train": self.train_total}, "peak_phase": self.phase,
-                    "encode_parts": dict(self.encode)} if self.encode else {})}
+                    "encode_parts": dict(self.encode)} if self.encode else {}),
+                **({"low_memory": self.low_memory} if self.low_memory else {})}
 
 
 def gib(n: int | float | None) -> str:
     if n is None:
         return "?"
-    return f"{n / GIB:.2f} GiB" if n >= GIB / 10 else f"{n / 2**20:.0f} MiB"
+    return f"{n / GIB:.2f} GiB" if abs(n) >= GIB / 10 else f"{n / 2**20:.0f} MiB"
 
 
 # ------------------------------------------------------------------------------------- model shapes
@@ -134,6 +144,7 @@ class ModelShapes:
     unet_layers: tuple[tuple[str, str, tuple[int, ...]], ...]  # (name, Linear | Conv2d, weight shape)
     te_layers: tuple[tuple[tuple[str, tuple[int, ...]], ...], ...]  # per text encoder: (name, weight shape)
     denoiser_config: dict[str, Any] = field(default_factory=dict)  # what the family's notes on the base read
+    blocks: tuple[tuple[str, int], ...] | None = None  # the denoiser's repeated blocks: (name, params); None: no swap
 
 
 def _layers(model: torch.nn.Module) -> tuple:
@@ -156,6 +167,8 @@ def model_shapes(source: str, family: str) -> ModelShapes:
         else:
             unet, vae, encoders = adapter.models_from_configs(Path(source))
     count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    names = {id(m): n for n, m in unet.named_modules()}
+    blocks = adapter.denoiser_blocks(unet)
     kinds = tuple((_encoder_kind(e), count(e)) for e in encoders)
     te_layers = tuple(tuple((n, s) for n, _, s in _layers(e)) for e in encoders)
     return ModelShapes(
@@ -164,12 +177,15 @@ def model_shapes(source: str, family: str) -> ModelShapes:
         vae_force_upcast=bool(vae.config.get("force_upcast", False)),
         widths=adapter.activation_width(unet.config), unet_layers=_layers(unet), te_layers=te_layers,
         denoiser_config=dict(unet.config),
+        blocks=None if blocks is None else tuple((names[id(b)], count(b)) for b in blocks),
     )
 
 
 def _encoder_kind(encoder) -> str:
     if "T5" in type(encoder).__name__:
         return "t5"
+    if "Qwen3" in type(encoder).__name__:
+        return "qwen3"
     return "clip_g" if encoder.config.hidden_size >= 1280 else "clip_l"
 
 
@@ -216,7 +232,9 @@ def lora_tensors(cfg: Config, shapes: ModelShapes) -> list[int]:
         fan_in = shape[1] * (shape[2] * shape[3] if kind == "Conv2d" else 1)
         out += [rank * fan_in, shape[0] * rank]
     if lc.train_text_encoder:
-        for layers in shapes.te_layers:
+        for (kind, _), layers in zip(shapes.text_encoders, shapes.te_layers):
+            if kind in NEVER_TRAINED:
+                continue
             for name, shape in layers:
                 if _matches(name, adapter.lora_targets("te", lc.targets)):
                     out += [lc.rank * shape[1], shape[0] * lc.rank]
@@ -298,8 +316,10 @@ def estimate_memory(cfg: Config, buckets: list[dict] | None = None, device: torc
     if not cfg.dataset.cache_latents:  # encoded before the UNet runs: only its excess over the step's peak counts
         v0, v1 = VAE_ENCODE
         vae_extra = max(0.0, batch * (v0 + v1 * width * height) * vae_bytes / 4 - activations - text_acts)
+    low = denoiser_weights(cfg, shapes, wbytes, 2 if half else 4, latent_pixels, adapter.label,
+                           device.type in SHARED_MEMORY)
     parts = {
-        "unet_weights": shapes.unet * wbytes,
+        **low.parts,
         "text_encoder_weights": 0 if offloaded else text_weights,
         # after the latent cache is filled the VAE goes back to the CPU (Feeder.cache_latents); on a CPU it stays
         "vae_weights": shapes.vae * vae_bytes if (not cfg.dataset.cache_latents or device.type == "cpu") else 0,
@@ -321,12 +341,12 @@ def estimate_memory(cfg: Config, buckets: list[dict] | None = None, device: torc
     train_total, encode_total = sum(rounded.values()), sum(encode.values()) if encode else 0
     total, phase = max((train_total, "train"), (encode_total, "encode"))
     name, asked_free, device_total = device_memory(device) if free == -1 else (device_name or str(device), free, None)
-    notes: list[Msg] = []
+    notes: list[Msg] = low.notes
     if precision.fallback:
         notes.append(precision.fallback)
     if shapes.widths != adapter.reference_widths:
         notes.append(msg("memory.note.scaled_activations"))
-    warnings = []
+    warnings = low.warnings
     if precision.precision == "fp16" and adapter.bf16_native:
         warnings.append(msg("memory.warn.fp16_family", family=adapter.label))
     if key in adapter.provisional_activations:
@@ -339,7 +359,7 @@ def estimate_memory(cfg: Config, buckets: list[dict] | None = None, device: torc
     if cfg.train.min_snr_gamma > 0 and not adapter.min_snr:
         warnings.append(msg("memory.warn.min_snr", family=adapter.label, gamma=cfg.train.min_snr_gamma))
     return MemoryPlan(rounded, total, name, asked_free, verdict_for(total, asked_free), device_total,
-                      (width, height), notes, warnings, encode, phase)
+                      (width, height), notes, warnings, encode, phase, low.info or None)
 
 
 def text_encode_rows(cfg: Config) -> int:

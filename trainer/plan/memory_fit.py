@@ -10,7 +10,11 @@ steps), 8-bit AdamW (tiny LoRA moments, rounding in the optimizer state), a smal
 until the estimate fits, then any earlier one the fit does not need is dropped again. Without the switch the
 text embeddings are cached too (frozen encoders, fixed captions), but the encoders stay on the device. Where
 only shuffled or dropped tags stand in the switch's way, the last step turns them off with it: the captions then
-stay as written, which changes what the run teaches, so it comes after everything that does not.
+stay as written, which changes what the run teaches, so it comes after everything that does not. After all of
+these, for a big transformer: its frozen weights stored in 8 bits, then in 4 (``model.base_quant``: the numbers
+change, the steps slow), then the fewest of its blocks kept in CPU memory that fit (``model.block_swap``: the same
+numbers, slower steps; only on a GPU, and only for a family that names its blocks). Each says how much slower
+(:mod:`trainer.plan.memory_lowmem`, provisional).
 
 The dose and step count stay the same unless a smaller batch changes how the buckets' partial batches group
 into steps; the result then says so with both numbers (``steps_note``).
@@ -28,7 +32,8 @@ from trainer.config.schema import Config, from_dict
 from trainer.errors import UserError
 from trainer.message import Msg, msg
 from trainer.models.precision import bf16_supported, resolve_device
-from trainer.plan.memory import SHARED_MEMORY, TIGHT_SHARE, MemoryPlan, estimate_memory, gib
+from trainer.plan.memory import SHARED_MEMORY, TIGHT_SHARE, MemoryPlan, estimate_memory, gib, shapes_for
+from trainer.plan.memory_lowmem import QUANT_SLOWDOWN
 
 
 @dataclass
@@ -73,7 +78,21 @@ def _candidates(cfg: Config, device: torch.device, bf16: bool | None) -> list[li
     if offload and cfg.offload_blockers() and set(cfg.offload_blockers()) <= set(AUGMENTATION):
         # last: fixed captions change what the run teaches, though the trigger stays first either way
         out.append([(k, v) for k, v in AUGMENTATION.items() if cfg.get(k) != v] + [("model.offload_text_encoders", True)])
+    if device.type in ("cuda", "cpu"):  # where bitsandbytes runs; fewer bytes a weight each
+        out += [[("model.base_quant", mode)] for mode in ("int8", "nf4") if _bits(mode) < _bits(cfg.model.base_quant)]
     return out
+
+
+def _bits(mode: str) -> float:
+    return {"none": 16, "int8": 8, "fp8": 8, "nf4": 4}[mode]
+
+
+def _swap_range(cfg: Config, device: torch.device) -> range:
+    """The ``model.block_swap`` values the fit may try, fewest first (none where nothing would leave the device)."""
+    blocks = shapes_for(cfg.model).blocks
+    if device.type in SHARED_MEMORY or blocks is None:
+        return range(0)
+    return range(cfg.model.block_swap + 1, len(blocks) + 1)
 
 
 def _apply(cfg: Config, steps: list[list[tuple[str, Any]]]) -> Config:
@@ -107,25 +126,51 @@ def fit_to_memory(cfg: Config, budget: int, buckets: list[dict] | None = None, r
     for step in _candidates(cfg, device, bf16):
         if fits(after):
             break
-        if step[0][0] == "train.batch_size":  # a smaller batch replaces the previous halving
-            chosen = [s for s in chosen if s[0][0] != "train.batch_size"]
+        if step[0][0] in ("train.batch_size", "model.base_quant"):  # a smaller batch (fewer bits) replaces the last
+            chosen = [s for s in chosen if s[0][0] != step[0][0]]
         chosen.append(step)
         after = estimate(_apply(cfg, chosen))
+    chosen, after = _fewest_blocks(cfg, chosen, after, device, estimate, fits)
     if fits(after):  # drop what the fit does not need, latest-but-one first
         for step in reversed(chosen[:-1]):
             trial = [s for s in chosen if s is not step]
             plan = estimate(_apply(cfg, trial))
             if fits(plan):
                 chosen, after = trial, plan
+        kept = [s for s in chosen if s[0][0] != "model.block_swap"]
+        if len(kept) < len(chosen):  # fewer blocks may do now
+            chosen, after = _fewest_blocks(cfg, kept, estimate(_apply(cfg, kept)), device, estimate, fits)
     new_cfg = _apply(cfg, chosen)
-    changes = [{"key": k, "old": cfg.get(k), "new": v, "why": _why(k)} for step in chosen for k, v in step]
+    changes = [{"key": k, "old": cfg.get(k), "new": v, "why": _why(k, v, after)} for step in chosen for k, v in step]
     result = FitResult(new_cfg, changes, before, after, budget, fits(after))
     result.steps_note = _steps_note(cfg, new_cfg, report) if report is not None and chosen else None
     result.message = _message(result)
     return result
 
 
-def _why(key: str) -> Msg:
+def _fewest_blocks(cfg: Config, chosen: list, after: MemoryPlan, device: torch.device, estimate, fits):
+    """When ``chosen`` does not fit: the fewest blocks kept in CPU memory that make it fit, added as the last
+    change; when none does, the fewest that lower the peak the most (none, when the peak is not training's)."""
+    if fits(after):
+        return chosen, after
+    best = (after.total, chosen, after)
+    for n in _swap_range(cfg, device):
+        steps = [*chosen, [("model.block_swap", n)]]
+        trial = estimate(_apply(cfg, steps))
+        if fits(trial):
+            return steps, trial
+        if trial.total < best[0]:
+            best = (trial.total, steps, trial)
+    return best[1], best[2]
+
+
+def _why(key: str, value: Any = None, after: MemoryPlan | None = None) -> Msg:
+    low = (after.low_memory if after else None) or {}
+    if key == "model.base_quant":
+        return msg("memory_fit.why.model.base_quant", mode=value, pct=round(100 * (QUANT_SLOWDOWN[value] - 1)))
+    if key == "model.block_swap" and "block_swap" in low:
+        swap = low["block_swap"]
+        return msg("memory_fit.why.model.block_swap", n=value, blocks=swap["of"], pct=round(100 * (swap["slowdown"] - 1)))
     return Msg(f"memory_fit.why.{'train.batch_size' if key == 'train.grad_accum' else key}")
 
 

@@ -17,11 +17,13 @@ from trainer.data.batches import captions_are_augmented
 from trainer.errors import UserError
 from trainer.message import msg
 from trainer.models.base import BaseInfo, load_pipeline
+from trainer.models.blockswap import BlockSwap
 from trainer.models.conditioning import ForeseenText, TextConditioner
 from trainer.models.families.noise import NoiseSchedule
 from trainer.models.family import ModelFamily
 from trainer.models.family import family as model_family
 from trainer.models.lora import LoraModules, attach_lora
+from trainer.models.lowmem import is_low_memory, prepare_low_memory, set_compute_dtype
 from trainer.models.precision import PrecisionPlan, decide_precision, make_grad_scaler, resolve_device
 from trainer.sampling import sampling_pipeline
 from trainer.train.distributed import Dist
@@ -41,6 +43,7 @@ class TrainingModels:
     trainable: list[torch.nn.Parameter]
     named_trainable: list[tuple[str, torch.nn.Parameter]]
     train_modules: dict[str, torch.nn.Module]  # the LoRA's models as the processes see them (wrapped for DDP)
+    swap: BlockSwap | None = None  # model.block_swap's blocks, kept in CPU memory between uses
 
     @property
     def family(self) -> str:
@@ -63,8 +66,9 @@ class TrainingModels:
             if model is self.pipe.vae:
                 continue  # the VAE has its own dtype, below
             for p in model.parameters():
-                if not p.requires_grad and p.is_floating_point():
+                if not p.requires_grad and p.is_floating_point() and p.element_size() > 1:  # fp8 storage stays
                     p.data = p.data.to(self.precision.weight_dtype)
+        set_compute_dtype(self.denoiser, self.precision.weight_dtype)  # model.base_quant's layers
         self.pipe.vae.to(dtype=self.precision.vae_dtype)
         self.text.clear_cache()
 
@@ -93,17 +97,24 @@ def load_models(cfg: Config, dist: Dist, foreseen: ForeseenText | None = None) -
         adapter.prepare_weights(pipe, precision.weight_dtype)
         sampler = sampling_pipeline(pipe, family, base_info.prediction_type).pipe
         text.encode_up_front(foreseen or ForeseenText(), precision.autocast(), sampler)
+    denoiser = adapter.denoiser(pipe)
+    low = is_low_memory(cfg.model)  # the denoiser is placed by prepare_low_memory, quantized or in part
+    if text.offload or low:
         for component in pipe.components.values():
-            if isinstance(component, torch.nn.Module) and not any(component is e for e in text.modules):
+            kept = (text.offload and any(component is e for e in text.modules)) or (low and component is denoiser)
+            if isinstance(component, torch.nn.Module) and not kept:
                 component.to(device)
     else:
         pipe.to(device)
+    if not text.offload:
         adapter.prepare_weights(pipe, precision.weight_dtype)
     pipe.vae.to(dtype=precision.vae_dtype)
     adapter.apply_model_settings(pipe, cfg.model)
-    denoiser = adapter.denoiser(pipe)
+    swap = prepare_low_memory(denoiser, adapter, cfg.model, device, precision.weight_dtype) if low else None
     schedule = adapter.noise_schedule(pipe.scheduler.config, base_info.prediction_type)
     lora = attach_lora(pipe, cfg.lora, family, cfg.train.seed, cfg.dataset.trigger)
+    if swap is not None:
+        swap.settle(denoiser)
     if cfg.train.channels_last and device.type == "cuda" and adapter.conv_lora:
         # a UNet's convolutions want NHWC on tensor cores; on a CPU it measured 4-7 % slower per step
         # (bench/bench_step.py models)
@@ -124,5 +135,5 @@ def load_models(cfg: Config, dist: Dist, foreseen: ForeseenText | None = None) -
     return TrainingModels(
         device=device, precision=precision, base_info=base_info, pipe=pipe, adapter=adapter, denoiser=denoiser,
         schedule=schedule, lora=lora, text=text, trainable=[p for _, p in named], named_trainable=named,
-        train_modules=dist.wrap(lora.models),
+        train_modules=dist.wrap(lora.models), swap=swap,
     )

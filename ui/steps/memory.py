@@ -22,7 +22,7 @@ from ..i18n import t
 BY_PATH = {f.path: f for f in FIELDS}
 # the settings the estimate reads; a change to any of them refreshes it
 WATCHED = ("base", "resolution", "batch_size", "precision", "optimizer", "grad_ckpt", "cache_latents", "offload_te",
-           "rank", "conv_rank", "targets", "train_te", "ema")
+           "base_quant", "block_swap", "rank", "conv_rank", "targets", "train_te", "ema")
 
 
 def build(ui: UI) -> None:
@@ -67,7 +67,9 @@ def _table(plan: MemoryPlan, lang: str) -> str:
     w, h = plan.resolution
     verdict = words.say("memory.summary", lang, verdict=words.say(f"memory.verdict.{plan.verdict}", lang),
                         device=plan.device_words(), free=free, w=w, h=h)
-    warnings = [f"- {words.say(w, lang)}" for w in plan.warnings]
+    # what the low-memory switches cost in speed and numerics, then the warnings
+    lowmem = [n for n in plan.notes if getattr(n, "code", "").startswith("memory.lowmem.")]
+    warnings = [f"- {words.say(w, lang)}" for w in (*lowmem, *plan.warnings)]
     return "\n".join([words.say("memory.table_head", lang) + "\n|---|---:|", *rows, "", verdict,
                       *(["", *warnings] if warnings else [])])
 

@@ -9,7 +9,12 @@ page a fixed 0.1-0.3 s of CPU in gradio's own bookkeeping, whatever it brings, s
 another step; with no run training the timer stops (an open page costs nothing): Start and Continue start it
 again, and a run started elsewhere (another tab, the API) shows once this tab's Train step is shown. The plots
 take only the new points: the page keeps its figures (``ui/live_view.js``) and the poll sends them whole once,
-then what the rows since the tab's last look add (:func:`live_plots`). The poll runs with
+then what the rows since the tab's last look add (:func:`live_plots`).
+
+In the browser that pace belongs to the light look (:func:`light_look`, the ``look`` endpoint the page calls
+with a plain ``fetch``): it brings the plots' points and the status line, and the page presses the full poll
+(the hidden ``poll_now`` button) only when the samples, the alerts, the findings or the run's state moved; the
+timer then only backs it up, every 30 s. The full poll stays what API clients call, and sends them everything. The poll runs with
 ``concurrency_limit=None`` so no tab waits behind another tab's click; gradio's timer does not tick while the tab
 is hidden, and the first tick after it shows again catches up.
 """
@@ -20,6 +25,7 @@ import html
 import json
 import math
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -54,20 +60,25 @@ RUN_BUTTONS = ("stop_btn", "pause_btn", "sample_btn", "save_btn")  # the command
 # Before each poll the page puts what its plots hold into the ``live_view`` input; after it, the page applies
 # the ``live_plots`` message (ui/live_view.js).
 VIEW_JS = "(lang, state, view, msg) => [lang, state, window.ldLive ? window.ldLive.view() : null, msg]"
-SHOWN_JS = ("(lang, state, view, msg) => [lang, state, window.ldLive ? {...window.ldLive.view(), shown: true} : null,"
-            " msg]")
+SHOWN_JS = ("(lang, state, view, msg) => { if (window.ldLive) window.ldLive.lookNow();"
+            " return [lang, state, window.ldLive ? {...window.ldLive.view(), shown: true} : null, msg]; }")
 APPLY_JS = "(message) => { if (window.ldLive) window.ldLive.apply(message); }"
 REDRAW_AFTER = plots.MAX_POINTS  # new points a tab's lines take before it gets whole (decimated) figures again
 RUN_POLL_S = 2.0  # a run trains and the Train step shows: the status and plots move (they draw every >= 3 s)
 QUIET_POLL_S = 5.0  # it trains, but nothing came since the last look (a long step, samples being drawn)
 IDLE_POLL_S = 10.0  # it trains with the Train step hidden (showing it polls at once); the page's first pace
+# A page with the light look (ui/live_view.js) gets the plots and the status from it, and the light look asks for
+# this poll at once when the samples, the alerts, the findings or the run's state change: the timer only backs it up
+LIGHT_POLL_S = 30.0
 
 
-def poll_every(active: bool, shown: bool, moved: bool) -> float | None:
-    """Seconds until a tab's next poll: often only while there is something to see; None (no timer) while no
-    run trains."""
+def poll_every(active: bool, shown: bool, moved: bool, light: bool = False) -> float | None:
+    """Seconds until a tab's next poll (or light look): often only while there is something to see; None (no
+    timer) while no run trains; the backing-up pace for a page with the light look."""
     if not active:
         return None
+    if light:
+        return LIGHT_POLL_S
     if not shown:
         return IDLE_POLL_S
     return RUN_POLL_S if moved else QUIET_POLL_S
@@ -92,7 +103,7 @@ def build(ui: UI) -> None:
     ui.add("confirm", gr.Checkbox(False, visible=False))
     ui.add("confirm_btn", gr.Button(t("confirm_start", lang), variant="stop", visible=False, elem_id="ld-confirm"),
            "confirm_start", "value")
-    ui.add("status_md", gr.Markdown(t("status_idle", lang), elem_id="ld-status"))
+    ui.add("status_md", gr.HTML(status_html(t("status_idle", lang)), elem_id="ld-status"))
     ui.add("alert_html", gr.HTML("", elem_id="ld-alert"))
     ui.add("to_troubleshoot", gr.Button(t("to_troubleshoot", lang), variant="stop", visible=False),
            "to_troubleshoot", "value")
@@ -115,6 +126,8 @@ def build(ui: UI) -> None:
     ui.add("verdict_md", gr.Markdown("", elem_id="ld-train-verdict"))
     ui.add("warnings_md", gr.Markdown("", elem_id="ld-train-warnings"))
     ui.add("train_next", gr.Button(t("next_review", lang)), "next_review", "value")
+    # what the light look presses when something beyond the plots and the status changed (ui/live_view.js)
+    ui.add("poll_now", gr.Button("poll", visible="hidden", elem_id="ld-poll-now"))
 
 
 def wire(ui: UI, timer: gr.Timer, loaded: Any) -> None:
@@ -209,6 +222,16 @@ def wire(ui: UI, timer: gr.Timer, loaded: Any) -> None:
     # showing the Train step looks at once (its polls were slow while it was hidden), as a step being shown
     shown = ui.on(ui["step_train"].select, poll, inputs, POLL_OUTPUTS, js=SHOWN_JS, **quiet)
     shown.then(None, ui["live_plots"], None, js=APPLY_JS, queue=False, show_progress="hidden")
+    asked = ui.on(ui["poll_now"].click, poll, inputs, POLL_OUTPUTS, js=VIEW_JS, **quiet)
+    asked.then(None, ui["live_plots"], None, js=APPLY_JS, queue=False, show_progress="hidden")
+
+    def look(view: dict) -> dict:
+        """The page's light look at the run (ui/live_view.js calls it with ``fetch``, outside gradio's event
+        machinery, whose bookkeeping costs the page far more CPU than the look itself): the plots' new points,
+        the status when its words changed, and what else moved (:func:`light_look`)."""
+        return light_look(ui, view if isinstance(view, dict) else {})
+
+    gr.api(look, api_name="look", queue=False, api_visibility="undocumented")
 
     def status() -> dict:
         """Compact run state for API clients: status, step, total, run (inside runs/), alerts, samples."""
@@ -325,21 +348,82 @@ def live_plots(runner, snap: RunSnapshot, state: dict[str, Any], lang: str, rev:
     return message, {"full": full, "drawn": len(rows), "rows": len(rows), "carry": plots.live_carry(rows)}
 
 
+def status_body(status: str) -> str:
+    """The status line (:func:`ui.live.status_line`: paragraphs, **bold**, `code`, a ``> `` quoted message) as
+    HTML, every word escaped."""
+    paragraphs = []
+    for para in status.split("\n\n"):
+        quote = para.startswith("> ")
+        text = html.escape(para[2:] if quote else para)
+        text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
+        text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+        paragraphs.append(f"<blockquote><p>{text}</p></blockquote>" if quote else f"<p>{text}</p>")
+    return "".join(paragraphs)
+
+
+def status_html(status: str) -> str:
+    """The status box's value: :func:`status_body` in the element the light look writes into, with the hash of its
+    words, so the page knows whether the box still shows what it was last sent."""
+    return f'<div class="ld-status-line" data-hash="{status_hash(status)}">{status_body(status)}</div>'
+
+
+def moved_of(snap: RunSnapshot, run_label: str | None) -> dict[str, Any]:
+    """What the full poll brings beyond the plots and the status: the light look presses it when this changes."""
+    return {"samples": len(snap.samples), "alerts": len(snap.alerts), "findings": len(snap.findings),
+            "status": str(snap.status), "active": snap.active, "run": run_label}
+
+
+def status_hash(status: str) -> str:
+    return f"{hash(status) & 0xFFFFFFFF:x}"
+
+
+def light_look(ui: UI, view: dict[str, Any]) -> dict[str, Any]:
+    """One light look for a page (``view``: what it holds, as this function last returned it in ``held``, plus the
+    language it wants and whether its plots show): ``plots``, the message :func:`live_plots` makes (None: no new row);
+    ``status``, the status box's HTML when its words changed (None: unchanged); ``moved``, what the full poll
+    brings (samples, alerts, findings, the run's state), for the page to compare with what it saw; ``every``, the
+    seconds until its next look (None: no run trains, stop looking); ``held``, what to send back next time."""
+    ctx, runner = ui.ctx, ui.ctx.runner
+    lang: str = view["lang"] if view.get("lang") in words.LANGS else ctx.lang
+    held_in: dict[str, Any] = {k: view[k] for k in ("full", "drawn", "rows", "carry") if k in view}
+    if not isinstance(held_in.get("rows", 0), int) or not isinstance(held_in.get("carry", {}), dict):
+        held_in = {}  # not what this function sent: start over with whole figures
+    run_label = ctx.run_rel(runner.state.run_dir)
+    whole = view.get("drawn_in") != lang or view.get("run") != run_label or "rows" not in held_in
+    snap = runner.snapshot(rows_from=0 if whole else held_in["rows"])
+    if ctx.run_rel(snap.run_dir) != run_label:  # another run started just now
+        whole, snap = True, runner.snapshot()
+        run_label = ctx.run_rel(snap.run_dir)
+    message, held = live_plots(runner, snap, {"full": view.get("full") or 0} if whole else held_in, lang,
+                               run_label or "idle", whole=whole)
+    if view.get("active") and not snap.active:  # paused or ended: the page draws its last points now
+        message = {**(message or {}), "settle": True}
+    status = live.status_line(snap, lang, run_label)
+    words_hash = status_hash(status)
+    moved = moved_of(snap, run_label)
+    changed = whole or words_hash != view.get("status_hash")
+    return {"plots": message, "status": {"html": status_body(status), "hash": words_hash} if changed else None,
+            "moved": moved, "every": poll_every(snap.active, bool(view.get("shown", True)), message is not None),
+            "held": {**held, "drawn_in": lang, "run": run_label, "status_hash": words_hash, "active": snap.active}}
+
+
 def poll_view(ui: UI, state: dict[str, Any], lang: str, view: dict[str, Any] | None = None,
               picture: Callable[[Path], Any] = live.open_rgb) -> dict[str, Any]:
     """What changed since this tab's last look: nothing at all when the runner's version is the same and the
     page holds the plots this tab was sent (``view``: what the page says it holds; API clients say nothing).
     ``picture`` makes a sample file a gallery item (the app passes its :class:`GalleryCopies`)."""
     ctx, runner = ui.ctx, ui.ctx.runner
-    lost = bool(view and (view.get("full"), view.get("rows")) != (state.get("full"), state.get("rows")))
+    # a page with the light look (ui/live_view.js) takes the plots and the status from it: this poll only starts it
+    light = bool(view and view.get("light"))
+    lost = not light and bool(view and (view.get("full"), view.get("rows")) != (state.get("full"), state.get("rows")))
     shown = (view or {}).get("shown", True)  # API clients see everything
     moved = state.get("version") != runner.version
     if not moved and state.get("lang") == lang and not lost:
-        every = poll_every(runner.active, shown, moved=False)
+        every = poll_every(runner.active, shown, moved=False, light=light)
         if "every" in state and every == state["every"]:  # (None: the timer is stopped)
             return {}
         return {"poll_state": {**state, "every": every}, "poll_timer": pace(every)}
-    snap = runner.snapshot(rows_from=state.get("rows", 0))
+    snap = runner.snapshot(rows_from=0 if light else state.get("rows", 0))
     samples, alerts = snap.samples, snap.alerts
     new: dict[str, Any] = {"version": snap.version, "lang": lang, "run": snap.run_dir, "samples": len(samples),
            "alerts": len(alerts), "findings": len(snap.findings), "active": snap.active, "status": str(snap.status)}
@@ -348,15 +432,19 @@ def poll_view(ui: UI, state: dict[str, Any], lang: str, view: dict[str, Any] | N
     out: dict[str, Any] = {"poll_state": new}
     status = live.status_line(snap, lang, run_label)
     new["status_hash"] = hash(status)  # the words, not the version: a progress event may change nothing shown
-    if fresh or new["status_hash"] != state.get("status_hash"):
-        out["status_md"] = status
-    new["every"] = poll_every(snap.active, shown or (not state and snap.active), moved=True)  # (it jumps to Train)
-    if "every" not in state or new["every"] != state["every"]:
+    if fresh or (not light and new["status_hash"] != state.get("status_hash")):
+        out["status_md"] = status_html(status)
+    new["every"] = poll_every(snap.active, shown or (not state and snap.active), moved=True, light=light)
+    if "every" not in state or new["every"] != state["every"]:  # (it jumps to Train)
         out["poll_timer"] = pace(new["every"])
-    message, held = live_plots(runner, snap, state, lang, run_label or "idle", whole=fresh or lost)
-    new.update(held)
-    if state.get("active") and not snap.active:  # paused or ended: the page draws its last points now
-        message = {**(message or {}), "settle": True}
+    if light:
+        message: dict[str, Any] | None = {"light": {"lang": lang, "active": snap.active,
+                                                    "moved": moved_of(snap, run_label)}}
+    else:
+        message, held = live_plots(runner, snap, state, lang, run_label or "idle", whole=fresh or lost)
+        new.update(held)
+        if state.get("active") and not snap.active:  # paused or ended: the page draws its last points now
+            message = {**(message or {}), "settle": True}
     if message is not None:
         out["live_plots"] = message
     if fresh or len(samples) != state.get("samples"):

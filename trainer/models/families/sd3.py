@@ -91,6 +91,9 @@ class SD3(ModelFamily):
 
         return SD3Transformer2DModel.from_config(config)
 
+    def denoiser_blocks(self, denoiser):
+        return list(denoiser.transformer_blocks)  # the joint (MMDiT) blocks, called one after another
+
     def activation_width(self, denoiser_config):
         return (int(denoiser_config["num_layers"]) + 12) * int(denoiser_config["num_attention_heads"]) \
             * int(denoiser_config["attention_head_dim"])
