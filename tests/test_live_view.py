@@ -17,7 +17,7 @@ from trainer.config.schema import Config
 from trainer.run.events import RunEvent, StepRow
 from trainer.train.runner import Runner
 from ui import plots
-from ui.steps.train import REDRAW_AFTER, live_plots, status_body
+from ui.steps.train_poll import REDRAW_AFTER, live_plots, status_body
 
 CHROMIUM = "/usr/bin/chromium"
 

@@ -16,7 +16,7 @@ from ui.binding import UI
 from ui.context import AppContext
 from ui.i18n import t
 from ui.paths import PathPolicy
-from ui.steps import train
+from ui.steps import train_poll as train
 
 
 def _ui(tmp_path: Path) -> UI:

@@ -19,7 +19,7 @@ from ui.binding import UI, Toasts
 from ui.context import AppContext, status_label
 from ui.i18n import TEXTS, t
 from ui.paths import PathPolicy
-from ui.steps import dataset, preset, train, troubleshoot
+from ui.steps import dataset, preset, train_poll, troubleshoot
 from words import TEXTS as ALL_WORDS
 
 
@@ -195,9 +195,9 @@ def test_the_stop_message_goes_when_the_run_ends(tmp_path):
     runner = ui.ctx.runner
     runner.state = RunState(status="stopped")
     runner.version = 7
-    out = train.poll_view(ui, {"version": 6, "status": "running", "lang": "en", "run": None}, "en")
+    out = train_poll.poll_view(ui, {"version": 6, "status": "running", "lang": "en", "run": None}, "en")
     assert out.get("train_msg") == ""
-    again = train.poll_view(ui, {**out["poll_state"]}, "en")
+    again = train_poll.poll_view(ui, {**out["poll_state"]}, "en")
     assert "train_msg" not in again  # a later look leaves the box to what the buttons write
 
 

@@ -16,7 +16,7 @@ from .i18n import t
 from .paths import MAX_UPLOAD
 from .remember import remember_inputs
 from .security import Security, app_kwargs
-from .steps import dataset, gates, plan, preset, review, train, troubleshoot
+from .steps import dataset, gates, plan, preset, review, train, train_poll, troubleshoot
 from .widgets import relabel_fields
 
 CSS = """
@@ -81,7 +81,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
                 with gr.Tab(t(name, lang), id=i, interactive=i == 0, elem_id=f"ld-{key}") as step:
                     ui.add(name, step, name)
                     module.build(ui)
-        timer = gr.Timer(train.IDLE_POLL_S)  # the poll sets its own pace (ui/steps/train.py poll_every)
+        timer = gr.Timer(train_poll.IDLE_POLL_S)  # the poll sets its own pace (ui/steps/train_poll.py poll_every)
         lang_known = _remember_language(ui, demo)
         dataset.wire(ui)
         plan.wire(ui)

@@ -212,11 +212,11 @@
     const changed = lang !== light.lang;
     light.lang = lang;
     light.moved = JSON.stringify(msg.moved); // what the full poll just brought
-    if (msg.active && !light.on) {
-      light.on = true;
-      look();
-    } else if (light.on && changed) look();
-    else if (!msg.active && !light.on && light.held && light.held.active) { // ended between two looks
+    if (light.on) {
+      if (changed) look();
+    } else if (msg.active || !light.held || changed || light.held.active) {
+      // a run trains; or once, for the plots' figures (a first look, another language, a run that ended
+      // between two looks): a look with no run training says to stop
       light.on = true;
       look();
     }
