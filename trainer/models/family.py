@@ -171,6 +171,11 @@ class ModelFamily:
         from the denoiser's config: never refused, the memory plan and the run's alerts say it with the advice."""
         return None
 
+    def unquantized(self, denoiser) -> tuple:
+        """The denoiser's modules whose Linear layers ``model.base_quant`` leaves in the run's dtype (one that casts
+        its input to its own weight's dtype would cast it to int8 or fp8)."""
+        return ()
+
     def prepare_weights(self, pipe, weight_dtype) -> None:
         """After the base is loaded in the run's ``weight_dtype``: give any part the dtype it needs instead."""
 
