@@ -12,6 +12,10 @@ of another width before its last. So each cell is measured on four truncated mod
     python bench/memory_depth.py --precision fp32 --fit       # fit and held-out cells, both checkpointing modes
     python bench/memory_depth.py --precision bf16 --ckpt off --cells 256x1,320x1   # bf16 (~6x slower on a CPU)
     python bench/memory_depth.py --size sd3-large --cells 128x1                    # Large, 2 and 3 blocks, vs the plan
+    python bench/memory_depth.py --size flux --precision fp32 --cells 256x1,320x1,128x4 --json   # FLUX.1-dev
+
+``--size flux`` measures FLUX.1-dev on three truncated models per cell (2 double + 2 single blocks, one double more,
+one single more; :func:`flux_full_depth`): 5-6 GB of memory each in fp32 and 7-10 minutes a cell on two shared cores.
 
 On this machine's two cores an fp32 128 px cell (its eight truncated models) takes about a minute of CPU time,
 a bf16 one about six. ``--size sd3-large`` measures Large's own blocks (width 2432, no dual attention) and compares its extrapolated
@@ -38,7 +42,7 @@ HELD_OUT = ((128, 1), (192, 1), (256, 2), (384, 1))
 
 
 def family_of(size: str) -> str:
-    return "zimage" if size.startswith("zimage") else "sd3"
+    return "zimage" if size.startswith("zimage") else "flux" if size == "flux" else "sd3"
 
 
 def build(size: str, layers: int, dual: bool, dtype: torch.dtype):
@@ -89,13 +93,47 @@ def full_depth(size: str, precision: str, ckpt: bool, res: int, batch: int) -> d
     return out
 
 
+def flux_cell(double: int, single: int, precision: str, ckpt: bool, res: int, batch: int) -> dict:
+    """FLUX.1-dev at full width with ``double`` double-stream and ``single`` single-stream blocks, rank-16 attention
+    LoRA (the double blocks' both streams, the single blocks' q, k, v)."""
+    import memory_probe as mp
+
+    model = mp.build_unet("flux", torch.float32 if precision == "fp32" else torch.bfloat16, num_layers=double,
+                          num_single_layers=single)
+    lora = mp.attach(model, "flux")
+    grads = 4 * sum(p.numel() for p in lora.trainable("transformer"))
+    peak = mp.step_peak(model, "flux", res, batch, precision, ckpt)
+    del model, lora
+    return {"measured": peak["tensors"], "lora_grads": grads}
+
+
+def flux_full_depth(precision: str, ckpt: bool, res: int, batch: int) -> dict:
+    """FLUX.1-dev's figures from three truncated models: 2 double + 2 single blocks, one more double, one more single.
+    Each kind's per-block ``d`` is a difference at 2 → 3 blocks (never 1 → 2: with checkpointing the peak holds one
+    block's recompute besides the saved inputs); ``c`` (the embedders, the final layer, the loss, and that
+    recompute) is what the 2 + 2 model holds beyond its four blocks; the full model is ``c + 19·d_double +
+    38·d_single``."""
+    config = json.loads((REPO / "trainer/models/model_configs/flux/transformer/config.json").read_text())
+    two = flux_cell(2, 2, precision, ckpt, res, batch)
+    more_double = flux_cell(3, 2, precision, ckpt, res, batch)
+    more_single = flux_cell(2, 3, precision, ckpt, res, batch)
+    out: dict = {}
+    for key in ("measured", "lora_grads"):
+        d_double, d_single = more_double[key] - two[key], more_single[key] - two[key]
+        base = two[key] - 2 * d_double - 2 * d_single
+        out[key] = round(base + config["num_layers"] * d_double + config["num_single_layers"] * d_single)
+        out[f"{key}_per_block"] = {"double": d_double, "single": d_single}
+        out[f"{key}_base"] = round(base)
+    return out
+
+
 def main() -> None:
     from bench_memory import estimate, fit
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--precision", default="bf16", choices=("bf16", "fp32"))
     ap.add_argument("--cells", default="", help="e.g. 256x1,128x4 (default: the fit cells and the held-out ones)")
-    ap.add_argument("--size", default="sd3", choices=("sd3", "sd3-large", "zimage"))
+    ap.add_argument("--size", default="sd3", choices=("sd3", "sd3-large", "flux", "zimage"))
     ap.add_argument("--fit", action="store_true")
     ap.add_argument("--full", default="", help="also measure the whole Medium at this cell, e.g. 128x1 (slow)")
     ap.add_argument("--json", action="store_true")
@@ -109,9 +147,11 @@ def main() -> None:
     t0 = time.perf_counter()
     for ckpt in {"both": (False, True), "off": (False,), "on": (True,)}[args.ckpt]:
         for res, batch in cells:
-            r = full_depth(args.size, args.precision, ckpt, res, batch)
-            est = estimate(args.size, args.precision, res, batch, ckpt, family=family_of(args.size))
-            row = {"family": family_of(args.size), "size": args.size, "precision": args.precision, "ckpt": ckpt, "res": res,
+            family = family_of(args.size)
+            r = (flux_full_depth(args.precision, ckpt, res, batch) if family == "flux"
+                 else full_depth(args.size, args.precision, ckpt, res, batch))
+            est = estimate(args.size, args.precision, res, batch, ckpt, family=family)
+            row = {"family": family, "size": args.size, "precision": args.precision, "ckpt": ckpt, "res": res,
                    "batch": batch, "estimate": est, **r}
             rows.append(row)
             if args.json:

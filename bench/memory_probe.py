@@ -104,6 +104,21 @@ def step_inputs(unet, family: str, resolution: int, batch: int) -> tuple[torch.T
     side = resolution // 8
     latents = torch.randn(batch, channels, side, side, generator=gen).to(weight_dtype)
     target = torch.randn(batch, channels, side, side, generator=gen)
+    if family == "flux":  # the latents in 2x2 patches of 64 channels, T5's 512 tokens, their ids, a sigma, guidance 1
+        from diffusers import FluxPipeline
+
+        from trainer.models.families.flux import T5_TOKENS
+
+        tokens, cfg = (side // 2) ** 2, unet.config
+        latents = torch.randn(batch, tokens, channels, generator=gen).to(weight_dtype)
+        target = torch.randn(batch, tokens, channels, generator=gen)
+        kwargs = {"encoder_hidden_states": torch.randn(batch, T5_TOKENS, cfg.joint_attention_dim, generator=gen),
+                  "pooled_projections": torch.randn(batch, cfg.pooled_projection_dim, generator=gen),
+                  "timestep": torch.rand(batch, generator=gen),
+                  "img_ids": FluxPipeline._prepare_latent_image_ids(batch, side // 2, side // 2, "cpu", torch.float32),
+                  "txt_ids": torch.zeros(T5_TOKENS, 3),
+                  "guidance": torch.ones(batch) if cfg.guidance_embeds else None}
+        return latents, kwargs, target
     if family == "zimage":  # ZIMAGE_TEXT_TOKENS of Qwen3's states (a long caption's), their mask, a sigma × 1000
         hidden = torch.randn(batch, ZIMAGE_TEXT_TOKENS, unet.config.cap_feat_dim, generator=gen)
         kwargs = {"hidden": hidden, "pooled": torch.ones(batch, ZIMAGE_TEXT_TOKENS),

@@ -75,7 +75,8 @@ def test_preset_is_applied_under_the_user_file(tmp_path):
 
 
 EXPECTED = {"sd15-character", "sd15-style", "sd15-concept", "sdxl-character", "sd3-character", "sd3-style",
-            "zimage-character",
+            "flux-character", "flux-character-16gb", "flux-character-12gb",
+            "zimage-character", "zimage-character-16gb", "zimage-character-12gb",
             "stability-first", "low-vram",
             "demo-character"}
 

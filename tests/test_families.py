@@ -66,11 +66,11 @@ def test_the_scan_catches_what_it_forbids():
 
 
 def test_the_built_in_families_are_registered_in_order():
-    assert tuple(FAMILIES) == ("sd15", "sdxl", "sd3", "zimage")
-    assert [f.name for f in families()] == ["sd15", "sdxl", "sd3", "zimage"]
+    assert tuple(FAMILIES) == ("sd15", "sdxl", "sd3", "flux", "zimage")
+    assert [f.name for f in families()] == ["sd15", "sdxl", "sd3", "flux", "zimage"]
 
 
-@pytest.mark.parametrize("name", ["sd15", "sdxl", "sd3", "zimage"])
+@pytest.mark.parametrize("name", ["sd15", "sdxl", "sd3", "flux", "zimage"])
 def test_each_family_has_every_attribute(name):
     adapter = family(name)
     assert adapter.name == name
@@ -98,7 +98,7 @@ def test_the_families_differ_where_sd15_and_sdxl_differ():
 
 
 def test_an_unknown_family_is_refused_by_name():
-    with pytest.raises(UserError, match="unknown family 'sd9'; use sd15 or sdxl or sd3 or zimage"):
+    with pytest.raises(UserError, match="unknown family 'sd9'; use sd15 or sdxl or sd3 or flux or zimage"):
         family("sd9")
     with pytest.raises(UserError, match=r"model\.family"):
         from_dict({"model": {"family": "sd9"}})

@@ -17,6 +17,8 @@ NOT_SHOWN = {
     "save.output_dir",  # the workspace's runs folder, chosen by the app
     # read from the base model or the device, "auto" is right for nearly everyone
     "model.prediction_type", "train.device",
+    # the fixed guidance a guidance-distilled base (FLUX.1-dev) trains at: its default is the family's choice
+    "model.guidance",
     # dataset layout that kohya folders and presets already decide
     "dataset.caption_ext", "dataset.keep_tokens", "dataset.caption_dropout",
     "dataset.buckets", "dataset.bucket_step", "dataset.min_bucket_side", "dataset.max_bucket_side",

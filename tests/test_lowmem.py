@@ -108,6 +108,16 @@ def test_a_quantized_base_trains_draws_and_exports_a_lora_the_plain_pipeline_loa
         module, ab = key.removeprefix("transformer.").rsplit(".lora_", 1)
         loaded = getattr(pipe.transformer.get_submodule(module), f"lora_{ab[0]}")["run"].weight
         assert torch.equal(loaded.float(), tensor.float()), key
+    if mode == "fp8":  # the strength sweep draws on the base stored as the run stored it
+        from trainer.review.strength import SweepPipelines, strength_sweep
+
+        pipelines = SweepPipelines()
+        drawn = strength_sweep(result.run_dir, result.run_dir / "final" / "lora.safetensors", (0.0, 1.0),
+                               pipelines=pipelines)
+        assert drawn and all(Path(d["file"]).is_file() for d in drawn)
+        assert pipelines._held is not None  # kept for the next sweep, quantized
+        to_q = pipelines._held[0].transformer.transformer_blocks[0].attn.to_q
+        assert type(getattr(to_q, "base_layer", to_q)).__name__ == "Fp8Linear"
 
 
 def test_fp8_rounds_each_row_to_its_own_scale_and_keeps_fp8_for_the_backward():
@@ -365,3 +375,16 @@ def test_the_gpu_benchmark_runs_its_path_on_the_cpu():
     assert [(c["mode"], c["block_swap"]) for c in cells] == [("none", 0), ("int8", 0), ("nf4", 0), ("fp8", 0),
                                                              ("none", 2)]
     assert cells[-1]["copied_bytes_per_step"] > 0 and set(measured["quant_slowdown"]) == {"int8", "nf4", "fp8"}
+
+
+@pytest.mark.parametrize("family", ["flux", "zimage"])
+def test_the_big_families_swap_their_blocks_bit_for_bit_and_train_on_quantized_weights(dataset, tmp_path, family):
+    """Flux.1 (double then single blocks) and Z-Image (refiners then main blocks) name their blocks for block swap:
+    the losses are the same bits with two blocks swapped, and a quantized base trains (its LoRA moves)."""
+    base = tmp_path / f"tiny-{family}"
+    assert cli_main(["tiny-model", family, str(base)]) == 0
+    _, reference = _train(_config(base, dataset, tmp_path / "plain"))
+    _, swapped = _train(_config(base, dataset, tmp_path / "swap", **{"model.block_swap": 2}))
+    assert swapped == reference
+    _, losses = _train(_config(base, dataset, tmp_path / "fp8", **{"model.base_quant": "fp8"}))
+    assert all(map(math.isfinite, losses)) and losses != reference

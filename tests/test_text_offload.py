@@ -32,7 +32,7 @@ from trainer.train.hooks import Hooks
 from trainer.train.loop import run_training
 
 REPO = Path(__file__).resolve().parent.parent
-FAMILIES = ("sd15", "sdxl", "sd3")
+FAMILIES = ("sd15", "sdxl", "sd3", "flux")
 CUDA = torch.device("cuda")
 
 

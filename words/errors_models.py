@@ -94,8 +94,10 @@ TEXTS: dict[str, tuple[str, str]] = {
                                     "training config (or kohya_ss .json) as FILE",
                                     "{path}: sd-scripts 데이터셋 설정입니다. 이 파일은 --dataset-config로 주고, "
                                     "FILE에는 학습 설정(또는 kohya_ss .json)을 주세요"),
-    "error.kohya.foreign": ("{path} is a {family} config ({key} = {value!r}); LoRA Doctor trains SD 1.5, SDXL and SD 3.5 only",
-                            "{path}: {family} 설정입니다({key} = {value!r}). LoRA Doctor는 SD 1.5, SDXL, SD 3.5만 학습합니다"),
+    "error.kohya.foreign": ("{path} is a {family} config ({key} = {value!r}); LoRA Doctor imports kohya configs of "
+                            "SD 1.5, SDXL and SD 3.5 only",
+                            "{path}: {family} 설정입니다({key} = {value!r}). LoRA Doctor는 SD 1.5, SDXL, SD 3.5의 kohya "
+                            "설정만 가져옵니다"),
     "error.kohya.not_lora": ("{path} is not a kohya_ss or sd-scripts LoRA config (none of {keys}, ... in it)",
                              "{path}: kohya_ss나 sd-scripts LoRA 설정이 아닙니다({keys}, ... 중 어느 것도 없음)"),
     "error.kohya.dataset_not_found": ("dataset config not found: {path}", "데이터셋 설정 파일을 찾을 수 없습니다: {path}"),

@@ -46,8 +46,8 @@ class ModelConfig(_Section):
     """"auto" (read from the base) or a registered family's name (trainer.models.family): "sd15", "sdxl"."""
     prediction_type: Literal["auto", "epsilon", "v_prediction"] = "auto"
     allow_distilled: bool = False
-    """Train on a turbo/LCM/lightning base anyway (docs/training-guide.md advises against it: "Do not train on
-    distilled models")."""
+    """Train on a turbo/LCM/lightning base anyway (docs/training-guide.md: "Do not train on distilled models")."""
+    guidance: float = Field(1.0, ge=0.0, le=30.0)  # a guidance-distilled base's (FLUX.1-dev's) training guidance
     offload_text_encoders: bool = False
     """Encode every caption and sample prompt once before training, then move the text encoders to the CPU for the
     run (kohya's ``cache_text_encoder_outputs``; SD3.5's weigh 10.4 GiB in bf16). See :meth:`Config.offload_blockers`."""

@@ -98,17 +98,23 @@ def trained_rank_alpha(lora_configs: dict[str, dict], role: str, module: str) ->
 def _mmdit_writer():
     from trainer.export.mmdit import mmdit_state_dict
 
-    return mmdit_state_dict
+    return lambda sd, rank_alpha, config, dtype: mmdit_state_dict(sd, rank_alpha, dtype)
 
 
 def _zimage_writer():
     from trainer.export.zimage import zimage_state_dict
 
-    return zimage_state_dict
+    return lambda sd, rank_alpha, config, dtype: zimage_state_dict(sd, rank_alpha, dtype)
+
+
+def _flux_writer():
+    from trainer.export.flux import flux_state_dict
+
+    return flux_state_dict  # (sd, rank_alpha, the transformer's config, dtype): the single blocks' widths
 
 
 # the layouts whose denoiser names are the original model's, q, k and v fused (family.kohya_layout → its writer)
-FUSED_LAYOUTS = {"mmdit": _mmdit_writer, "zimage": _zimage_writer}
+FUSED_LAYOUTS = {"mmdit": _mmdit_writer, "zimage": _zimage_writer, "flux": _flux_writer}
 
 
 def kohya_state_dict(
@@ -126,7 +132,8 @@ def kohya_state_dict(
     for role, sd in peft_states.items():
         if role == adapter.denoiser_component and adapter.kohya_layout in FUSED_LAYOUTS:
             writer = FUSED_LAYOUTS[adapter.kohya_layout]()
-            out.update(writer(sd, lambda module, r=role: trained_rank_alpha(lora_configs, r, module), dtype))
+            out.update(writer(sd, lambda module, r=role: trained_rank_alpha(lora_configs, r, module), unet_config,
+                              dtype))
             continue
         for key, tensor in sd.items():
             m = re.match(r"(.*)\.lora_([AB])\.weight$", key)

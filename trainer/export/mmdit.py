@@ -53,23 +53,26 @@ def kohya_name(original: str) -> str:
 def mmdit_state_dict(peft_state: dict[str, torch.Tensor], rank_alpha, dtype=torch.float16) -> dict[str, torch.Tensor]:
     """sd-scripts' tensors of the transformer's LoRA (peft's state dict, keys ``<module>.lora_A.weight``);
     ``rank_alpha(module)`` gives the rank and alpha each module trained with."""
-    return fused_state_dict(peft_state, rank_alpha, original_module, dtype)
+    return fused_state_dict(peft_state, rank_alpha, lambda module: (*original_module(module), None), dtype)
 
 
-def fused_state_dict(peft_state: dict[str, torch.Tensor], rank_alpha, to_original, dtype=torch.float16,
+def fused_state_dict(peft_state: dict[str, torch.Tensor], rank_alpha, locate, dtype=torch.float16
                      ) -> dict[str, torch.Tensor]:
-    """``lora_unet_*`` tensors of a transformer's LoRA named as ``to_original(module)`` names each module in the
-    original layout (its name there, and its part of a fused q, k, v layer or None), each fused layer's parts
-    written as one LoRA exactly (see the module's docstring)."""
+    """sd-scripts' tensors of a LoRA whose original layout fuses some of diffusers' layers (q, k and v; Flux's single
+    blocks also the MLP's input): ``locate(module)`` gives (the original module, the module's part of it or None,
+    the output widths of all the fused layer's parts in order, or None when they are equal: three of the trained
+    parts' width). Each fused layer is one LoRA of the parts' downs stacked and their ups block-diagonal, an untrained
+    part zeros, at ``n × α`` for ``n`` parts so that alpha / rank stays ``α / r``."""
     modules: dict[str, dict[str, torch.Tensor]] = {}
     for key, tensor in peft_state.items():
         m = re.match(r"(.*)\.lora_([AB])\.weight$", key)
         if m:
             modules.setdefault(m[1], {})[m[2]] = tensor.float()
     fused: dict[str, dict[int, tuple[torch.Tensor, torch.Tensor, int, float]]] = {}
+    widths_of: dict[str, list[int] | None] = {}
     out: dict[str, torch.Tensor] = {}
     for module, ab in sorted(modules.items()):
-        original, part = to_original(module)
+        original, part, widths = locate(module)
         rank, alpha = rank_alpha(module)
         if ab["A"].shape[0] != rank:
             raise ValueError(f"{module}: lora_A has rank {ab['A'].shape[0]}, its adapter config gives {rank}")
@@ -80,18 +83,22 @@ def fused_state_dict(peft_state: dict[str, torch.Tensor], rank_alpha, to_origina
             out[f"{name}.alpha"] = torch.tensor(alpha, dtype=dtype)
         else:
             fused.setdefault(original, {})[part] = (ab["A"], ab["B"], rank, alpha)
+            widths_of[original] = widths
     for original, parts in fused.items():
         ranks = {r for _, _, r, _ in parts.values()}
         alphas = {a for _, _, _, a in parts.values()}
         if len(ranks) != 1 or len(alphas) != 1:
-            raise ValueError(f"{original}: q, k and v trained with different ranks or alphas; they cannot be fused")
+            raise ValueError(f"{original}: its fused parts trained with different ranks or alphas; they cannot be fused")
         rank, alpha = ranks.pop(), alphas.pop()
         order = sorted(parts)
-        width = next(iter(parts.values()))[1].shape[0]  # each part's output width
+        widths = widths_of[original] or [next(iter(parts.values()))[1].shape[0]] * 3
+        starts = [sum(widths[:p]) for p in range(len(widths))]
         down = torch.cat([parts[p][0] for p in order])
-        up = torch.zeros(3 * width, rank * len(order))
+        up = torch.zeros(sum(widths), rank * len(order))
         for column, p in enumerate(order):
-            up[p * width:(p + 1) * width, column * rank:(column + 1) * rank] = parts[p][1]
+            if parts[p][1].shape[0] != widths[p]:
+                raise ValueError(f"{original}: part {p} is {parts[p][1].shape[0]} wide, the layer's part {widths[p]}")
+            up[starts[p]:starts[p] + widths[p], column * rank:(column + 1) * rank] = parts[p][1]
         name = kohya_name(original)
         out[f"{name}.lora_down.weight"] = down.to(dtype)
         out[f"{name}.lora_up.weight"] = up.to(dtype)

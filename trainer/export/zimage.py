@@ -44,4 +44,4 @@ def original_module(module: str) -> tuple[str, int | None]:
 def zimage_state_dict(peft_state: dict[str, torch.Tensor], rank_alpha, dtype=torch.float16) -> dict[str, torch.Tensor]:
     """ComfyUI's tensors of the transformer's LoRA (peft's state dict); ``rank_alpha(module)`` gives each module's
     rank and alpha."""
-    return fused_state_dict(peft_state, rank_alpha, original_module, dtype)
+    return fused_state_dict(peft_state, rank_alpha, lambda module: (*original_module(module), None), dtype)

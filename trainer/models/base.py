@@ -193,6 +193,9 @@ def load_pipeline(model_cfg, torch_dtype: torch.dtype = torch.float32):
     info.distilled, info.distilled_reason = detect_distilled(base, pipe, family)
     if info.distilled:
         info.warnings.append(msg("base.distilled", reason=info.distilled_reason))
+    note = model_family(family).distillation_note(dict(model_family(family).denoiser(pipe).config), model_cfg)
+    if note is not None:
+        info.warnings.append(note)
     if pipe.dtype != torch_dtype:
         pipe.to(dtype=torch_dtype)
     return pipe, info

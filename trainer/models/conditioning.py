@@ -47,8 +47,8 @@ class TextConditioner:
         pairs = self.family.text_pairs(pipe)
         self.tokenizers = [tok for tok, _ in pairs]
         self.encoders = [enc for _, enc in pairs]
-        self.max_lengths = [te.max_length or (tok.model_max_length if tok is not None else 0)
-                            for te, (tok, _) in zip(self.family.text_encoders, pairs)]
+        self.max_lengths = [length or (tok.model_max_length if tok is not None else 0)
+                            for length, (tok, _) in zip(self.family.text_max_lengths(pipe), pairs)]
         self.cache_enabled = cache or offload
         self.offload = offload
         self.offloaded = False  # the encoders left the device (encode_up_front)

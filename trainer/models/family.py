@@ -58,7 +58,8 @@ class ModelFamily:
     text_encoders: ClassVar[tuple[TextEncoder, ...]]
     pooled_text: ClassVar[bool] = False  # the UNet also takes the pooled text embedding
     kohya_unet_original_names: ClassVar[bool] = False  # sd-scripts names UNet blocks input_blocks.N (SDXL)
-    kohya_layout: ClassVar[str] = "unet"  # how lora.safetensors names the denoiser: "unet" | "mmdit" (SD3.5) | "zimage"
+    # how lora.safetensors names the denoiser: "unet" | "mmdit" (SD3.5) | "flux" | "zimage"
+    kohya_layout: ClassVar[str] = "unet"
     kohya_script: ClassVar[str]  # sd-scripts' training script
     kohya_network_module: ClassVar[str] = "networks.lora"  # sd-scripts' network module for this family's LoRA
     kohya_sdxl: ClassVar[bool] = False  # sd-scripts' ``sdxl`` switch
@@ -165,8 +166,22 @@ class ModelFamily:
         """Why ``pipe``'s own configs say it is a distilled model (few-step or guidance-distilled), or None."""
         return None
 
+    def distillation_note(self, denoiser_config, model_cfg) -> Msg | None:
+        """A distillation training keeps rather than undoes (FLUX.1-dev's guidance, trained at a fixed value), read
+        from the denoiser's config: never refused, the memory plan and the run's alerts say it with the advice."""
+        return None
+
+    def unquantized(self, denoiser) -> tuple:
+        """The denoiser's modules whose Linear layers ``model.base_quant`` leaves in the run's dtype (one that casts
+        its input to its own weight's dtype would cast it to int8 or fp8)."""
+        return ()
+
     def prepare_weights(self, pipe, weight_dtype) -> None:
         """After the base is loaded in the run's ``weight_dtype``: give any part the dtype it needs instead."""
+
+    def apply_model_settings(self, pipe, model_cfg) -> None:
+        """The run's ``model.*`` settings the family's forward pass reads (FLUX.1-dev's ``model.guidance``), set on
+        the pipeline's own parts once it is loaded."""
 
     def latent_channels(self, pipe) -> int:
         """The channels of the denoiser's latents (4 for SD1.5/SDXL, 16 for SD3.5)."""
@@ -195,6 +210,10 @@ class ModelFamily:
         return dict(self.denoiser(pipe).config)
 
     # -------------------------------------------------------------------------------- conditioning
+
+    def text_max_lengths(self, pipe) -> list[int | None]:
+        """Tokens per caption of each text encoder of ``pipe`` (None: its tokenizer's ``model_max_length``)."""
+        return [te.max_length for te in self.text_encoders]
 
     def tokenize(self, tokenizer, captions: list[str], max_length: int, device):
         """What :meth:`encode_text` takes from ``tokenizer`` for ``captions``: their token ids, padded to

@@ -183,12 +183,14 @@ def _move_own(module: torch.nn.Module, device: torch.device) -> None:
 
 
 def place_denoiser(denoiser: torch.nn.Module, blocks: list | None, model_cfg, device: torch.device,
-                   dtype: torch.dtype, offload: torch.device = CPU) -> BlockSwap | None:
+                   dtype: torch.dtype, offload: torch.device = CPU, keep: tuple = ()) -> BlockSwap | None:
     """Put the (still unquantized, CPU-loaded) denoiser where the run computes: its Linear layers quantized on
     ``device`` as ``model.base_quant`` says, the last ``model.block_swap`` of ``blocks`` then parked on ``offload``
     block by block (the device never holds more than the resident part and one block in flight), the rest moved
-    to ``device``. Call before the LoRA is attached, and :meth:`BlockSwap.settle` after."""
+    to ``device``. The Linear layers under ``keep`` stay as they are (a module that casts its input to its own
+    weight's dtype). Call before the LoRA is attached, and :meth:`BlockSwap.settle` after."""
     mode, n = model_cfg.base_quant, model_cfg.block_swap
+    kept = {id(m) for k in keep for m in k.modules()}
     swapped = list(blocks[len(blocks) - n:]) if n and blocks else []
     swap = BlockSwap(swapped, device, offload) if swapped else None
     inside = {id(m) for b in swapped for m in b.modules()}
@@ -199,7 +201,7 @@ def place_denoiser(denoiser: torch.nn.Module, blocks: list | None, model_cfg, de
         swap.park(block)
         inside |= {id(m) for m in block.modules()}  # the quantized layers are new modules
     if mode != "none":
-        quantize_linears(denoiser, mode, dtype, device, skip=lambda m: id(m) in inside)
+        quantize_linears(denoiser, mode, dtype, device, skip=lambda m: id(m) in inside or id(m) in kept)
         denoiser.is_loaded_in_8bit = mode == "int8"  # peft then puts its bitsandbytes LoRA layers on them
         denoiser.is_loaded_in_4bit = mode == "nf4"
     for m in denoiser.modules():
@@ -216,4 +218,4 @@ def prepare_low_memory(denoiser: torch.nn.Module, adapter, model_cfg, device: to
     if error := swap_error(model_cfg.block_swap, None if blocks is None else len(blocks), adapter.label):
         raise error
     check_quant(model_cfg.base_quant, device, dtype)
-    return place_denoiser(denoiser, blocks, model_cfg, device, dtype, offload)
+    return place_denoiser(denoiser, blocks, model_cfg, device, dtype, offload, keep=adapter.unquantized(denoiser))

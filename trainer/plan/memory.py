@@ -143,6 +143,7 @@ class ModelShapes:
     widths: int  # the UNet's summed block widths (activations scale with them)
     unet_layers: tuple[tuple[str, str, tuple[int, ...]], ...]  # (name, Linear | Conv2d, weight shape)
     te_layers: tuple[tuple[tuple[str, tuple[int, ...]], ...], ...]  # per text encoder: (name, weight shape)
+    denoiser_config: dict[str, Any] = field(default_factory=dict)  # what the family's notes on the base read
     blocks: tuple[tuple[str, int], ...] | None = None  # the denoiser's repeated blocks: (name, params); None: no swap
 
 
@@ -175,6 +176,7 @@ def model_shapes(source: str, family: str) -> ModelShapes:
         vae_scale=2 ** (len(vae.config.block_out_channels) - 1),
         vae_force_upcast=bool(vae.config.get("force_upcast", False)),
         widths=adapter.activation_width(unet.config), unet_layers=_layers(unet), te_layers=te_layers,
+        denoiser_config=dict(unet.config),
         blocks=None if blocks is None else tuple((names[id(b)], count(b)) for b in blocks),
     )
 
@@ -349,6 +351,9 @@ def estimate_memory(cfg: Config, buckets: list[dict] | None = None, device: torc
         warnings.append(msg("memory.warn.fp16_family", family=adapter.label))
     if key in adapter.provisional_activations:
         warnings.append(msg("memory.warn.provisional", family=adapter.label))
+    note = adapter.distillation_note(shapes.denoiser_config, cfg.model)
+    if note is not None:
+        warnings.append(note)
     if cfg.model.offload_text_encoders and not offloaded:
         warnings.append(msg("memory.warn.offload_shared"))
     if cfg.train.min_snr_gamma > 0 and not adapter.min_snr:

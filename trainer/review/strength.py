@@ -65,7 +65,15 @@ class SweepPipelines:
                 if self._key != key:
                     self._held = self._key = None
                     pipe, info = load_pipeline(config.model, weight_dtype)
-                    model_family(info.family).prepare_weights(pipe, weight_dtype)
+                    adapter = model_family(info.family)
+                    adapter.prepare_weights(pipe, weight_dtype)
+                    if config.model.base_quant != "none":
+                        # the frozen denoiser stored as the run stored it: a base that fits the card only quantized
+                        # is drawn quantized too (block swap is training's: drawing holds no gradients)
+                        from trainer.models.lowmem import prepare_low_memory
+
+                        prepare_low_memory(adapter.denoiser(pipe), adapter, config.model.model_copy(
+                            update={"block_swap": 0}), device, weight_dtype)
                     self._held, self._key = (pipe.to(device), info), key
                 assert self._held is not None  # held with its key
                 yield self._held

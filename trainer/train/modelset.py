@@ -109,6 +109,7 @@ def load_models(cfg: Config, dist: Dist, foreseen: ForeseenText | None = None) -
     if not text.offload:
         adapter.prepare_weights(pipe, precision.weight_dtype)
     pipe.vae.to(dtype=precision.vae_dtype)
+    adapter.apply_model_settings(pipe, cfg.model)
     swap = prepare_low_memory(denoiser, adapter, cfg.model, device, precision.weight_dtype) if low else None
     schedule = adapter.noise_schedule(pipe.scheduler.config, base_info.prediction_type)
     lora = attach_lora(pipe, cfg.lora, family, cfg.train.seed, cfg.dataset.trigger)

@@ -99,24 +99,7 @@ class SD3(ModelFamily):
             * int(denoiser_config["attention_head_dim"])
 
     def prepare_weights(self, pipe, weight_dtype) -> None:
-        """T5 overflows in fp16: its weights stay fp32 when the run's are fp16, and it always runs outside autocast
-        (in training, and inside diffusers' pipeline when the run draws its samples under autocast)."""
-        import torch
-
-        t5 = getattr(pipe, "text_encoder_3", None)
-        if t5 is None:
-            return
-        if weight_dtype == torch.float16:
-            t5.to(torch.float32)
-        if not getattr(t5, "_outside_autocast", False):
-            forward = t5.forward
-
-            def plain_forward(*args, **kwargs):
-                with torch.autocast(t5.device.type, enabled=False):
-                    return forward(*args, **kwargs)
-
-            t5.forward = plain_forward
-            t5._outside_autocast = True
+        t5_outside_fp16(getattr(pipe, "text_encoder_3", None), weight_dtype)
 
     # ------------------------------------------------------------------------------------ conditioning
 
@@ -216,6 +199,26 @@ class SD3(ModelFamily):
         has_tokenizer = (config_dir / "tokenizer_3").is_dir()
         has_t5 = any(k.startswith("text_encoders.t5xxl.") for k in checkpoint_keys(path))
         return {} if has_tokenizer and has_t5 else {"text_encoder_3": None, "tokenizer_3": None}
+
+
+def t5_outside_fp16(t5, weight_dtype) -> None:
+    """T5 overflows in fp16: its weights stay fp32 when the run's are fp16, and it always runs outside autocast
+    (in training, and inside diffusers' pipeline when the run draws its samples under autocast). None: no T5."""
+    import torch
+
+    if t5 is None:
+        return
+    if weight_dtype == torch.float16:
+        t5.to(torch.float32)
+    if not getattr(t5, "_outside_autocast", False):
+        forward = t5.forward
+
+        def plain_forward(*args, **kwargs):
+            with torch.autocast(t5.device.type, enabled=False):
+                return forward(*args, **kwargs)
+
+        t5.forward = plain_forward
+        t5._outside_autocast = True
 
 
 class NoT5:

@@ -117,6 +117,10 @@ class ZImage(ModelFamily):
         return (int(denoiser_config["n_layers"]) + 2 * int(denoiser_config["n_refiner_layers"])) \
             * int(denoiser_config["dim"])
 
+    def unquantized(self, denoiser):
+        # the timestep embedder casts its sinusoidal input to its first Linear's weight dtype
+        return (denoiser.t_embedder,)
+
     def denoiser_blocks(self, denoiser) -> list:
         """The transformer's repeated blocks in the order its forward runs them: the picture's noise refiner, the
         text's context refiner, then the main single-stream blocks (all the same kind of block)."""
