@@ -35,7 +35,9 @@ NAMES = {
     "snr", "min", "adamw", "kohya", "rank", "alpha", "lr", "fp", "bf", "px", "mib", "gib", "gb", "mb", "zip", "png",
     "txt", "toml", "json", "safetensors", "diffusers", "id", "cli", "gradio", "english", "wd", "florence", "blip",
     "resnet", "scripts", "reg", "demo",  # sd-scripts; kohya's reg folder; the built-in base model "demo"
+    "flux", "turbo", "bitsandbytes", "nf",  # model and library names (Flux.1, SDXL / Z-Image Turbo), NF4
 }
+MODEL_NAMES = {"z-image", "z-image-turbo"}  # a model's name, hyphen and all
 VISIBLE_TEXT_JS = """() => {
     const shown = (el) => {
         for (let e = el; e; e = e.parentElement) {
@@ -173,7 +175,7 @@ def english_words(texts: list[str], allowed: set[str]) -> set[str]:
     left = set()
     for text in texts:
         for chunk in re.findall(r"[A-Za-z0-9_./\\:+'’-]+", text):
-            if re.search(r"[0-9_./\\]", chunk.strip(".:'’-")):
+            if re.search(r"[0-9_./\\]", chunk.strip(".:'’-")) or chunk.strip(".:'’-").lower() in MODEL_NAMES:
                 continue
             # one letter is a symbol (N pictures, runs A and B)
             left |= {w for w in re.findall(r"[A-Za-z]{2,}", chunk) if w.lower() not in allowed}

@@ -8,7 +8,7 @@ TEXTS: dict[str, tuple[str, str]] = {
         "the frozen transformer's Linear weights in 8 bits (int8), 4 bits (nf4) or fp8: a 12B base in 12–16 GB. The "
         "LoRA trains in full precision on top and its file works on the normal base; the frozen weights are rounded, "
         "so the numbers change a little, and each step is slower",
-        "고정된 트랜스포머의 Linear 가중치를 8비트(int8), 4비트(nf4), fp8로 저장해 12B 모델도 12–16GB에 올립니다. "
+        "고정된 트랜스포머의 선형 층 가중치를 8비트(int8), 4비트(nf4), fp8로 저장해 12B 모델도 12–16GB에 올립니다. "
         "LoRA는 그 위에서 원래 정밀도로 학습하고, 파일은 일반 기반 모델에서 그대로 쓰입니다. 고정 가중치가 반올림되어 "
         "수치가 조금 바뀌고 스텝은 느려집니다"),
     "field.base_quant.choice.none": ("as loaded (no quantization)", "불러온 그대로(양자화 안 함)"),
@@ -54,13 +54,13 @@ TEXTS: dict[str, tuple[str, str]] = {
         "model.base_quant = \"none\"으로 두세요(bitsandbytes가 도는 곳이라면 \"int8\"도 됩니다)"),
     # the memory plan
     "memory.part.unet_other_weights": ("transformer, not Linear (frozen)",
-                                       "트랜스포머, Linear 외(고정)"),
+                                       "트랜스포머, 선형 층 외(고정)"),
     "memory.part.unet_linear_int8": ("Linear weights, int8 + scales (frozen)",
-                                     "트랜스포머 Linear 가중치, int8 + 행 스케일(고정)"),
+                                     "트랜스포머 선형 층 가중치, int8 + 행 스케일(고정)"),
     "memory.part.unet_linear_nf4": ("Linear weights, nf4 + scales (frozen)",
-                                    "트랜스포머 Linear 가중치, nf4 + 블록 스케일(고정)"),
+                                    "트랜스포머 선형 층 가중치, nf4 + 블록 스케일(고정)"),
     "memory.part.unet_linear_fp8": ("Linear weights, fp8 + scales (frozen)",
-                                    "트랜스포머 Linear 가중치, fp8 + 행 스케일(고정)"),
+                                    "트랜스포머 선형 층 가중치, fp8 + 행 스케일(고정)"),
     "memory.part.quant_dequant": ("one layer dequantized at a time", "한 번에 한 층씩 역양자화"),
     "memory.part.block_swap_parked": ("blocks waiting in CPU memory", "CPU 메모리에서 기다리는 블록"),
     "memory.part.block_swap_in_flight": ("one of them on the device at a time", "그중 한 번에 하나만 장치에"),
@@ -105,7 +105,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "kohya.row.fp8_base": (
         "model.base_quant = \"fp8\": the frozen model's Linear weights in fp8 (ours keeps a scale per row; "
         "sd-scripts casts them as they are); LoRA weights and optimizer state stay fp32",
-        "model.base_quant = \"fp8\": 고정 모델의 Linear 가중치를 fp8로(우리는 행마다 스케일을 둠, sd-scripts는 그대로 "
+        "model.base_quant = \"fp8\": 고정 모델의 선형 층 가중치를 fp8로(우리는 행마다 스케일을 둠, sd-scripts는 그대로 "
         "변환). LoRA 가중치와 옵티마이저 상태는 fp32 유지"),
     "kohya.row.blocks_to_swap": (
         "the last N transformer blocks wait in CPU memory and visit the GPU for their forward and backward, as "
