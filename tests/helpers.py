@@ -112,6 +112,13 @@ def snapshot_of(snap: dict[str, Any]):
     return RunSnapshot(**snap)
 
 
+def lora_modules(model) -> dict:
+    """The peft LoRA layers of ``model`` by module name."""
+    from peft.tuners.lora import LoraLayer
+
+    return {n: m for n, m in model.named_modules() if isinstance(m, LoraLayer)}
+
+
 class StopAt(Hooks):
     """A user's Stop after ``step``."""
 

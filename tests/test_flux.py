@@ -15,7 +15,13 @@ import torch
 from safetensors.torch import load_file
 
 import words
-from tests.helpers import Overflow, tiny_config, write_toy_dataset
+from tests.helpers import (
+    Overflow,
+    assert_stopped_run_resumes_bit_for_bit,
+    lora_modules,
+    tiny_config,
+    write_toy_dataset,
+)
 from trainer.cli import main as cli_main
 from trainer.errors import UserError
 from trainer.io import read_jsonl
@@ -127,12 +133,6 @@ def test_the_forward_pass_is_flux_pipelines(base):
         flux.predict(pipe.transformer, torch.randn(1, 16, 7, 8), t[:1], hidden[:1], pooled[:1], [])
 
 
-def _lora_modules(model) -> dict[str, torch.nn.Module]:
-    from peft.tuners.lora import LoraLayer
-
-    return {n: m for n, m in model.named_modules() if isinstance(m, LoraLayer)}
-
-
 def test_the_diffusers_file_loads_into_the_flux_pipeline_with_every_key_used(run, base):
     from diffusers import FluxPipeline
 
@@ -154,7 +154,7 @@ def test_the_diffusers_file_loads_into_the_flux_pipeline_with_every_key_used(run
     assert used == len(saved)
     assert any(k.startswith("text_encoder.") for k in saved)  # CLIP-L's LoRA went with it
     # every adapted layer of attn_ff, and the final layer (named proj_out as the single blocks' output) left alone
-    adapted = set(_lora_modules(pipe.transformer))
+    adapted = set(lora_modules(pipe.transformer))
     assert {"single_transformer_blocks.1.proj_out", "single_transformer_blocks.0.proj_mlp",
             "transformer_blocks.1.ff_context.net.2", "single_transformer_blocks.0.attn.to_k"} <= adapted
     assert "proj_out" not in adapted
@@ -214,8 +214,8 @@ def test_diffusers_kohya_loader_reads_the_double_blocks_and_clip(run, base):
     pipe.load_lora_weights({k: v.float() for k, v in kohya.items() if not k.startswith("lora_unet_single_blocks_")},
                            adapter_name="kohya")
     trained = {k.rsplit(".", 2)[0] for k in peft if ".single_transformer_blocks." not in k}
-    loaded = {f"transformer.{n}" for n in _lora_modules(pipe.transformer)}
-    loaded |= {f"text_encoder.{n}" for n in _lora_modules(pipe.text_encoder)}
+    loaded = {f"transformer.{n}" for n in lora_modules(pipe.transformer)}
+    loaded |= {f"text_encoder.{n}" for n in lora_modules(pipe.text_encoder)}
     assert loaded == trained
     for module in sorted(trained):
         component, name = module.split(".", 1)
@@ -280,31 +280,8 @@ def test_t5_never_runs_in_fp16_and_the_transformer_does(base, dataset, tmp_path)
     assert seen == {"t5": {torch.float32}, "transformer": {torch.float16}}
 
 
-class StopAt(Hooks):
-    def __init__(self, step: int, commands):
-        self.step, self.commands = step, commands
-
-    def after_step(self, trainer):
-        if trainer.state.global_step == self.step:
-            self.commands.stop()
-
-
 def test_a_stopped_flux_run_resumes_bit_for_bit(base, dataset, tmp_path):
-    from trainer.train.commands import Commands
-
-    over = {"train.max_steps": 6, "dataset.shuffle_tags": True, "train.noise_offset": 0.05, "ema.enabled": True}
-    straight = run_training(tiny_config(dataset, tmp_path / "a", over, base=str(base)), MemorySink())
-    commands = Commands()
-    first = run_training(tiny_config(dataset, tmp_path / "b", over, base=str(base)), MemorySink(), commands,
-                         hooks=StopAt(3, commands))
-    assert first.status == "stopped"
-    resumed = run_training(tiny_config(dataset, tmp_path / "b", over, base=str(base)), MemorySink(),
-                           resume=first.run_dir)
-    assert resumed.status == "finished"
-    a, b = (read_jsonl(r.run_dir / "metrics.jsonl") for r in (straight, resumed))
-    assert [r["loss"] for r in a] == [r["loss"] for r in b]
-    la, lb = (load_file(str(r.run_dir / "final" / "lora_diffusers.safetensors")) for r in (straight, resumed))
-    assert la.keys() == lb.keys() and all(torch.equal(la[k], lb[k]) for k in la)
+    assert_stopped_run_resumes_bit_for_bit(str(base), dataset, tmp_path)
 
 
 def test_review_sweeps_strength_and_the_doctor_diagnoses_a_flux_run(run):

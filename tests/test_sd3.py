@@ -65,12 +65,6 @@ def test_six_steps_train_with_flow_matching_and_draw_samples(run):
     assert any(math.isfinite(r.get("val_loss", math.nan)) for r in rows)  # the validation loss on 2 held-out pictures
 
 
-def _lora_modules(model) -> dict[str, torch.nn.Module]:
-    from peft.tuners.lora import LoraLayer
-
-    return {n: m for n, m in model.named_modules() if isinstance(m, LoraLayer)}
-
-
 def test_the_diffusers_file_loads_into_the_sd3_pipeline_with_every_key_used(run, base):
     from diffusers import StableDiffusion3Pipeline
 
