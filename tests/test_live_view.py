@@ -274,7 +274,7 @@ def test_the_page_keeps_every_new_point_and_its_dom_bounded_while_a_run_trains(w
     asked: dict[str, int] = {"poll": 0, "look": 0}
     page.on("request", lambda r: asked.update(poll=asked["poll"] + ("/queue/join" in r.url),
                                               look=asked["look"] + ("/run/look" in r.url)))
-    page.wait_for_timeout(12_000)  # half a dozen looks, ~600 rows
+    page.wait_for_timeout(12_000)  # ~600 rows; the feed's run trains on the CPU here: a look every 5 s
     runner.paused.set()
     page.wait_for_timeout(2_500)  # the last rows land
     nodes1, resize1 = kept_nodes(cdp)
@@ -286,7 +286,7 @@ def test_the_page_keeps_every_new_point_and_its_dom_bounded_while_a_run_trains(w
     assert shown["y"] == pytest.approx([r.loss for r in rows], rel=1e-12)
     assert shown["smooth"] == pytest.approx(plots.smooth([r.loss for r in rows]), rel=1e-9)
     # the points came by the light look; gradio's poll (0.1-0.3 s of the page's CPU each) waited: nothing else moved
-    assert asked["look"] >= 4 and asked["poll"] <= 1, asked
+    assert asked["look"] >= 2 and asked["poll"] <= 1, asked
     assert "running" in page.locator("#ld-status").inner_text()
 
 

@@ -69,3 +69,24 @@ def test_start_waits_while_a_run_trains_and_comes_back_after():
     assert during["start_btn"].interactive is False and during["start_btn"].variant == "secondary"
     assert after["start_btn"].interactive is True and after["start_btn"].variant == "primary"
     assert during["stop_btn"].interactive is True and after["stop_btn"].interactive is False
+
+
+def test_a_run_on_the_cpu_is_looked_at_less_often(tmp_path, monkeypatch):
+    """The page draws on the cores a CPU run trains on (bench/bench_watch.py): its light look comes every 5 s
+    there, every 2 s where the run trains on a GPU; a hidden page's pace stays the slower one."""
+    import torch
+
+    from trainer.config.schema import Config
+
+    runner = Runner()
+    snap = snapshot_of({"status": "running", "active": True})
+    snap.active = True
+    assert train.look_every(runner, snap, shown=True, moved=True) == train.RUN_POLL_S  # no run's config yet
+    runner.state.config = Config()
+    runner.state.config.train.device = "cpu"
+    assert train.look_every(runner, snap, shown=True, moved=True) == train.CPU_LOOK_S
+    assert train.look_every(runner, snap, shown=False, moved=True) == train.IDLE_POLL_S
+    monkeypatch.setattr(train, "resolve_device", lambda name: torch.device("cuda", 0))
+    assert train.look_every(runner, snap, shown=True, moved=True) == train.RUN_POLL_S
+    snap.active = False
+    assert train.look_every(runner, snap, shown=True, moved=True) is None  # nothing trains: the page stops looking

@@ -227,13 +227,13 @@ class Runner:
 
     # ---------------------------------------------------------------------------------- snapshot
 
-    def snapshot(self, rows_from: int = 0) -> RunSnapshot:
+    def snapshot(self, rows_from: int | None = 0) -> RunSnapshot:
         """A consistent copy of the run's state for display, with rates and an ETA computed here. ``metrics``
         holds the rows from index ``rows_from`` on (a poller that has the earlier ones copies only the new
-        ones); ``rows`` counts them all."""
+        ones; None: no rows); ``rows`` counts them all."""
         with self._lock:
             s = self.state
-            rows = s.metrics[rows_from:]
+            rows = s.metrics[rows_from:] if rows_from is not None else []
             recent = [r.sec_per_step for r in s.metrics[-20:] if not r.skipped]
             out = RunSnapshot(
                 version=self.version, active=self.active, status=s.status, run_dir=s.run_dir, step=s.step,

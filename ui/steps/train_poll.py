@@ -1,6 +1,6 @@
 """What a tab's look at the run brings the Train step (ui/steps/train.py wires it): the full poll's answer
 (:func:`poll_view`: only what changed since the tab's last look), the light look's (:func:`light_look`: the plots'
-new points and the status line), and the pace of both (:func:`poll_every`)."""
+new points and the status line), and the pace of both (:func:`poll_every`, :func:`look_every`)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from typing import Any
 import gradio as gr
 
 import words
+from trainer.errors import UserError
+from trainer.models.precision import resolve_device
 from trainer.run.rundir import list_runs, run_status
 from trainer.train.runner import TERMINAL, RunSnapshot
 
@@ -28,6 +30,10 @@ IDLE_POLL_S = 10.0  # it trains with the Train step hidden (showing it polls at 
 # A page with the light look (ui/live_view.js) gets the plots and the status from it, and the light look asks for
 # this poll at once when the samples, the alerts, the findings or the run's state change: the timer only backs it up
 LIGHT_POLL_S = 30.0
+# A run on the CPU trains on the cores the page draws on: torch's threads meet at a barrier after every operation,
+# so whatever the page takes from one core stalls both, and the run loses about twice the page's CPU time. There
+# the light look comes every 5 s (bench/bench_watch.py: every 2 s cost such a run 7 % of its speed); on a GPU, 2 s.
+CPU_LOOK_S = 5.0
 
 
 def poll_every(active: bool, shown: bool, moved: bool, light: bool = False) -> float | None:
@@ -40,6 +46,21 @@ def poll_every(active: bool, shown: bool, moved: bool, light: bool = False) -> f
     if not shown:
         return IDLE_POLL_S
     return RUN_POLL_S if moved else QUIET_POLL_S
+
+
+def trains_on_cpu(runner) -> bool:
+    """Whether the run the runner holds trains on the CPU (its config's device, as the training loop resolves it)."""
+    config = runner.state.config
+    try:
+        return config is not None and resolve_device(config.train.device).type == "cpu"
+    except UserError:  # a device this machine lacks: the run was refused
+        return False
+
+
+def look_every(runner, snap, shown: bool, moved: bool) -> float | None:
+    """Seconds until the page's next light look: :func:`poll_every`'s pace, slower where the run trains on the CPU."""
+    every = poll_every(snap.active, shown, moved)
+    return max(every, CPU_LOOK_S) if every is not None and trains_on_cpu(runner) else every
 
 
 def pace(every: float | None) -> gr.Timer:
@@ -142,7 +163,7 @@ def light_look(ui: UI, view: dict[str, Any]) -> dict[str, Any]:
     moved = moved_of(snap, run_label)
     changed = whole or words_hash != view.get("status_hash")
     return {"plots": message, "status": {"html": status_body(status), "hash": words_hash} if changed else None,
-            "moved": moved, "every": poll_every(snap.active, bool(view.get("shown", True)), message is not None),
+            "moved": moved, "every": look_every(runner, snap, bool(view.get("shown", True)), message is not None),
             "held": {**held, "drawn_in": lang, "run": run_label, "status_hash": words_hash, "active": snap.active}}
 
 
@@ -162,7 +183,7 @@ def poll_view(ui: UI, state: dict[str, Any], lang: str, view: dict[str, Any] | N
         if "every" in state and every == state["every"]:  # (None: the timer is stopped)
             return {}
         return {"poll_state": {**state, "every": every}, "poll_timer": pace(every)}
-    snap = runner.snapshot(rows_from=0 if light else state.get("rows", 0))
+    snap = runner.snapshot(rows_from=None if light else state.get("rows", 0))  # the look brings the plots
     samples, alerts = snap.samples, snap.alerts
     new: dict[str, Any] = {"version": snap.version, "lang": lang, "run": snap.run_dir, "samples": len(samples),
            "alerts": len(alerts), "findings": len(snap.findings), "active": snap.active, "status": str(snap.status)}
