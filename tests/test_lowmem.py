@@ -120,6 +120,34 @@ def test_a_quantized_base_trains_draws_and_exports_a_lora_the_plain_pipeline_loa
         assert type(getattr(to_q, "base_layer", to_q)).__name__ == "Fp8Linear"
 
 
+def test_the_strength_sweep_of_a_swapped_run_swaps_its_blocks_and_draws_the_same_pictures(base, dataset, tmp_path):
+    """A base that fitted the card only with blocks in CPU memory is drawn that way in Review too: the sweep's
+    swapped blocks visit the device, and the pictures are the bits the same sweep draws with every block resident."""
+    from trainer.review.strength import SweepPipelines, strength_sweep
+    from trainer.run.contents import load_run_config
+
+    result, _ = _train(_config(base, dataset, tmp_path / "swap", **{"model.block_swap": 2}))
+    resident = tmp_path / "resident"
+    shutil.copytree(result.run_dir, resident)
+    config = resident / "config.toml"
+    assert "block_swap = 2" in config.read_text()
+    config.write_text(config.read_text().replace("block_swap = 2", "block_swap = 0"))
+    pictures = {}
+    for run in (result.run_dir, resident):
+        pipelines = SweepPipelines()
+        drawn = strength_sweep(run, run / "final" / "lora.safetensors", (0.0, 1.0), pipelines=pipelines)
+        pictures[run] = [Path(d["file"]).read_bytes() for d in drawn]
+        if run == result.run_dir:
+            assert pipelines.swap is not None and len(pipelines.swap.blocks) == 2
+            steps = load_run_config(run).sample.steps  # each swapped block at every denoising step of each strength
+            assert pipelines.swap.visits == 2 * 2 * steps, (pipelines.swap.visits, steps)
+            assert not pipelines.swap.present  # and let go after each
+        else:
+            assert pipelines.swap is None
+    assert pictures[result.run_dir] == pictures[resident]
+    assert pictures[resident][0] != pictures[resident][-1]  # the LoRA at 1.0 changes what is drawn
+
+
 def test_fp8_rounds_each_row_to_its_own_scale_and_keeps_fp8_for_the_backward():
     torch.manual_seed(0)
     linear = torch.nn.Linear(64, 32)

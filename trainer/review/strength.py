@@ -51,6 +51,7 @@ class SweepPipelines:
         self._key: str | None = None
         self._held: tuple[Any, Any] | None = None
         self._drop = False  # release() was called while a sweep drew
+        self.swap: Any = None  # the held pipeline's BlockSwap (model.block_swap), if it has one
 
     @contextmanager
     def pipeline(self, config: Config, weight_dtype, device) -> Iterator[tuple[Any, Any]]:
@@ -63,18 +64,12 @@ class SweepPipelines:
             self._drop = False
             try:
                 if self._key != key:
-                    self._held = self._key = None
+                    self._held = self._key = self.swap = None
                     pipe, info = load_pipeline(config.model, weight_dtype)
                     adapter = model_family(info.family)
                     adapter.prepare_weights(pipe, weight_dtype)
-                    if config.model.base_quant != "none":
-                        # the frozen denoiser stored as the run stored it: a base that fits the card only quantized
-                        # is drawn quantized too (block swap is training's: drawing holds no gradients)
-                        from trainer.models.lowmem import prepare_low_memory
-
-                        prepare_low_memory(adapter.denoiser(pipe), adapter, config.model.model_copy(
-                            update={"block_swap": 0}), device, weight_dtype)
-                    self._held, self._key = (pipe.to(device), info), key
+                    self.swap = _place(pipe, adapter, config, weight_dtype, device)
+                    self._held, self._key = (pipe, info), key
                 assert self._held is not None  # held with its key
                 yield self._held
             except BaseException:  # a sweep that failed may have left its LoRA on: load afresh next time
@@ -82,14 +77,32 @@ class SweepPipelines:
                 raise
             finally:
                 if self._drop:
-                    self._held = self._key = None
+                    self._held = self._key = self.swap = None
 
     def release(self) -> None:
         """Drop the held pipeline now, or when the sweep drawing with it ends; never waits for it."""
         self._drop = True
         if self._lock.acquire(blocking=False):
-            self._held = self._key = None
+            self._held = self._key = self.swap = None
             self._lock.release()
+
+
+def _place(pipe, adapter, config: Config, weight_dtype, device):
+    """Put the base on ``device`` as the run had it: a denoiser that fitted the card only quantized or with blocks
+    kept in CPU memory (``model.base_quant``, ``model.block_swap``) is drawn that way too, its swapped blocks
+    visiting the device one at a time (:mod:`trainer.models.blockswap`). Returns the swap, if any."""
+    import torch
+
+    from trainer.models.lowmem import is_low_memory, prepare_low_memory
+
+    if not is_low_memory(config.model):
+        pipe.to(device)
+        return None
+    denoiser = adapter.denoiser(pipe)
+    for component in pipe.components.values():
+        if isinstance(component, torch.nn.Module) and component is not denoiser:
+            component.to(device)
+    return prepare_low_memory(denoiser, adapter, config.model, device, weight_dtype)
 
 
 def strength_sweep(
@@ -124,8 +137,9 @@ def strength_sweep(
     report(0, total, None)
     device = resolve_device(config.train.device)
     plan = decide_precision(config.train.precision, device)
-    with (pipelines or SweepPipelines()).pipeline(config, plan.weight_dtype, device) as (pipe, info):
-        records = _draw_sweep(pipe, info, config, lora, wanted, prompts, out_dir, plan, device, report)
+    pipelines = pipelines or SweepPipelines()
+    with pipelines.pipeline(config, plan.weight_dtype, device) as (pipe, info):
+        records = _draw_sweep(pipe, info, config, lora, wanted, prompts, out_dir, plan, device, report, pipelines.swap)
     atomic_write_json(out_dir / "manifest.json", {
         "lora": str(lora), "lora_mtime": lora.stat().st_mtime, "strengths": wanted,
         "prompts": [p["prompt"] for p in prompts], "samples": records,
@@ -134,8 +148,9 @@ def strength_sweep(
 
 
 def _draw_sweep(pipe, info, config: Config, lora: Path, wanted: list[float], prompts: list[dict], out_dir: Path,
-                plan, device, report: SweepProgress) -> list[dict[str, Any]]:
-    """The sweep's pictures with ``lora`` (and its trigger embedding) on ``pipe``, taken off again after."""
+                plan, device, report: SweepProgress, swap=None) -> list[dict[str, Any]]:
+    """The sweep's pictures with ``lora`` (and its trigger embedding) on ``pipe``, taken off again after; ``swap``:
+    the base's block swap, whose blocks' LoRA weights (loaded beside their parked weights) go to the device."""
     import torch
 
     from trainer.models.embedding import embedding_beside, load_embedding, unload_embedding
@@ -145,6 +160,10 @@ def _draw_sweep(pipe, info, config: Config, lora: Path, wanted: list[float], pro
     try:
         try:
             load_lora_onto(pipe, lora, "review")
+            if swap is not None:
+                from trainer.models.family import family as model_family
+
+                swap.settle(model_family(info.family).denoiser(pipe))
             if embedding is not None:  # trained with lora.trigger_embedding: the trigger's vectors come with it
                 load_embedding(pipe, embedding, config.dataset.trigger)
         except (ValueError, KeyError, RuntimeError) as e:
