@@ -4,6 +4,7 @@ tests/data/kohya (written with the key names and value shapes kohya_ss and sd-sc
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 from PIL import Image
@@ -44,3 +45,26 @@ def sd_files(tmp: Path, img: Path) -> tuple[Path, Path]:
     cfg = tmp / "sd_config.toml"
     cfg.write_text((DATA / "sd_config.toml").read_text().replace('"dataset_config.toml"', f'"{ds.as_posix()}"'))
     return cfg, ds
+
+
+def preset_run(tmp_path: Path, preset: str, base: str, **lora):
+    """The preset's config on ``base``, trained on the kohya dataset with trigger zxc, with ``lora`` settings."""
+    from trainer.config.presets import preset_config
+
+    cfg = preset_config(preset)
+    cfg.model.base = base
+    cfg.dataset.path = str(kohya_dataset(tmp_path))
+    cfg.dataset.trigger = "zxc"
+    for k, v in lora.items():
+        setattr(cfg.lora, k, v)
+    return cfg
+
+
+def export_args(tmp_path: Path, cfg):
+    """(sd-scripts' arguments, the command line, the report) of exporting ``cfg`` into ``tmp_path / "sd"``."""
+    from trainer.config.schema import save_config
+    from trainer.kohya.exporter import export_kohya
+
+    save_config(cfg, tmp_path / "ours.toml")
+    files, command, report = export_kohya(tmp_path / "ours.toml", tmp_path / "sd")
+    return tomllib.loads(files["config"].read_text()), command, report

@@ -43,8 +43,9 @@ def test_foreign_files_are_one_line_and_exit_2(tmp_path):
     line = one_error_line(cli("import-kohya", str(DATA / "comfyui_workflow.json"), "-o", str(tmp_path / "c.toml")))
     assert "comfyui_workflow.json is a ComfyUI workflow" in line
     flux = tmp_path / "flux.json"
-    flux.write_text(json.dumps({**json.loads((DATA / "kohya_ss_lora.json").read_text()), "flux1_checkbox": True}))
-    assert "Flux.1" in one_error_line(cli("import-kohya", str(flux), "-o", str(tmp_path / "c.toml")))
+    flux.write_text(json.dumps({**json.loads((DATA / "kohya_ss_lora.json").read_text()), "flux1_checkbox": True,
+                                "LoRA_type": "Flux1 OFT"}))
+    assert "Flux.1 OFT" in one_error_line(cli("import-kohya", str(flux), "-o", str(tmp_path / "c.toml")))
     cut = tmp_path / "cut.json"
     cut.write_text((DATA / "kohya_ss_lora.json").read_text()[:500])
     assert "cut.json is not valid JSON" in one_error_line(cli("import-kohya", str(cut), "-o", str(tmp_path / "c.toml")))

@@ -140,10 +140,10 @@ def test_sd_scripts_defaults_fill_what_its_toml_leaves_out(tmp_path):
     (lambda d: (d / "sd_config.toml").read_text()[:300] + '\nnetwork_args = ["conv', "not valid TOML"),
     (lambda d: (d / "dataset_config.toml").read_text(), "dataset config"),
     (lambda d: json.dumps({**json.loads((d / "kohya_ss_lora.json").read_text()), "flux1_checkbox": True,
-                           "LoRA_type": "Flux1"}), "Flux.1"),
+                           "LoRA_type": "Flux1 OFT"}), "Flux.1 OFT"),
     (lambda d: json.dumps({**json.loads((d / "kohya_ss_lora.json").read_text()), "lumina_checkbox": True}), "Lumina"),
     (lambda d: json.dumps({**json.loads((d / "kohya_ss_lora.json").read_text()), "v2": True}), "SD 2.x"),
-    (lambda d: 'network_module = "networks.lora_flux"\npretrained_model_name_or_path = "f.sft"\n', "Flux.1"),
+    (lambda d: 'network_module = "networks.oft_flux"\npretrained_model_name_or_path = "f.sft"\n', "Flux.1 OFT"),
     (lambda d: json.dumps([1, 2]), "one table of settings"),
     (lambda d: json.dumps({"prompt": "a cat"}), "not a kohya_ss or sd-scripts LoRA config"),
 ])

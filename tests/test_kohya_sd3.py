@@ -1,24 +1,21 @@
 """SD3.5 configs of kohya_ss and sd-scripts (sd3_train_network.py, networks.lora_sd3): a GUI JSON with sd3_checkbox
-and an sd-scripts TOML import as model.family "sd3" with every SD3 key reported; Flux.1 and the other DiT models are
-still refused; an SD3 config exports for sd3_train_network.py with the flow-matching arguments ours trains with, and
-comes back the same. Key names as kohya_ss kohya_gui/lora_gui.py and sd-scripts library/sd3_train_utils.py and
-library/train_util.py spell them."""
+and an sd-scripts TOML import as model.family "sd3" with every SD3 key reported; a config with Flux.1's checkbox too
+is Flux.1's (tests/test_kohya_flux.py), the other DiT models are still refused; an SD3 config exports for
+sd3_train_network.py with the flow-matching arguments ours trains with, and comes back the same. Key names as
+kohya_ss kohya_gui/lora_gui.py and sd-scripts library/sd3_train_utils.py and library/train_util.py spell them."""
 
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
-from kohya_helpers import DATA, gui_json, kohya_dataset
+from kohya_helpers import DATA, export_args, gui_json, kohya_dataset, preset_run
 from safetensors.numpy import save_file
 
-from trainer.config.presets import preset_config
-from trainer.config.schema import diff_configs, save_config
+from trainer.config.schema import diff_configs
 from trainer.errors import UserError
-from trainer.kohya.exporter import export_kohya
 from trainer.kohya.importer import import_kohya
 from words import say
 
@@ -140,17 +137,14 @@ def test_an_sd_scripts_toml_for_sd3_train_network_imports(tmp_path):
     assert report.steps["kohya_total"] == report.steps["ours_total"]  # same pictures, same buckets
 
 
-@pytest.mark.parametrize("text, suffix", [
-    (json.dumps({**json.loads((DATA / "kohya_ss_lora.json").read_text()), "flux1_checkbox": True}), ".json"),
-    (json.dumps({**json.loads((DATA / "kohya_ss_lora.json").read_text()), **SD3_GUI, "flux1_checkbox": True}), ".json"),
-    ('network_module = "networks.lora_flux"\npretrained_model_name_or_path = "f.sft"\nt5xxl = "t5.sft"\n', ".toml"),
-    ('pretrained_model_name_or_path = "f.sft"\nclip_l = "l.sft"\nt5xxl = "t5.sft"\nnetwork_dim = 16\n', ".toml"),
-])
-def test_flux_is_still_refused_even_beside_sd3_keys(tmp_path, text, suffix):
-    path = tmp_path / f"flux{suffix}"
-    path.write_text(text)
-    with pytest.raises(UserError, match=r"is a Flux\.1 .*config .*SD 1\.5, SDXL and SD 3\.5 only"):
-        import_kohya(path, compare_steps=False, bf16=True)
+def test_flux_wins_over_sd3_as_the_gui_runs_it(tmp_path):
+    path = tmp_path / "both.json"
+    path.write_text(json.dumps({**json.loads((DATA / "kohya_ss_lora.json").read_text()), **SD3_GUI,
+                                "flux1_checkbox": True, "LoRA_type": "Flux1"}))
+    cfg, report = import_kohya(path, compare_steps=False, bf16=True)
+    assert cfg.model.family == "flux"  # kohya_ss runs flux_train_network.py before sd3_train_network.py
+    dropped = _by_key(report, "unsupported")
+    assert "sd3_train_network.py" in _note(dropped["sd3_checkbox"]) and "only for SD3" in _note(dropped["clip_g_dropout_rate"])
 
 
 def test_other_dit_models_are_still_refused(tmp_path):
@@ -171,19 +165,10 @@ def test_sd3_keys_in_a_config_that_is_not_sd3_are_read_only_for_sd3(tmp_path):
 
 
 def _sd3_cfg(tmp_path: Path, base: str, **lora):
-    cfg = preset_config("sd3-character")
-    cfg.model.base = base
-    cfg.dataset.path = str(kohya_dataset(tmp_path))
-    cfg.dataset.trigger = "zxc"
-    for k, v in lora.items():
-        setattr(cfg.lora, k, v)
-    return cfg
+    return preset_run(tmp_path, "sd3-character", base, **lora)
 
 
-def _export(tmp_path: Path, cfg):
-    save_config(cfg, tmp_path / "ours.toml")
-    files, command, report = export_kohya(tmp_path / "ours.toml", tmp_path / "sd")
-    return tomllib.loads(files["config"].read_text()), command, report
+_export = export_args
 
 
 def _single_file(path: Path, encoders: tuple[str, ...]) -> str:

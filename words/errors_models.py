@@ -94,10 +94,10 @@ TEXTS: dict[str, tuple[str, str]] = {
                                     "training config (or kohya_ss .json) as FILE",
                                     "{path}: sd-scripts 데이터셋 설정입니다. 이 파일은 --dataset-config로 주고, "
                                     "FILE에는 학습 설정(또는 kohya_ss .json)을 주세요"),
-    "error.kohya.foreign": ("{path} is a {family} config ({key} = {value!r}); LoRA Doctor imports kohya configs of "
-                            "SD 1.5, SDXL and SD 3.5 only",
-                            "{path}: {family} 설정입니다({key} = {value!r}). LoRA Doctor는 SD 1.5, SDXL, SD 3.5의 kohya "
-                            "설정만 가져옵니다"),
+    "error.kohya.foreign": ("{path} is a {family} config ({key} = {value!r}); LoRA Doctor imports kohya LoRA configs "
+                            "of SD 1.5, SDXL, SD 3.5 and Flux.1 only",
+                            "{path}: {family} 설정입니다({key} = {value!r}). LoRA Doctor는 SD 1.5, SDXL, SD 3.5, "
+                            "Flux.1의 kohya LoRA 설정만 가져옵니다"),
     "error.kohya.not_lora": ("{path} is not a kohya_ss or sd-scripts LoRA config (none of {keys}, ... in it)",
                              "{path}: kohya_ss나 sd-scripts LoRA 설정이 아닙니다({keys}, ... 중 어느 것도 없음)"),
     "error.kohya.dataset_not_found": ("dataset config not found: {path}", "데이터셋 설정 파일을 찾을 수 없습니다: {path}"),
@@ -114,6 +114,14 @@ TEXTS: dict[str, tuple[str, str]] = {
                               "{origin}: mixed_precision = {value!r}: kohya는 no, fp16, bf16만 받습니다"),
     "error.kohya.prompt_number": ("{origin}: sample_prompts --{flag}: not a number",
                                   "{origin}: sample_prompts --{flag}: 숫자가 아닙니다"),
+    "error.kohya.export_no_script": ("sd-scripts does not train {family}: it has no {family} training script (its LoRA "
+                                     "scripts are for SD 1.5, SDXL, SD 3.5 and Flux.1 among ours), so this config "
+                                     "cannot be exported for it. musubi-tuner, another tool with config files of its "
+                                     "own, trains {family} with {script}",
+                                     "sd-scripts는 {family} 모델을 학습하지 않습니다: {family} 학습 스크립트가 없어(우리 "
+                                     "모델 중 SD 1.5, SDXL, SD 3.5, Flux.1용 LoRA 스크립트만 있음) 이 설정을 내보낼 수 "
+                                     "없습니다. 다른 도구인 musubi-tuner가 자체 설정 파일로 {script} 스크립트를 써서 "
+                                     "{family} 모델을 학습합니다"),
     "error.kohya.export_no_config": ("{path} is a folder without config.toml; give a run folder or a config file",
                                      "{path}: config.toml이 없는 폴더입니다. 실행 폴더나 설정 파일을 주세요"),
     "error.kohya.export_out_file": ("-o {out}: a file is there; give a folder to write the sd-scripts files into",

@@ -130,10 +130,10 @@ TEXTS: dict[str, tuple[str, str]] = {
     # the export: our settings sd-scripts has no place for
     "kohya.export.script": ("{script}", "{script}"),
     "kohya.export.max_steps": ("max_steps decides the length", "max_steps가 길이를 정함"),
-    "kohya.export.te_cache_script": ("sd-scripts' {script} cannot cache the text encoders' outputs (its SDXL and "
-                                     "SD3.5 scripts can): it runs them every step",
-                                     "sd-scripts의 {script} 스크립트는 텍스트 인코더 출력을 캐시할 수 없음(SDXL과 SD3.5 스크립트는 "
-                                     "가능): 스텝마다 인코더를 돌림"),
+    "kohya.export.te_cache_script": ("sd-scripts' {script} cannot cache the text encoders' outputs (its SDXL, "
+                                     "SD3.5 and Flux.1 scripts can): it runs them every step",
+                                     "sd-scripts의 {script} 스크립트는 텍스트 인코더 출력을 캐시할 수 없음(SDXL, SD3.5, "
+                                     "Flux.1 스크립트는 가능): 스텝마다 인코더를 돌림"),
     "kohya.export.te_cache_dropout": ("not cached: sd-scripts cannot cache the text encoders' outputs with caption "
                                       "dropout (ours encodes the empty caption as one more)",
                                       "캐시하지 않음: sd-scripts는 캡션 드롭아웃이 있으면 텍스트 인코더 출력을 캐시할 수 "
@@ -148,8 +148,10 @@ TEXTS: dict[str, tuple[str, str]] = {
                          "sd-scripts는 정규화 그림(우리의 사전 보존 그림)을 데이터셋 수만큼 늘림. 우리는 폴더의 반복 수를 씀"),
     "kohya.ours.version": ("our config's format version", "우리 설정 형식의 버전"),
     "kohya.ours.preset": ("the preset these values started from", "이 값들의 출발점이 된 프리셋"),
-    "kohya.ours.family": ("sd-scripts: the script (train_network.py, sdxl_train_network.py or sd3_train_network.py)",
-                          "sd-scripts: 스크립트 이름으로"),
+    "kohya.ours.family": ("sd-scripts: the script (train_network.py, sdxl_train_network.py, sd3_train_network.py "
+                          "or flux_train_network.py)",
+                          "sd-scripts: 스크립트 이름으로(train_network.py, sdxl_train_network.py, sd3_train_network.py, "
+                          "flux_train_network.py)"),
     "kohya.ours.allow_distilled": ("sd-scripts does not check the base", "sd-scripts는 기반 모델을 검사하지 않음"),
     "kohya.ours.trigger": ("in the sample prompts ({placeholder} filled in) and the folder names",
                            "샘플 프롬프트({placeholder} 채움)와 폴더 이름에"),

@@ -103,10 +103,9 @@ TEXTS: dict[str, tuple[str, str]] = {
                            "학습 전에 캡션과 샘플 프롬프트를 한 번씩 인코딩하고 텍스트 인코더를 GPU에서 내림. 텍스트 "
                            "인코더가 고정이고 태그를 섞거나 빼지 않아야 함(캡션 드롭아웃은 괜찮음). 끄면 그때도 "
                            "임베딩은 캐시하되 인코더는 GPU에 둠"),
-    "kohya.row.te_cache_sd3": ("an SD3 config's text-encoder cache is sd3_cache_text_encoder_outputs; the GUI does "
-                               "not pass this SDXL box for it",
-                               "SD3 설정의 텍스트 인코더 캐시는 sd3_cache_text_encoder_outputs이며, GUI는 SD3에 이 SDXL "
-                               "상자를 넘기지 않음"),
+    "kohya.row.te_cache_other": ("this config's text-encoder cache is {key}; the GUI does not pass this SDXL box "
+                                 "for it",
+                                 "이 설정의 텍스트 인코더 캐시는 {key} 상자이며, GUI는 이 SDXL 상자를 넘기지 않음"),
     "kohya.row.vae": ("ours runs the VAE in fp32 where the base's VAE needs it (SDXL), automatically",
                       "우리는 VAE가 필요로 하면(SDXL) 자동으로 fp32로 돌림"),
     "kohya.row.vae_batch_size": ("ours encodes the latent cache one picture at a time",

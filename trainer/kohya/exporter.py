@@ -60,7 +60,9 @@ def load_source(path: str | Path) -> Config:
 
 
 def to_kohya(cfg: Config, out_dir: Path) -> tuple[dict[str, Any], dict[str, Any], list[str], Report]:
-    """(sd-scripts arguments, dataset config, prompt lines, report)."""
+    """(sd-scripts arguments, dataset config, prompt lines, report). A family sd-scripts does not train is one
+    UserError."""
+    sd_script(cfg)
     rep = Report(source="LoRA Doctor config", kind="export")
     done: set[str] = set()
     args: dict[str, Any] = {}
@@ -91,6 +93,10 @@ def to_kohya(cfg: Config, out_dir: Path) -> tuple[dict[str, Any], dict[str, Any]
         from trainer.kohya.sd3_export import sd3_args
 
         sd3_args(cfg, args, rep)
+    elif chosen and chosen.name == "flux":
+        from trainer.kohya.flux_export import flux_args
+
+        flux_args(cfg, args, rep)
     _text_cache(cfg, args, rep)
     args["unet_lr"] = cfg.optim.lr
     opt_args = [f"weight_decay={cfg.optim.weight_decay:g}", f"betas={cfg.optim.beta1:g},{cfg.optim.beta2:g}"]
@@ -129,16 +135,19 @@ def to_kohya(cfg: Config, out_dir: Path) -> tuple[dict[str, Any], dict[str, Any]
     return args, {"general": general, "datasets": [ds]}, prompts, rep
 
 
-TEXT_CACHE_SCRIPTS = ("sdxl_train_network.py", "sd3_train_network.py")
+SD_SCRIPTS = ("train_network.py", "sdxl_train_network.py", "sd3_train_network.py", "flux_train_network.py")
+"""sd-scripts' LoRA training scripts of our families (it has none for Z-Image: musubi-tuner, another tool, trains
+it with its own zimage_train_network.py and config files)."""
+TEXT_CACHE_SCRIPTS = ("sdxl_train_network.py", "sd3_train_network.py", "flux_train_network.py")
 """sd-scripts' scripts that take cache_text_encoder_outputs."""
 
 
 def _text_cache(cfg: Config, args: dict[str, Any], rep: Report) -> None:
-    """model.offload_text_encoders as sd-scripts' cache_text_encoder_outputs: an SD3 export sets that whenever
-    sd-scripts can cache (trainer.kohya.sd3_export); SDXL's script has it too, SD1.5's ``train_network.py`` not.
+    """model.offload_text_encoders as sd-scripts' cache_text_encoder_outputs: an SD3 or Flux.1 export sets that
+    whenever sd-scripts can cache (trainer.kohya.flow); SDXL's script has it too, SD1.5's ``train_network.py`` not.
     sd-scripts refuses it with caption dropout, which ours encodes as one more caption."""
     key, on = "model.offload_text_encoders", cfg.model.offload_text_encoders
-    if "cache_text_encoder_outputs" in args:  # the SD3 export's own rule set it
+    if "cache_text_encoder_outputs" in args:  # the SD3 or Flux.1 export's own rule set it
         rep.mapped(key, on, "cache_text_encoder_outputs", True)
     elif not on:
         rep.mapped(key, on, "cache_text_encoder_outputs", False)
@@ -178,9 +187,12 @@ def _level(row: Row, args: dict, ds: dict, general: dict) -> dict:
 
 
 def _prompt_lines(cfg: Config) -> list[str]:
+    from trainer.kohya.flux_export import SAMPLE_FLAGS
     from trainer.run.samples import expand_prompts
 
-    flags = f" --s {cfg.sample.steps} --l {cfg.sample.guidance:g} --d {cfg.sample.seed}"
+    # Flux.1: how ours draws FLUX.1-dev (trainer.kohya.flux_export)
+    guidance = SAMPLE_FLAGS if cfg.model.family == "flux" else f"--l {cfg.sample.guidance:g}"
+    flags = f" --s {cfg.sample.steps} {guidance} --d {cfg.sample.seed}"
     if cfg.sample.negative_prompt:
         flags += f" --n {cfg.sample.negative_prompt}"
     return [p["prompt"] + flags for p in expand_prompts(cfg.sample.prompts, cfg.dataset.trigger)]
@@ -225,6 +237,7 @@ def export_kohya(source: str | Path, out_dir: str | Path) -> tuple[dict[str, Pat
     """Write ``sd_config.toml``, ``dataset_config.toml``, ``sample_prompts.txt`` and ``command.txt`` into
     ``out_dir``; return the files, the command line and the report."""
     cfg = load_source(source)
+    sd_script(cfg)
     out = Path(out_dir).expanduser().resolve()
     if out.exists() and not out.is_dir():
         raise UserError(msg("error.kohya.export_out_file", out=out))
@@ -248,3 +261,13 @@ def kohya_script(cfg: Config) -> str:
     default)."""
     chosen = chosen_family(cfg.model.family)
     return chosen.kohya_script if chosen else "train_network.py"
+
+
+def sd_script(cfg: Config) -> str:
+    """:func:`kohya_script`, where sd-scripts has it; one UserError saying so where it does not (Z-Image)."""
+    script = kohya_script(cfg)
+    if script not in SD_SCRIPTS:
+        chosen = chosen_family(cfg.model.family)
+        raise UserError(msg("error.kohya.export_no_script", family=chosen.label if chosen else cfg.model.family,
+                            script=script))
+    return script

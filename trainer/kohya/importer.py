@@ -12,23 +12,22 @@ from typing import Any
 
 from trainer.config.schema import Config, from_dict
 from trainer.errors import UserError
+from trainer.kohya.flow import family_of, own_table
 from trainer.kohya.mapping import BY_GUI, BY_SD, Changed, Row
 from trainer.kohya.report import Report
-from trainer.kohya.sd3 import is_sd3
 from trainer.message import msg
 
-# Signs of a model family we do not train: (key, value test, family name). SD3 configs (trainer.kohya.sd3) name a
-# T5-XXL too; only a config that is not SD3 is refused for it.
+# Signs of a model, or a kind of network, we do not train: (key, value test, what it is). Flux.1 LoRA configs
+# (trainer.kohya.flux) and SD3.5's (trainer.kohya.sd3) are imported.
 FOREIGN_FAMILIES = (
-    ("flux1_checkbox", bool, "Flux.1"), ("hunyuan_image_checkbox", bool, "HunyuanImage"),
-    ("anima_checkbox", bool, "Anima"), ("lumina_checkbox", bool, "Lumina"), ("v2", bool, "SD 2.x"),
-    ("LoRA_type", lambda v: str(v).startswith("Flux1"), "Flux.1"),
-    ("network_module", lambda v: str(v).startswith(("networks.lora_flux", "networks.oft_flux")), "Flux.1"),
+    ("hunyuan_image_checkbox", bool, "HunyuanImage"), ("anima_checkbox", bool, "Anima"),
+    ("lumina_checkbox", bool, "Lumina"), ("v2", bool, "SD 2.x"),
+    ("LoRA_type", lambda v: str(v) == "Flux1 OFT", "Flux.1 OFT"),
+    ("network_module", lambda v: str(v).startswith("networks.oft_flux"), "Flux.1 OFT"),
     ("network_module", lambda v: str(v).startswith(("networks.lora_lumina", "networks.lora_hunyuan", "networks.lora_anima")),
      "a DiT model"),
-    ("t5xxl", bool, "Flux.1 (it names a T5-XXL text encoder)"),
+    ("controlnet_model_name_or_path", bool, "Flux.1 ControlNet"),
 )  # fmt: skip
-SD3_MAY_HAVE = ("t5xxl",)
 GUI_DEFAULTS = ("network_train_unet_only",)
 KOHYA_MARKERS = ("pretrained_model_name_or_path", "train_data_dir", "network_dim", "learning_rate", "optimizer",
                  "optimizer_type", "max_resolution", "output_name", "dataset_config", "LoRA_type")
@@ -78,10 +77,12 @@ def _check_kind(p: Path, data: Any) -> None:
         raise UserError(msg("error.kohya.comfyui", path=p))
     if "datasets" in data or "general" in data:
         raise UserError(msg("error.kohya.dataset_as_file", path=p))
-    sd3 = is_sd3(data)
     for key, test, family in FOREIGN_FAMILIES:
-        if key in data and test(data[key]) and not (sd3 and key in SD3_MAY_HAVE):
+        if key in data and test(data[key]):
             raise UserError(msg("error.kohya.foreign", path=p, family=family, key=key, value=data[key]))
+    if family_of(data) == "flux" and str(data.get("model_type") or "flux").strip().lower() != "flux":
+        # flux_train_network.py's Chroma: another model (no CLIP-L, no guidance)
+        raise UserError(msg("error.kohya.foreign", path=p, family="Chroma", key="model_type", value=data["model_type"]))
     if not any(k in data for k in KOHYA_MARKERS):
         raise UserError(msg("error.kohya.not_lora", path=p, keys=", ".join(KOHYA_MARKERS[:4])))
 
@@ -118,13 +119,9 @@ class Importer:
         """The dataset config read, if any (then sd-scripts counts the steps, not the GUI)."""
 
     def row_for(self, key: str) -> Row | None:
-        """The key's row: the shared table's, or in an SD3 config SD3.5's own."""
+        """The key's row: the shared table's, or in an SD3.5 or Flux.1 config that family's own."""
         row = (BY_GUI if self.kind == "gui" else BY_SD).get(key)
-        if row is None and is_sd3(self.src):
-            from trainer.kohya.sd3 import SD3_BY_GUI, SD3_BY_SD
-
-            row = (SD3_BY_GUI if self.kind == "gui" else SD3_BY_SD).get(key)
-        return row
+        return own_table(self.src, self.kind).get(key) if row is None else row
 
     def put(self, key: str, value: Any, row: Row, raw: Any, src_key: str | None = None) -> None:
         """Convert ``raw`` with ``row.to_ours`` (or take ``value``) and record it under ``row.ours``."""
@@ -162,8 +159,9 @@ def import_kohya(path: str | Path, dataset_config: str | Path | None = None, *, 
         imp.report.unsupported("dataset_config", ds_path, why)
         ds_path = None
     _sd_defaults(imp)
-    from trainer.kohya import sd3, special, subsets
+    from trainer.kohya import flux, sd3, special, subsets
 
+    flux.importing(imp)
     sd3.importing(imp)
 
     found = subsets.dataset(imp, read_dataset_config(ds_path) if ds_path else None, str(ds_path or ""))

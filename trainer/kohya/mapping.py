@@ -9,7 +9,8 @@ this table (:func:`render_table`), so the three cannot drift apart.
 Key names were checked against kohya_ss ``kohya_gui/lora_gui.py`` (``save_configuration``'s parameters are
 the JSON's keys; ``train_model`` builds the sd-scripts config) and sd-scripts ``library/train_util.py``,
 ``train_network.py`` and ``library/config_util.py`` (the argument definitions and the dataset schema). SD3.5's own
-settings are :data:`trainer.kohya.sd3.SD3_ROWS`, read only for an SD3 config.
+settings are :data:`trainer.kohya.sd3.SD3_ROWS`, read only for an SD3 config, and Flux.1's
+:data:`trainer.kohya.flux.FLUX_ROWS`, read only for a Flux.1 config.
 """
 
 from __future__ import annotations
@@ -363,17 +364,23 @@ def is_neutral(v: Any) -> bool:
 
 def render_table(say: Callable[[Msg, str], str], lang: str = "en") -> str:
     """The mapping table of docs/kohya.md and docs/ko/kohya.md (Markdown) in ``lang``, made from :data:`ROWS`
-    and SD3.5's rows; ``say`` words a message (``words.say``)."""
+    and SD3.5's and Flux.1's rows; ``say`` words a message (``words.say``)."""
+    from trainer.kohya.flux import FLUX_ROWS
     from trainer.kohya.sd3 import SD3_ROWS
 
     head = ("kohya_ss GUI (JSON)", "sd-scripts", "LoRA Doctor", say(msg("kohya.table.note"), lang))
     off = say(msg("kohya.table.not_carried"), lang)
     lines = ["| " + " | ".join(head) + " |", "|---|---|---|---|"]
-    for r in (*ROWS, None, *SD3_ROWS):
-        if r is None:  # SD3.5's own settings follow
-            lines.append(f"| **SD3.5** | | | {say(msg('kohya.table.sd3'), lang)} |")
-            continue
-        cells = [f"`{r.gui}`" if r.gui else "", f"`{r.sd}`" if r.sd else "", f"`{r.ours}`" if r.ours else off,
-                 say(r.note, lang).replace("|", "\\|") if r.note else ""]
-        lines.append("| " + " | ".join(cells) + " |")
+    sections: tuple[tuple[str, Msg | None, tuple[Row, ...]], ...] = (
+        ("", None, ROWS), ("SD3.5", msg("kohya.table.sd3"), SD3_ROWS), ("Flux.1", msg("kohya.table.flux"), FLUX_ROWS))
+    for title, note, rows in sections:
+        if note is not None:  # a family's own settings follow
+            lines.append(f"| **{title}** | | | {say(note, lang)} |")
+        lines += [_table_line(r, say, lang, off) for r in rows]
     return "\n".join(lines)
+
+
+def _table_line(r: Row, say: Callable[[Msg, str], str], lang: str, off: str) -> str:
+    cells = [f"`{r.gui}`" if r.gui else "", f"`{r.sd}`" if r.sd else "", f"`{r.ours}`" if r.ours else off,
+             say(r.note, lang).replace("|", "\\|") if r.note else ""]
+    return "| " + " | ".join(cells) + " |"

@@ -13,35 +13,19 @@ sd-scripts for SD3: never training_shift, apply_*_attn_mask or t5xxl_max_token_l
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainer.errors import UserError
-from trainer.kohya.mapping import (
-    BY_GUI,
-    BY_SD,
-    N_TE_CACHE,
-    Row,
-    as_bool,
-    as_float,
-    as_int,
-    is_neutral,
-    optional_int,
-)
-from trainer.message import Msg, msg
+from trainer.kohya import flow
+from trainer.kohya.flow import N_CACHE_TO_DISK, N_MMAP, SD3_MODULE, fixed, put_defaults
+from trainer.kohya.mapping import N_TE_CACHE, Row, as_bool, as_float, as_int, optional_int
+from trainer.message import msg
 from trainer.models.families.sd3 import T5_TOKENS
 
 if TYPE_CHECKING:
     from trainer.kohya.importer import Importer
 
-SD3_MODULE = "networks.lora_sd3"
 TE_FILES = ("clip_l", "clip_g", "t5xxl")
 """sd-scripts' three text-encoder arguments, and the names under ``text_encoders.`` in an SD3 single file."""
-LOGIT_MEAN, LOGIT_STD = 0.0, 1.0
-"""FlowMatchSchedule's logit-normal timestep draw (trainer/models/families/noise.py; a test keeps them equal)."""
 # networks.lora_sd3's per-layer-type dims (network_args): 0 leaves that type of layer out
 ATTN_DIMS = ("context_attn_dim", "x_attn_dim")
 MLP_DIMS = ("context_mlp_dim", "x_mlp_dim")
@@ -84,20 +68,20 @@ SD3_ROWS: tuple[Row, ...] = (
     R("mode_scale", "mode_scale", note=msg("kohya.sd3.row.mode_scale")),
     R("sd3_cache_text_encoder_outputs", "cache_text_encoder_outputs", "model.offload_text_encoders", as_bool,
       note=N_TE_CACHE, special=True),
-    R("sd3_cache_text_encoder_outputs_to_disk", "cache_text_encoder_outputs_to_disk",
-      note=msg("kohya.sd3.row.cache_to_disk")),
+    R("sd3_cache_text_encoder_outputs_to_disk", "cache_text_encoder_outputs_to_disk", note=N_CACHE_TO_DISK),
     R("blocks_to_swap", "blocks_to_swap", "model.block_swap", optional_int, note=msg("kohya.row.blocks_to_swap")),
     R("", "train_t5xxl", note=N_TRAIN_T5),
     R("", "network_args train_t5xxl", note=N_TRAIN_T5, special=True),
     R("", "network_args context_/x_ attn/mlp/mod_dim", "lora.targets", note=msg("kohya.sd3.row.type_dims"),
       special=True),
     R("sd3_fused_backward_pass", "fused_backward_pass", note=msg("kohya.sd3.row.fused_backward")),
-    R("sd3_disable_mmap_load_safetensors", "disable_mmap_load_safetensors", note=msg("kohya.sd3.row.mmap")),
+    R("sd3_disable_mmap_load_safetensors", "disable_mmap_load_safetensors", note=N_MMAP),
     R("save_clip", "save_clip", note=N_SAVE_TE), R("save_t5xxl", "save_t5xxl", note=N_SAVE_TE),
     R("sd3_text_encoder_batch_size", "text_encoder_batch_size", note=msg("kohya.sd3.row.te_batch")),
 )
 SD3_BY_GUI: dict[str, Row] = {r.gui: r for r in SD3_ROWS if r.gui}
 SD3_BY_SD: dict[str, Row] = {r.sd: r for r in SD3_ROWS if r.sd and " " not in r.sd}
+TABLES = {"gui": SD3_BY_GUI, "sd": SD3_BY_SD}
 # sd-scripts' defaults for what an SD3 config leaves out, where they differ from what ours trains; the kohya_ss GUI
 # never passes training_shift, and its weighting_scheme box starts at logit_normal
 DEFAULTS: dict[str, dict[str, Any]] = {"sd": {r.sd: r.sd_default for r in SD3_ROWS if r.sd_default is not None},
@@ -108,28 +92,16 @@ SD3_NOTES = {"v_parameterization": msg("kohya.sd3.v_parameterization"), "clip_sk
 
 
 def is_sd3(data: dict[str, Any]) -> bool:
-    """The kohya_ss GUI's SD3 checkbox, or sd-scripts' SD3 network module."""
-    try:
-        checked = as_bool(data.get("sd3_checkbox", False))
-    except ValueError:
-        checked = False
-    return checked or str(data.get("network_module", "")).startswith(SD3_MODULE)
+    """The kohya_ss GUI's SD3 checkbox, or sd-scripts' SD3 network module (and not a Flux.1 config)."""
+    return flow.family_of(data) == "sd3"
 
 
 def base_shift(base: str, follow_paths: bool = True) -> float:
-    """The flow-matching shift ours trains with: the base's scheduler's (a diffusers folder's own, or the shipped
-    SD3.5 config's that single files and hub ids load with)."""
-    from trainer.models.family import family
-
-    own = Path(base).expanduser() / "scheduler" / "scheduler_config.json"
-    path = own if base and follow_paths and own.is_file() else family("sd3").config_dir / "scheduler" / "scheduler_config.json"
-    try:
-        return float(json.loads(path.read_text(encoding="utf-8")).get("shift", 1.0))
-    except (OSError, ValueError, TypeError):
-        return 1.0  # the flow-matching Euler scheduler's default shift in diffusers
+    """The flow-matching shift ours trains SD3.5 with (:func:`trainer.kohya.flow.base_shift`)."""
+    return flow.base_shift("sd3", base, follow_paths)
 
 
-# ------------------------------------------------------------------------------------------------ import
+# --------------------------------------------------------------------------------------- import
 
 
 def importing(imp: Importer) -> None:
@@ -137,45 +109,22 @@ def importing(imp: Importer) -> None:
     GUI saves them all) as read only for SD3."""
     table = SD3_BY_GUI if imp.kind == "gui" else SD3_BY_SD
     if not is_sd3(imp.src):
-        shared = BY_GUI if imp.kind == "gui" else BY_SD
-        for key in [k for k in imp.src if k in table and k not in shared]:
-            row = table[key]
-            own = row.note if row.note is N_FLUX_ONLY or key == "sd3_checkbox" else msg("kohya.sd3.only")
-            imp.report.unsupported(key, imp.src[key], own)
-            imp.done.add(key)
+        flow.others(imp, table, lambda key: table[key].note if table[key].note is N_FLUX_ONLY or key == "sd3_checkbox"
+                    else msg("kohya.sd3.only"))
         return
-    for key, value in DEFAULTS[imp.kind].items():
-        if key not in imp.src:
-            imp.src[key] = value
-            imp.report.defaulted.append(key)
+    put_defaults(imp, DEFAULTS[imp.kind])
     family_key = "sd3_checkbox" if imp.kind == "gui" and "sd3_checkbox" in imp.src else "network_module"
-    imp.values["model.family"] = "sd3"
-    imp.report.mapped(family_key, imp.src.get(family_key, SD3_MODULE), "model.family", "sd3")
+    flow.take_family(imp, "sd3", family_key, SD3_MODULE, SD3_NOTES)
     imp.done |= {"sd3_checkbox"}
-    for key, note in SD3_NOTES.items():
-        if key in imp.src:
-            imp.report.unsupported(key, imp.src[key], note)
-            imp.done.add(key)
     _timesteps(imp)
     for key in [k for k in imp.src if k in table and k not in imp.done and not table[k].ours]:
         if key == "t5xxl_max_token_length" and imp.kind == "sd":
-            _fixed(imp, key, as_int, "t5 tokens", T5_TOKENS, msg("kohya.sd3.changed.t5_tokens", tokens=T5_TOKENS))
+            fixed(imp, key, as_int, "t5 tokens", T5_TOKENS, msg("kohya.sd3.changed.t5_tokens", tokens=T5_TOKENS))
         else:
             imp.report.unsupported(key, imp.src[key], table[key].note)
             imp.done.add(key)
     if imp.kind == "gui":  # kohya_ss passes no per-layer-type dims: networks.lora_sd3 trains every linear layer
         _targets(imp, {}, "LoRA_type")
-
-
-def _fixed(imp: Importer, key: str, conv: Callable[[Any], Any], ours: str, value: Any, why: Msg) -> None:
-    """A setting ours holds at one value: mapped when the file agrees, changed (with ``why``) when not."""
-    raw = imp.src[key]
-    try:
-        same = math.isclose(conv(raw), value) if isinstance(value, float) else conv(raw) == value
-    except (ValueError, TypeError) as e:
-        raise UserError(msg("error.kohya.bad_value", origin=imp.origin, key=key, value=raw, reason=str(e))) from None
-    (imp.report.mapped(key, raw, ours, value) if same else imp.report.changed(key, raw, ours, value, why))
-    imp.done.add(key)
 
 
 def _timesteps(imp: Importer) -> None:
@@ -191,18 +140,10 @@ def _timesteps(imp: Importer) -> None:
             imp.report.changed("weighting_scheme", raw, "timesteps", "logit_normal",
                                msg("kohya.sd3.changed.weighting", scheme=scheme))
         imp.done.add("weighting_scheme")
-    for key, value in (("logit_mean", LOGIT_MEAN), ("logit_std", LOGIT_STD)):
-        if key not in imp.src:
-            continue
-        if scheme == "logit_normal":
-            _fixed(imp, key, as_float, f"timesteps {key}", value, msg("kohya.sd3.changed.logit", mean=LOGIT_MEAN,
-                                                                        std=LOGIT_STD))
-        else:
-            imp.report.unsupported(key, imp.src[key], msg("kohya.sd3.logit_unused"))
-            imp.done.add(key)
+    flow.logit_params(imp, scheme == "logit_normal", msg("kohya.sd3.logit_unused"))
     if "training_shift" in imp.src:
         shift = base_shift(str(imp.src.get("pretrained_model_name_or_path") or ""), imp.follow_paths)
-        _fixed(imp, "training_shift", as_float, "timesteps shift", shift, msg("kohya.sd3.changed.shift", shift=shift))
+        fixed(imp, "training_shift", as_float, "timesteps shift", shift, msg("kohya.sd3.changed.shift", shift=shift))
 
 
 def network_args(imp: Importer, args: dict[str, str]) -> set[str]:
@@ -216,16 +157,10 @@ def network_args(imp: Importer, args: dict[str, str]) -> set[str]:
 def _targets(imp: Importer, args: dict[str, str], default_key: str) -> None:
     """lora.targets from the per-layer-type dims: attn when the feed-forward and modulation dims are 0, attn_ff when
     only the modulation dims are; the closest otherwise (ours never trains the modulation layers)."""
-    dims: dict[str, int] = {}
-    for k in (k for k in TYPE_DIMS if k in args):
-        try:
-            dims[k] = as_int(str(args[k]).strip('"'))
-        except ValueError as e:
-            raise UserError(msg("error.kohya.bad_value", origin=imp.origin, key=f"network_args {k}", value=args[k],
-                                reason=str(e))) from None
+    dims = flow.type_dims(imp, args, TYPE_DIMS)
     on = {k: dims.get(k) != 0 for k in TYPE_DIMS}  # a dim left out trains that type at network_dim
     targets = "attn_ff" if any(on[k] for k in MLP_DIMS) else "attn"
-    rank = _rank(imp.get("network_dim"))
+    rank = flow.rank(imp.get("network_dim"))
     exact = (all(on[k] for k in ATTN_DIMS) and not any(on[k] for k in MOD_DIMS)
              and len({on[k] for k in MLP_DIMS}) == 1 and all(v in (0, rank) for v in dims.values()))
     key = "network_args " + ", ".join(dims) if dims else default_key
@@ -236,10 +171,3 @@ def _targets(imp: Importer, args: dict[str, str], default_key: str) -> None:
     else:
         imp.report.changed(key, shown, "lora.targets", targets, msg("kohya.sd3.changed.targets", targets=targets))
 
-
-def _rank(v: Any) -> int:
-    """network_dim as sd-scripts reads it (4 when unset); a bad one is refused by name later."""
-    try:
-        return 4 if is_neutral(v) or v is None else as_int(v)
-    except (ValueError, TypeError):
-        return 4

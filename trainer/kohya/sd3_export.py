@@ -13,16 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from trainer.config.schema import Config
+from trainer.kohya.flow import LOGIT_MEAN, LOGIT_STD, cache_text_encoders, placeholders, te_placeholder
 from trainer.kohya.report import Report
-from trainer.kohya.sd3 import LOGIT_MEAN, LOGIT_STD, TARGET_DIMS, TE_FILES, base_shift
+from trainer.kohya.sd3 import TARGET_DIMS, TE_FILES, base_shift
 from trainer.message import msg
 from trainer.models.families.sd3 import T5_TOKENS
 
 MODEL_PLACEHOLDER = "<path to the SD3.5 model .safetensors>"
-
-
-def te_placeholder(name: str) -> str:
-    return f"<path to {name}.safetensors>"
 
 
 def encoders_in(path: Path) -> set[str] | None:
@@ -51,12 +48,7 @@ def sd3_args(cfg: Config, args: dict[str, Any], rep: Report) -> None:
     rep.mapped("model.family", "sd3", "logit_mean, logit_std", [LOGIT_MEAN, LOGIT_STD])
     rep.mapped("model.family", "sd3", "training_shift", shift, msg("kohya.sd3.export.shift"))
     rep.mapped("model.family", "sd3", "t5xxl_max_token_length", T5_TOKENS, msg("kohya.sd3.export.t5_tokens"))
-    ds = cfg.dataset
-    cached = not cfg.lora.train_text_encoder and not (ds.shuffle_tags or ds.tag_dropout > 0 or ds.caption_dropout > 0)
-    if cached:
-        args["cache_text_encoder_outputs"] = True
-    rep.mapped("lora.train_text_encoder", cfg.lora.train_text_encoder, "cache_text_encoder_outputs", cached,
-               msg("kohya.sd3.export.cache" if cached else "kohya.sd3.export.no_cache"))
+    cache_text_encoders(cfg, args, rep, msg("kohya.sd3.export.no_cache"))
     targets = cfg.lora.targets
     dims = [f"{d}=0" for d in TARGET_DIMS.get(targets, TARGET_DIMS["attn"])]
     args["network_args"] = [*args.get("network_args", []), *dims]
@@ -84,9 +76,5 @@ def _base(cfg: Config, args: dict[str, Any], rep: Report) -> None:
             rep.changed("model.base", base, te, args[te], msg("kohya.sd3.export.te_missing", name=te, file=path.name))
         return
     # a diffusers folder, a hub id or a name of ours: sd-scripts reads none of them
-    args["pretrained_model_name_or_path"] = MODEL_PLACEHOLDER
-    rep.changed("model.base", base, "pretrained_model_name_or_path", MODEL_PLACEHOLDER,
-                msg("kohya.sd3.export.single_file", base=base))
-    for te in TE_FILES:
-        args[te] = te_placeholder(te)
-        rep.changed("model.base", base, te, args[te], msg("kohya.sd3.export.te_files"))
+    placeholders(args, rep, base, MODEL_PLACEHOLDER, msg("kohya.sd3.export.single_file", base=base), TE_FILES,
+                 msg("kohya.sd3.export.te_files"))

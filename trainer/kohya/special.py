@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainer.errors import UserError
-from trainer.kohya import sd3
+from trainer.kohya import flux, sd3
+from trainer.kohya.flow import FLUX_MODULE, SD3_MODULE, te_cache_gui_key
 from trainer.kohya.mapping import LOCON_TYPES, as_bool, as_int, is_neutral
 from trainer.kohya.steps import BucketRules, KohyaCount, Subset, compare, count
 from trainer.message import msg
@@ -23,16 +24,16 @@ if TYPE_CHECKING:
 
 def network(imp: Importer) -> None:
     """LoRA_type / network_module and network_args decide whether conv_dim counts (never for a family whose
-    denoiser has no convolutions, as SD3.5's transformer)."""
+    denoiser has no convolutions, as SD3.5's and Flux.1's transformers)."""
     from trainer.models.family import chosen_family
 
     locon = False
-    family = chosen_family(imp.values.get("model.family", "auto"))  # only SD3 is known this early
+    family = chosen_family(imp.values.get("model.family", "auto"))  # only SD3 and Flux.1 are known this early
     no_conv = family is not None and not family.conv_lora
     if imp.kind == "gui":
         kind = str(imp.get("LoRA_type", "Standard"))
         locon = kind in LOCON_TYPES
-        if kind not in ("Standard", *LOCON_TYPES):
+        if kind not in ("Standard", "Flux1", *LOCON_TYPES):
             imp.report.changed("LoRA_type", kind, "lora", "LoRA", msg("kohya.network.lora_type", kind=kind))
         elif "LoRA_type" in imp.src:
             imp.report.mapped("LoRA_type", kind, "lora.conv_rank", "> 0" if locon and not no_conv else "0")
@@ -40,9 +41,10 @@ def network(imp: Importer) -> None:
     else:
         module = str(imp.get("network_module", "networks.lora"))
         args = _kv(imp.get("network_args"))
-        own = sd3.network_args(imp, args) if module == sd3.SD3_MODULE else set()  # it reported the module too
+        own_args = {SD3_MODULE: sd3.network_args, FLUX_MODULE: flux.network_args}.get(module)
+        own = own_args(imp, args) if own_args else set()  # it reported the module too
         locon = module == "networks.lora" or args.get("algo", "locon").strip('"') == "locon"
-        if module not in ("networks.lora", "lycoris.kohya", sd3.SD3_MODULE) or not locon:
+        if module not in ("networks.lora", "lycoris.kohya", SD3_MODULE, FLUX_MODULE) or not locon:
             imp.report.changed("network_module", f"{module} {args.get('algo', '')}".strip(), "lora", "LoRA",
                                msg("kohya.network.module"))
         elif "network_module" in imp.src and not own:
@@ -90,14 +92,14 @@ def text_cache(imp: Importer) -> None:
     """kohya's cache_text_encoder_outputs (encode every caption once, the text encoders then off the GPU) is our
     model.offload_text_encoders, once the rest is read: it needs frozen text encoders and captions that do not
     change, and a config that trains one or shuffles tags keeps it off, saying why. The kohya_ss GUI saves one box
-    for SDXL and one for SD3 and passes the one of the config's family."""
+    for SDXL, one for SD3 and one for Flux.1 and passes the one of the config's family."""
     from trainer.kohya.importer import build_config
 
     key = "cache_text_encoder_outputs"
     if imp.kind == "gui":
-        key, other = ("sd3_" + key, "sdxl_" + key) if sd3.is_sd3(imp.src) else ("sdxl_" + key, "")
-        if other in imp.src and other not in imp.done:
-            imp.report.unsupported(other, imp.src[other], msg("kohya.row.te_cache_sd3"))
+        key, other = te_cache_gui_key(imp.src), "sdxl_" + key
+        if other != key and other in imp.src and other not in imp.done:
+            imp.report.unsupported(other, imp.src[other], msg("kohya.row.te_cache_other", key=key))
             imp.done.add(other)
     row = imp.row_for(key)
     if key in imp.src and key not in imp.done and row is not None:
