@@ -27,9 +27,13 @@ CASES = {
     # and 9) and at the end
     "even": {"train.batch_size": 5, "train.grad_accum": 1, "save.every_steps": 3},
     "uneven": {"train.batch_size": 2, "train.grad_accum": 2},  # 25 batches: 13 a rank (one repeated), 7 steps
-    # a flow-matching transformer (the tiny SD3.5) shares its gradients and data the same way
+    # the flow-matching transformers (the tiny SD3.5, Flux.1 and Z-Image, saved as folders) share their gradients
+    # and data the same way
     "sd3": {"train.batch_size": 5, "train.grad_accum": 1},
+    "flux": {"train.batch_size": 5, "train.grad_accum": 1},
+    "zimage": {"train.batch_size": 5, "train.grad_accum": 1},
 }
+TRANSFORMERS = ("sd3", "flux", "zimage")  # the cases whose base is that family's tiny model
 
 
 def _free_port() -> int:
@@ -45,11 +49,12 @@ def ranks(tmp_path_factory):
     held = write_toy_dataset(tmp / "held", n=3, seed=1)
     from trainer.cli import main as cli_main
 
-    assert cli_main(["tiny-model", "sd3", str(tmp / "tiny-sd3")]) == 0
+    for name in TRANSFORMERS:
+        assert cli_main(["tiny-model", name, str(tmp / f"tiny-{name}")]) == 0
     paths = []
     for name, over in CASES.items():
         extra = {"validation.path": str(held)} if name == "even" else {}
-        base = {"base": str(tmp / "tiny-sd3")} if name == "sd3" else {}
+        base = {"base": str(tmp / f"tiny-{name}")} if name in TRANSFORMERS else {}
         cfg = tiny_config(data, tmp / "runs" / name, {"train.max_steps": 0, "train.epochs": 2, **over, **extra}, **base)
         path = tmp / f"{name}.toml"
         path.write_text(cfg.to_toml())
@@ -71,6 +76,8 @@ def test_two_ranks_run_whole_epochs_to_the_plans_step_count(ranks, case):
     r0, r1 = ranks[case]
     assert r0["status"] == r1["status"] == "finished"
     assert r0["world_size"] == 2
+    [started] = [e for e in read_jsonl(Path(r0["run_dir"]) / "events.jsonl") if e["type"] == "started"]
+    assert started["base"]["family"] == (case if case in TRANSFORMERS else "sd15")  # the family the case is for
     plan = json.loads((Path(r0["run_dir"]) / "plan.json").read_text())
     assert plan["world_size"] == 2
     bs, accum = CASES[case]["train.batch_size"], CASES[case]["train.grad_accum"]
@@ -89,7 +96,7 @@ def test_both_ranks_end_with_the_same_weights_and_drew_their_own_noise(ranks, ca
     for role, sd in r0["lora"].items():
         for k, v in sd.items():
             assert torch.equal(v, r1["lora"][role][k]), k
-    denoiser = "transformer" if case == "sd3" else "unet"
+    denoiser = "transformer" if case in TRANSFORMERS else "unet"
     assert any(v.abs().sum() > 0 for k, v in r0["lora"][denoiser].items() if "lora_B" in k)  # it trained
     assert len(r0["noise_heads"]) == len(r1["noise_heads"])
     assert all(a != b for a, b in zip(r0["noise_heads"], r1["noise_heads"]))

@@ -335,19 +335,17 @@ def test_a_step_distilled_base_trains_when_allowed_and_the_doctor_says_why(base,
 
 
 def test_the_base_is_not_distilled_and_turbos_configs_are_its_own():
-    from types import SimpleNamespace
-
     from trainer.models.families.zimage import ZImage
+    from trainer.models.family import BaseConfigs
 
-    def pipe_of(folder: str):
+    def configs_of(folder: str) -> BaseConfigs:
         config = json.loads((CONFIGS / folder / "scheduler" / "scheduler_config.json").read_text())
         transformer = json.loads((CONFIGS / folder / "transformer" / "config.json").read_text())
-        return SimpleNamespace(scheduler=SimpleNamespace(config=config),
-                               transformer=SimpleNamespace(config=transformer))
+        return BaseConfigs(scheduler=config, denoiser=transformer)
 
     zimage = ZImage()
-    assert zimage.distilled_reason(pipe_of("zimage")) is None
-    assert zimage.distilled_reason(pipe_of("zimage-turbo")).code == "zimage.distilled_turbo"
+    assert zimage.distilled_reason(configs_of("zimage")) is None
+    assert zimage.distilled_reason(configs_of("zimage-turbo")).code == "zimage.distilled_turbo"
     # the two differ in their scheduler's shift alone (and the diffusers version that wrote them)
     for part in ("transformer/config.json", "vae/config.json", "text_encoder/config.json"):
         a, b = (json.loads((CONFIGS / f / part).read_text()) for f in ("zimage", "zimage-turbo"))

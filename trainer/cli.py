@@ -40,13 +40,16 @@ def _print_json(obj) -> None:
 
 def cmd_plan(args) -> int:
     from trainer.config.schema import load_config
+    from trainer.models.distilled import distillation_check
     from trainer.plan.steps import plan_from_config
 
     cfg = load_config(args.config, args.set)
     report, plan = plan_from_config(cfg, args.processes)
+    base = distillation_check(cfg.model)  # what Start will say of the base, from its configs
     memory, fit = _memory(cfg, report, plan, args.fit_memory, args.device)
     if args.json:
-        _print_json({**plan.to_json(), "memory": memory.to_json(), **({"memory_fit": fit.to_json()} if fit else {})})
+        _print_json({**plan.to_json(), "base": base.to_json(), "memory": memory.to_json(),
+                     **({"memory_fit": fit.to_json()} if fit else {})})
         return EXIT_OK
     lang = args.lang
     print(words.say(plan.formula, lang))
@@ -57,8 +60,10 @@ def cmd_plan(args) -> int:
     print(f"checkpoints at: {plan.checkpoint_steps}")
     for p in report.problems:
         print(f"  [{p['severity']}] {p['file']}: {words.say(p['message'])}")
+    print(words.say("base.heading", lang), cfg.model.base)
+    print("\n".join(f"  - {words.say(m, lang)}" for m in base.messages) or f"  {words.say('base.fine', lang)}")
     print(words.say("memory.heading", lang))
-    print(_memory_text(memory, lang))
+    print(_memory_text(memory, lang, said=base.messages))
     if fit is not None:
         print(f"fit to {fit.budget:,} bytes: {words.say(fit.message, lang)}")
         for c in fit.changes:
@@ -68,9 +73,10 @@ def cmd_plan(args) -> int:
     return EXIT_OK
 
 
-def _memory_text(memory, lang: str) -> str:
+def _memory_text(memory, lang: str, said: list | None = None) -> str:
     """The memory estimate as plain lines: each part (by phase when the text encoders leave the device after
-    encoding), the total, the device's free memory and the verdict, then what to know about it."""
+    encoding), the total, the device's free memory and the verdict, then what to know about it (less what was
+    ``said`` already: the base's check gives FLUX.1-dev's note too)."""
     from trainer.plan.memory import gib
 
     def rows(parts: dict[str, int], indent: str) -> list[str]:
@@ -88,7 +94,7 @@ def _memory_text(memory, lang: str) -> str:
         lines.append(f"  {words.say('memory.total', lang):<38} {gib(memory.total):>9}")
     free = gib(memory.free) if memory.free is not None else "?"
     lines.append(f"  {memory.device}: {free} free → {words.say(f'memory.verdict.{memory.verdict}', lang)}")
-    lines += [f"  - {words.say(n, lang)}" for n in (*memory.notes, *memory.warnings)]
+    lines += [f"  - {words.say(n, lang)}" for n in (*memory.notes, *memory.warnings) if n not in (said or [])]
     return "\n".join(lines)
 
 

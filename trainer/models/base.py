@@ -20,7 +20,6 @@ import torch
 from trainer.errors import UserError
 from trainer.message import Msg, msg
 from trainer.models.family import (
-    DISTILLED_WORDS,
     FAMILIES,
     MODEL_CONFIG_DIR,  # noqa: F401 (where tests and bench/ read the shipped configs from)
     checkpoint_keys,
@@ -44,7 +43,7 @@ class BaseInfo:
     family: str  # sd15 | sdxl
     prediction_type: str = "epsilon"
     distilled: bool = False
-    distilled_reason: Msg | str = ""  # a family may still say it in a plain string
+    distilled_reason: Msg | str = ""  # why it looks distilled ("": it does not)
     warnings: list[Msg] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -134,20 +133,6 @@ def unet_block_names(model_cfg) -> list[str] | None:
     return names + [f"up_blocks.{i}" for i in range(len(config.get("up_block_types", [])))]
 
 
-def detect_distilled(source: str, pipe=None, family: str | None = None) -> tuple[bool, Msg | str]:
-    """Look for turbo / LCM / lightning / hyper / schnell in the name, the configs and the scheduler."""
-    lowered = source.lower()
-    for word in DISTILLED_WORDS:
-        if re.search(rf"(^|[^a-z]){word}([^a-z]|$)", lowered):
-            return True, msg("base.distilled_name", word=word)
-    if pipe is not None:
-        adapter = model_family(family) if family else family_of_pipeline(type(pipe).__name__)
-        reason = adapter.distilled_reason(pipe)
-        if reason:
-            return True, reason
-    return False, ""
-
-
 def _hub_offline_error(base: str, err: Exception) -> UserError:
     return UserError(msg("error.base.hub_offline", base=base, error=type(err).__name__))
 
@@ -157,6 +142,9 @@ def load_pipeline(model_cfg, torch_dtype: torch.dtype = torch.float32):
 
     Returns ``(pipe, BaseInfo)``. Errors the user can fix are :class:`UserError`.
     """
+    # imported here: that module imports this one
+    from trainer.models.distilled import base_warnings, configs_on_disk, detect_distilled
+
     base = model_cfg.base
     kind = classify_base(base)
     chosen = chosen_family(model_cfg.family)
@@ -190,12 +178,13 @@ def load_pipeline(model_cfg, torch_dtype: torch.dtype = torch.float32):
     if pred == "auto":
         pred = model_family(family).prediction_type(pipe)
     info = BaseInfo(source=base, kind=kind, family=family, prediction_type=pred)
-    info.distilled, info.distilled_reason = detect_distilled(base, pipe, family)
-    if info.distilled:
-        info.warnings.append(msg("base.distilled", reason=info.distilled_reason))
-    note = model_family(family).distillation_note(dict(model_family(family).denoiser(pipe).config), model_cfg)
-    if note is not None:
-        info.warnings.append(note)
+    adapter = model_family(family)
+    # the files' own configs where there are some, as the plan read them (trainer/models/distilled.py)
+    found = None if kind == "tiny" else configs_on_disk(base, kind, adapter)
+    configs = found[1] if found else adapter.configs_of(pipe)
+    info.distilled, info.distilled_reason = detect_distilled(base, family=family, configs=configs)
+    denoiser_config = configs.denoiser if configs.denoiser is not None else dict(adapter.denoiser(pipe).config)
+    info.warnings = base_warnings(info.distilled_reason, adapter.distillation_note(denoiser_config, model_cfg))
     if pipe.dtype != torch_dtype:
         pipe.to(dtype=torch_dtype)
     return pipe, info

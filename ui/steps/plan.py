@@ -18,7 +18,7 @@ from trainer.config.presets import PRESET_DIR, preset_config
 from trainer.config.schema import Config, diff_configs, dumps_toml
 from trainer.doctor.verdict import LABEL_TEXT, plan_verdict
 from trainer.errors import UserError
-from trainer.models.base import detect_distilled
+from trainer.models.distilled import distillation_check
 from trainer.plan.steps import Plan, make_plan
 
 from ..binding import UI, error_box
@@ -148,12 +148,14 @@ def cli_lines(cfg: Config, ui: UI, lang: str) -> str:
 
 
 def base_check(ui: UI, cfg: Config, lang: str) -> str:
-    """The base model as the policy and the loader see it, with the distilled-model warning."""
+    """The base model as the policy and the loader see it: what Start will say of it, read from its own configs
+    (a distilled base refused, or the warnings the run will give; trainer/models/distilled.py)."""
     try:
-        ui.ctx.policy.check_base(cfg.model.base, lang)
+        model = cfg.model.model_copy(update={"base": ui.ctx.policy.check_base(cfg.model.base, lang)})
+        check = distillation_check(model)
     except UserError as e:
         return f"⚠️ {e.say(lang)}"
-    distilled, reason = detect_distilled(cfg.model.base)
-    if distilled:
-        return "⚠️ " + words.say("base.distilled", lang, reason=reason)
-    return t("base_ok", lang, base=cfg.model.base)
+    if check.refusal is not None:  # Start stops here: nothing else it would say matters yet
+        return f"⚠️ {words.say(check.refusal, lang)}"
+    return "\n\n".join([t("base_ok", lang, base=cfg.model.base),
+                        *(f"⚠️ {words.say(m, lang)}" for m in check.messages)])

@@ -171,10 +171,12 @@ class Flux(ModelFamily):
     def distillation_of(self, pipe) -> str | None:
         return distillation(self.denoiser(pipe).config, pipe.scheduler.config)
 
-    def distilled_reason(self, pipe):
-        if self.distillation_of(pipe) == "timestep":
-            return msg("flux.distilled.timestep", shift=pipe.scheduler.config.get("shift", 1.0))
-        return None
+    def distilled_reason(self, configs):
+        """FLUX.1-schnell by its configs (:func:`distillation`: both are needed, a missing scheduler says nothing)."""
+        if configs.denoiser is not None and configs.scheduler is not None \
+                and distillation(configs.denoiser, configs.scheduler) == "timestep":
+            return msg("flux.distilled.timestep", shift=configs.scheduler.get("shift", 1.0))
+        return super().distilled_reason(configs)
 
     def distillation_note(self, denoiser_config, model_cfg):
         if denoiser_config.get("guidance_embeds"):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from trainer.message import msg
 from trainer.models.family import Activations, ModelFamily, TextEncoder, checkpoint_keys, register
 
 T5_TOKENS = 256  # diffusers' SD3 pipeline's max_sequence_length, and sd-scripts' default for SD3
@@ -150,11 +151,11 @@ class SD3(ModelFamily):
     def prediction_type(self, pipe):
         return "flow"
 
-    def distilled_reason(self, pipe):
-        name = str(getattr(pipe.transformer, "config", {}).get("_name_or_path", "")).lower()
-        if "turbo" in name:
-            return "its transformer config names 'turbo' (SD3.5 Large Turbo is step-distilled)"
-        return None
+    def distilled_reason(self, configs):
+        """SD3.5 Large Turbo ships SD3.5 Large's scheduler and transformer configs: only what its files record of it
+        (its name in a saved copy's configs, a single file's metadata) tells it apart, besides the name it is given."""
+        why = super().distilled_reason(configs)
+        return msg("sd3.distilled_turbo", why=why) if why else None
 
     # ----------------------------------------------------------------------------------- tiny model
 

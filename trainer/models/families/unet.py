@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 from trainer.message import msg
-from trainer.models.family import DISTILLED_WORDS, ModelFamily
+from trainer.models.family import ModelFamily
+
+FEW_STEP_SCHEDULERS = frozenset({"LCMScheduler", "TCDScheduler"})  # samplers made for consistency-distilled UNets
 
 
 class UNetFamily(ModelFamily):
@@ -38,18 +40,22 @@ class UNetFamily(ModelFamily):
                                                       clip_sample=False)
         return sampler
 
-    def distilled_reason(self, pipe):
-        sched = type(pipe.scheduler).__name__
-        if sched in {"LCMScheduler", "TCDScheduler"}:
-            return msg("base.distilled_scheduler", scheduler=sched)
-        unet_cfg = getattr(getattr(pipe, "unet", None), "config", {})
-        if unet_cfg.get("time_cond_proj_dim"):
+    def distilled_reason(self, configs):
+        """Few-step UNets by what their own configs carry: LCM's and TCD's schedulers (LCM, Hyper-SD), a guidance
+        embedding (``time_cond_proj_dim``: LCM's guidance-conditioned UNets), or a scheduler that spaces its steps
+        "trailing" for an epsilon model without a zero-terminal-SNR schedule: SDXL-Turbo ships its scheduler so (Euler
+        Ancestral, trailing; diffusers' docs draw SD-Turbo the same way), and the ordinary bases do not (SD1.5 and
+        SDXL ship "leading"; trailing otherwise goes with zero terminal SNR). SDXL-Lightning and most Hyper-SD
+        releases ship no scheduler of their own: their name, or what their files record of it, is the only hint."""
+        if configs.scheduler_class in FEW_STEP_SCHEDULERS:
+            return msg("base.distilled_scheduler", scheduler=configs.scheduler_class)
+        if (configs.denoiser or {}).get("time_cond_proj_dim"):
             return msg("base.distilled_guidance")
-        name = str(unet_cfg.get("_name_or_path", "")).lower()
-        for word in DISTILLED_WORDS:
-            if word in name:
-                return msg("base.distilled_config", word=word)
-        return None
+        scheduler = configs.scheduler or {}
+        if (scheduler.get("timestep_spacing") == "trailing" and not scheduler.get("rescale_betas_zero_snr")
+                and scheduler.get("prediction_type", "epsilon") == "epsilon"):
+            return msg("base.distilled_trailing", scheduler=configs.scheduler_class)
+        return super().distilled_reason(configs)
 
     def prediction_type(self, pipe):
         return pipe.scheduler.config.get("prediction_type", "epsilon")

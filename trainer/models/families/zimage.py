@@ -19,16 +19,22 @@ diffusers' ``ZImagePipeline`` is the reference for every convention here:
 
 Z-Image-Turbo is step-distilled (8 steps, no guidance): its own scheduler config (``shift`` 3.0, where the base
 ships 6.0) marks it, and a single file whose metadata names Turbo loads with Turbo's configs; a run refuses it unless
-``model.allow_distilled`` (:meth:`ZImage.distilled_reason`).
+``model.allow_distilled`` (:meth:`ZImage.distilled_reason`, which the plan reads from the configs alone).
 """
 
 from __future__ import annotations
 
-import json
 from typing import ClassVar
 
 from trainer.message import msg
-from trainer.models.family import DISTILLED_WORDS, Activations, ModelFamily, TextEncoder, register
+from trainer.models.family import (
+    Activations,
+    ModelFamily,
+    TextEncoder,
+    checkpoint_metadata,
+    metadata_distilled_word,
+    register,
+)
 
 MAX_TOKENS = 512  # ZImagePipeline's max_sequence_length (the chat-templated prompt, padded)
 TURBO_SHIFT = 3.0  # Z-Image-Turbo's scheduler shift; Z-Image (base) ships 6.0
@@ -173,18 +179,14 @@ class ZImage(ModelFamily):
     def prediction_type(self, pipe):
         return "flow"
 
-    def distilled_reason(self, pipe):
-        """Z-Image-Turbo by its own configs: its scheduler's shift is Turbo's 3.0 (the base ships 6.0), or its
-        transformer's or scheduler's recorded name says turbo (or another distilled word)."""
-        scheduler = getattr(pipe.scheduler, "config", {})
+    def distilled_reason(self, configs):
+        """Z-Image-Turbo by its own configs: its scheduler's shift is Turbo's 3.0 (the base ships 6.0), or what its
+        files record of it names turbo (or another distilled word)."""
+        scheduler = configs.scheduler or {}
         if not scheduler.get("use_dynamic_shifting", False) and float(scheduler.get("shift", 0.0)) == TURBO_SHIFT:
             return msg("zimage.distilled_turbo", why=msg("zimage.distilled.shift", shift=TURBO_SHIFT))
-        for part in (pipe.transformer, pipe.scheduler):
-            name = str(getattr(part, "config", {}).get("_name_or_path", "")).lower()
-            for word in DISTILLED_WORDS:
-                if word in name:
-                    return msg("zimage.distilled_turbo", why=msg("base.distilled_config", word=word))
-        return None
+        why = super().distilled_reason(configs)
+        return msg("zimage.distilled_turbo", why=why) if why else None
 
     # ----------------------------------------------------------------------------------- tiny model
 
@@ -230,17 +232,8 @@ class TensorList(list):
 def distilled_word_in_metadata(path) -> str | None:
     """A distilled word (turbo, lightning, …) in a ``.safetensors`` file's own metadata (its header's
     ``__metadata__``: modelspec.title, modelspec.architecture, …), never its name; None without one."""
-    from pathlib import Path
-
-    path = Path(path)
-    if path.suffix.lower() != ".safetensors":
-        return None
-    from safetensors import safe_open
-
-    with safe_open(str(path), framework="pt") as f:
-        meta = f.metadata() or {}
-    text = json.dumps(meta).lower()
-    return next((w for w in DISTILLED_WORDS if w in text), None)
+    found = metadata_distilled_word(checkpoint_metadata(path))
+    return found[1] if found else None
 
 
 def tiny_qwen_vocab() -> dict[str, int]:
