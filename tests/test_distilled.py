@@ -17,8 +17,9 @@ import words
 from tests.helpers import tiny_config, write_toy_dataset
 from trainer.config.schema import from_dict
 from trainer.models.base import MODEL_CONFIG_DIR, load_pipeline
+from trainer.models.base_files import BaseConfigs
 from trainer.models.distilled import configs_on_disk, detect_distilled, distillation_check
-from trainer.models.family import BaseConfigs, family
+from trainer.models.family import family
 
 LANGS = ("en", "ko")
 EULER_A_TRAILING = {  # SDXL-Turbo's own scheduler config

@@ -297,7 +297,7 @@ def test_a_single_files_header_is_read_once_per_version(tmp_path, monkeypatch):
     import safetensors
     from safetensors.torch import save_file
 
-    from trainer.models.family import checkpoint_keys
+    from trainer.models.base_files import checkpoint_keys
 
     opened = []
     real = safetensors.safe_open

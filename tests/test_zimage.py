@@ -335,8 +335,8 @@ def test_a_step_distilled_base_trains_when_allowed_and_the_doctor_says_why(base,
 
 
 def test_the_base_is_not_distilled_and_turbos_configs_are_its_own():
+    from trainer.models.base_files import BaseConfigs
     from trainer.models.families.zimage import ZImage
-    from trainer.models.family import BaseConfigs
 
     def configs_of(folder: str) -> BaseConfigs:
         config = json.loads((CONFIGS / folder / "scheduler" / "scheduler_config.json").read_text())
@@ -366,7 +366,8 @@ def test_a_single_file_is_turbo_by_its_metadata_not_its_name(tmp_path):
     assert distilled_word_in_metadata(titled) == "turbo" and distilled_word_in_metadata(named) is None
     assert zimage.checkpoint_config_dir(titled) == CONFIGS / "zimage-turbo"
     assert zimage.checkpoint_config_dir(named) == CONFIGS / "zimage"
-    from trainer.models.family import checkpoint_keys, family_of_checkpoint_keys
+    from trainer.models.base_files import checkpoint_keys
+    from trainer.models.family import family_of_checkpoint_keys
 
     assert family_of_checkpoint_keys(checkpoint_keys(named)).name == "zimage"
 

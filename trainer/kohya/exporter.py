@@ -187,11 +187,14 @@ def _level(row: Row, args: dict, ds: dict, general: dict) -> dict:
 
 
 def _prompt_lines(cfg: Config) -> list[str]:
+    from trainer.kohya.flow import FLUX_MODULE
     from trainer.kohya.flux_export import SAMPLE_FLAGS
     from trainer.run.samples import expand_prompts
 
-    # Flux.1: how ours draws FLUX.1-dev (trainer.kohya.flux_export)
-    guidance = SAMPLE_FLAGS if cfg.model.family == "flux" else f"--l {cfg.sample.guidance:g}"
+    # sd-scripts' Flux.1 network: its prompt flags as ours draws FLUX.1-dev (trainer.kohya.flux_export)
+    chosen = chosen_family(cfg.model.family)
+    flux = chosen is not None and chosen.kohya_network_module == FLUX_MODULE
+    guidance = SAMPLE_FLAGS if flux else f"--l {cfg.sample.guidance:g}"
     flags = f" --s {cfg.sample.steps} {guidance} --d {cfg.sample.seed}"
     if cfg.sample.negative_prompt:
         flags += f" --n {cfg.sample.negative_prompt}"

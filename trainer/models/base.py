@@ -19,10 +19,10 @@ import torch
 
 from trainer.errors import UserError
 from trainer.message import Msg, msg
+from trainer.models.base_files import checkpoint_keys
 from trainer.models.family import (
     FAMILIES,
     MODEL_CONFIG_DIR,  # noqa: F401 (where tests and bench/ read the shipped configs from)
-    checkpoint_keys,
     chosen_family,
     family_of_checkpoint_keys,
     family_of_pipeline,

@@ -1,7 +1,7 @@
 """Is the base distilled? Read from its own configs, without its weights, so the plan says what Start will.
 
 Each family holds one rule (:meth:`~trainer.models.family.ModelFamily.distilled_reason`) over a
-:class:`~trainer.models.family.BaseConfigs`. Start judges the configs of the base it loaded; the plan step and
+:class:`~trainer.models.base_files.BaseConfigs`. Start judges the configs of the base it loaded; the plan step and
 ``python -m trainer plan`` judge the same files before anything is loaded (:func:`configs_on_disk`):
 
 - a diffusers folder: ``model_index.json``, ``scheduler/scheduler_config.json`` and the denoiser's ``config.json``;
@@ -26,16 +26,8 @@ from typing import Any
 
 from trainer.message import Msg, msg
 from trainer.models.base import DEMO_BASE_DIR, DEMO_FAMILY, classify_base, single_file_config_dir
-from trainer.models.family import (
-    BaseConfigs,
-    ModelFamily,
-    checkpoint_keys,
-    checkpoint_metadata,
-    chosen_family,
-    distilled_word,
-    family_of_checkpoint_keys,
-    family_of_pipeline,
-)
+from trainer.models.base_files import BaseConfigs, checkpoint_keys, checkpoint_metadata, distilled_word
+from trainer.models.family import ModelFamily, chosen_family, family_of_checkpoint_keys, family_of_pipeline
 from trainer.models.family import family as model_family
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from trainer.message import msg
-from trainer.models.family import Activations, ModelFamily, TextEncoder, checkpoint_keys, register
+from trainer.models.base_files import checkpoint_keys
+from trainer.models.family import Activations, ModelFamily, TextEncoder, register
 
 T5_TOKENS = 256  # diffusers' SD3 pipeline's max_sequence_length, and sd-scripts' default for SD3
 

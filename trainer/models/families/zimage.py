@@ -27,14 +27,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from trainer.message import msg
-from trainer.models.family import (
-    Activations,
-    ModelFamily,
-    TextEncoder,
-    checkpoint_metadata,
-    metadata_distilled_word,
-    register,
-)
+from trainer.models.base_files import checkpoint_metadata, metadata_distilled_word
+from trainer.models.family import Activations, ModelFamily, TextEncoder, register
 
 MAX_TOKENS = 512  # ZImagePipeline's max_sequence_length (the chat-templated prompt, padded)
 TURBO_SHIFT = 3.0  # Z-Image-Turbo's scheduler shift; Z-Image (base) ships 6.0
