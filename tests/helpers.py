@@ -197,3 +197,29 @@ def train_full_width(adapter, transformer, lora, scheduler_config: dict, hidden,
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
     return loss
+
+
+class InfInBatch(Hooks):
+    """An inf in one batch's latents at ``at_step`` (the files of that batch kept in ``files``)."""
+
+    def __init__(self, at_step: int):
+        self.at_step, self.files = at_step, None
+
+    def batch_latents(self, trainer, latents):
+        if trainer.state.global_step + 1 == self.at_step and self.files is None:
+            latents = latents.clone()
+            latents[0, 0, 0, 0] = float("inf")
+            self.files = list(trainer.last_batch_files)
+        return latents
+
+
+class NanGradOnce(Hooks):
+    """NaN in the first trainable tensor's gradient once, at ``at_step``."""
+
+    def __init__(self, at_step: int):
+        self.at_step, self.done = at_step, False
+
+    def after_backward(self, trainer):
+        if trainer.state.global_step + 1 == self.at_step and not self.done:
+            self.done = True
+            trainer.models.trainable[0].grad.fill_(float("nan"))

@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from tests.helpers import Overflow, tiny_config, write_toy_dataset
+from tests.helpers import InfInBatch, NanGradOnce, Overflow, tiny_config, write_toy_dataset
 from trainer.config.presets import preset_config
 from trainer.io import read_jsonl
 from trainer.run.events import ChangeApplied, FindingEvent, MemorySink, NonFiniteAlert, Rollback
@@ -71,18 +71,6 @@ def test_fp16_absurd_lr_overflows_and_stop_exits_3(dataset, tmp_path):
     assert_no_nonfinite_file(result.run_dir)
 
 
-class InfInBatch(Hooks):
-    def __init__(self, at_step: int):
-        self.at_step, self.files = at_step, None
-
-    def batch_latents(self, trainer, latents):
-        if trainer.state.global_step + 1 == self.at_step and self.files is None:
-            latents = latents.clone()
-            latents[0, 0, 0, 0] = float("inf")
-            self.files = list(trainer.last_batch_files)
-        return latents
-
-
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_skip_drops_the_poisoned_batch_and_names_its_files(dataset, tmp_path, precision):
     hooks = InfInBatch(at_step=3)
@@ -99,16 +87,6 @@ def test_skip_drops_the_poisoned_batch_and_names_its_files(dataset, tmp_path, pr
     assert any(r["skipped"] and r["nonfinite"] for r in rows)
     assert all(math.isfinite(r["weight_norm"]) for r in rows)
     assert_no_nonfinite_file(result.run_dir)
-
-
-class NanGradOnce(Hooks):
-    def __init__(self, at_step: int):
-        self.at_step, self.done = at_step, False
-
-    def after_backward(self, trainer):
-        if trainer.state.global_step + 1 == self.at_step and not self.done:
-            self.done = True
-            trainer.models.trainable[0].grad.fill_(float("nan"))
 
 
 def test_rollback_restores_the_last_checkpoint_and_halves_the_lr(dataset, tmp_path):
