@@ -3,6 +3,7 @@
 
     python scripts/doctor_calibration.py                     # train what is missing, then print the tables
     python scripts/doctor_calibration.py --print-only        # the tables from the runs already in --work
+    python scripts/doctor_calibration.py --print-only --truth-seeds 16   # the truth read on 16 pictures a prompt
 
 The demo character's 20 pictures and the 30 prior scenes are written into plain folders (no demo manifest), and
 the ``demo-character`` preset trains on them at 0.1x, 1x and 10x its lr with training seeds 42, 1 and 2, then
@@ -105,6 +106,67 @@ def train_missing(args, data: Path, prior: Path) -> None:
         print(f"{name}: {result.status} in {time.perf_counter() - t0:.0f} s", flush=True)
 
 
+def resampled_truth(run_dir: Path, seeds: int) -> dict[int, dict[str, float]]:
+    """step → the demo's likeness, adherence and leakage read on ``seeds`` pictures a prompt drawn again from each
+    save (and from the base model for leakage's reference), where the run's own samples are 4 a prompt: the
+    measured truth then moves less by which seeds happened to be drawn."""
+    import torch
+
+    from trainer.demo.judge import demo_reader
+    from trainer.doctor.judges import SamplePicture
+    from trainer.io import read_jsonl
+    from trainer.models.embedding import embedding_beside, load_embedding, unload_embedding
+    from trainer.models.precision import decide_precision
+    from trainer.review.strength import SweepPipelines, load_lora_onto
+    from trainer.run.contents import load_run_config
+    from trainer.run.rundir import RunPaths, complete_checkpoints
+    from trainer.run.samples import expand_prompts
+    from trainer.sampling import render_batch, sampling_pipeline
+
+    config = load_run_config(run_dir)
+    device = torch.device("cpu")
+    plan = decide_precision(config.train.precision, device)
+    prompts = expand_prompts(config.sample.prompts, config.dataset.trigger)
+    batch = [(p, config.sample.seed + k) for p in prompts for k in range(seeds)]
+    size = (config.dataset.resolution, config.dataset.resolution)
+    saves = dict(complete_checkpoints(RunPaths(run_dir)))
+    last = max(r["step"] for r in read_jsonl(run_dir / "metrics.jsonl"))
+    saves.setdefault(last, run_dir / "final")
+
+    def draw(pipe, info) -> list[np.ndarray]:
+        sampler = sampling_pipeline(pipe, info.family, info.prediction_type)
+        with torch.no_grad():
+            images = render_batch(sampler, [p["prompt"] for p, _ in batch], config.sample, size, device, plan,
+                                  [seed for _, seed in batch])
+        return [np.asarray(im.convert("RGB")) for im in images]
+
+    out: dict[int, dict[str, float]] = {}
+    with SweepPipelines().pipeline(config, plan.weight_dtype, device) as (pipe, info):
+        base = draw(pipe, info)
+        base_pictures = [SamplePicture({"kind": p["kind"], "prompt": p["prompt"]}, im, im)
+                         for (p, _), im in zip(batch, base)]
+        read = demo_reader(config, base_pictures, force=True)
+        if read is None:
+            return {}
+        for step, folder in sorted(saves.items()):
+            lora = folder / "lora.safetensors"
+            embedding = embedding_beside(lora)
+            load_lora_onto(pipe, lora, "truth")
+            if embedding is not None:
+                load_embedding(pipe, embedding, config.dataset.trigger)
+            try:
+                values: dict[str, list[float]] = {}
+                for (p, _), im, base_im in zip(batch, draw(pipe, info), base):
+                    for k, v in read(SamplePicture({"kind": p["kind"], "prompt": p["prompt"]}, im, base_im)).items():
+                        values.setdefault(k, []).append(v)
+                out[step] = {k: float(np.mean(v)) for k, v in values.items()}
+            finally:
+                if embedding is not None:
+                    unload_embedding(pipe, config.dataset.trigger)
+                pipe.unload_lora_weights()
+    return out
+
+
 def spearman(a: list[float], b: list[float]) -> float:
     ra, rb = (np.argsort(np.argsort(x)).astype(float) for x in (a, b))
     if ra.std() == 0 or rb.std() == 0:
@@ -114,6 +176,7 @@ def spearman(a: list[float], b: list[float]) -> float:
 
 def report(args) -> int:
     from trainer.demo.judge import demo_checkpoint_labels, demo_measure_steps
+    from trainer.demo.judge import demo_labels as demo_labels_of
     from trainer.doctor.diagnose import diagnose
     from trainer.doctor.model_measures import measures_by_step
     from trainer.doctor.verdict import checkpoint_verdicts, run_verdict
@@ -131,8 +194,12 @@ def report(args) -> int:
             continue
         run_dir = run_dirs[-1].parent.parent
         model = measures_by_step(run_dir)
-        demo = {r["step"]: r for r in demo_measure_steps(run_dir, force=True)}
-        demo_labels = demo_checkpoint_labels(run_dir, force=True)
+        if args.truth_seeds:
+            demo = resampled_truth(run_dir, args.truth_seeds)
+            demo_labels = demo_labels_of([{"step": step, **r} for step, r in sorted(demo.items())])
+        else:
+            demo = {r["step"]: r for r in demo_measure_steps(run_dir, force=True)}
+            demo_labels = demo_checkpoint_labels(run_dir, force=True)
         for cv in checkpoint_verdicts(run_dir):
             m, d = model.get(cv.step, {}), demo.get(cv.step, {})
             truth = demo_labels.get(cv.step)
@@ -188,6 +255,8 @@ def main() -> int:
     ap.add_argument("--first", nargs="+", default=[], metavar="NAME",
                     help="train the runs whose names start with these first (e.g. lr10x)")
     ap.add_argument("--print-only", action="store_true")
+    ap.add_argument("--truth-seeds", type=int, default=0, metavar="N",
+                    help="read the truth on N pictures a prompt drawn again from each save (0: the run's own samples)")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     data, prior = write_plain_folders(args.work)

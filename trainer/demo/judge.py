@@ -77,8 +77,14 @@ def demo_label(like: float | None, adh: float | None, leak: float | None, best_a
 
 def demo_checkpoint_labels(run_dir: str | Path, force: bool = False) -> dict[int, str]:
     """step → the demo measures' verdict, for every sampled step after 0."""
+    return demo_labels(demo_measure_steps(run_dir, force=force))
+
+
+def demo_labels(rows: list[dict[str, Any]]) -> dict[int, str]:
+    """step → the demo measures' verdict, from rows of ``step``, ``likeness``, ``adherence``, ``leakage`` in step
+    order (adherence is judged against its best so far)."""
     out, best = {}, None
-    for r in demo_measure_steps(run_dir, force=force):
+    for r in rows:
         label = demo_label(r.get("likeness"), r.get("adherence"), r.get("leakage"), best)
         if label is not None:
             out[r["step"]] = label
