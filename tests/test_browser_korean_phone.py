@@ -235,6 +235,11 @@ def test_every_step_in_korean_leaves_no_english_and_nothing_cut_off(browser, app
             open_step(page, key)
             page.screenshot(path=str(ARTIFACTS / f"{prefix}-{i}-{key}.png"), full_page=True)
             english = english_words(page.evaluate(VISIBLE_TEXT_JS), allowed)
+            for _ in range(10):  # a loaded machine may still be putting a step's words into Korean: let it finish
+                if not english:
+                    break
+                page.wait_for_timeout(1500)
+                english = english_words(page.evaluate(VISIBLE_TEXT_JS), allowed)
             if english:
                 problems[f"{key}: English"] = sorted(english)
             wide = page.evaluate(OVERFLOW_JS)

@@ -47,7 +47,7 @@ TEXTS: dict[str, tuple[str, str]] = {
                                 "트랜스포머만 fp8로: model.base_quant = \"fp8\"(우리는 어느 경우든 트랜스포머의 고정 "
                                 "가중치만 fp8로 저장)"),
     "kohya.flux.row.cpu_offload": ("ours saves that memory with model.block_swap and gradient checkpointing",
-                                   "우리는 model.block_swap과 그래디언트 체크포인팅으로 그 메모리를 아낌"),
+                                   "우리는 model.block_swap과 그라디언트 체크포인팅으로 그 메모리를 아낌"),
     "kohya.flux.row.split_mode": ("deprecated in sd-scripts (blocks_to_swap replaced it); with it kohya_ss trains "
                                   "the single blocks only. Ours trains every block: model.block_swap saves memory",
                                   "sd-scripts에서 더 이상 쓰지 않음(blocks_to_swap으로 바뀜). 켜면 kohya_ss는 단일 "

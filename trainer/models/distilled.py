@@ -49,11 +49,6 @@ def detect_distilled(source: str, pipe=None, family: str | None = None,
     return False, ""
 
 
-def distilled_refusal(base: str, reason: Msg | str) -> Msg:
-    """Why Start refuses a distilled base (unless ``model.allow_distilled``), and what to do instead."""
-    return msg("error.train.distilled", base=base, reason=reason)
-
-
 def base_warnings(reason: Msg | str, note: Msg | None) -> list[Msg]:
     """What a run says of its base as it starts (its ``distilled_base`` alerts): that it looks distilled (when there
     is a ``reason``), and the family's ``note`` on a distillation training keeps (FLUX.1-dev's guidance)."""
@@ -177,7 +172,7 @@ def distillation_check(model_cfg) -> BaseCheck:
     adapter, configs = found if found else (None, None)
     distilled, reason = detect_distilled(base, family=adapter.name if adapter else None, configs=configs)
     if distilled and not model_cfg.allow_distilled:
-        return BaseCheck(True, reason, refusal=distilled_refusal(base, reason))
+        return BaseCheck(True, reason, refusal=msg("error.train.distilled", base=base, reason=reason))
     note = (adapter.distillation_note(configs.denoiser, model_cfg)
             if adapter is not None and configs is not None and configs.denoiser is not None else None)
     unread = msg("base.configs_unread", base=base) if found is None and kind == "hub" else None

@@ -15,10 +15,10 @@ import torch
 from trainer.config.schema import Config
 from trainer.data.batches import captions_are_augmented
 from trainer.errors import UserError
+from trainer.message import msg
 from trainer.models.base import BaseInfo, load_pipeline
 from trainer.models.blockswap import BlockSwap
 from trainer.models.conditioning import ForeseenText, TextConditioner
-from trainer.models.distilled import distilled_refusal
 from trainer.models.families.noise import NoiseSchedule
 from trainer.models.family import ModelFamily
 from trainer.models.family import family as model_family
@@ -83,7 +83,7 @@ def load_models(cfg: Config, dist: Dist, foreseen: ForeseenText | None = None) -
     precision = decide_precision(cfg.train.precision, device)
     pipe, base_info = load_pipeline(cfg.model, precision.weight_dtype)
     if base_info.distilled and not cfg.model.allow_distilled:
-        raise UserError(distilled_refusal(cfg.model.base, base_info.distilled_reason))
+        raise UserError(msg("error.train.distilled", base=cfg.model.base, reason=base_info.distilled_reason))
     family = base_info.family
     precision = decide_precision(cfg.train.precision, device, pipe.vae.config.get("force_upcast", False))
     adapter = model_family(family)
