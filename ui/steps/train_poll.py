@@ -31,7 +31,7 @@ IDLE_POLL_S = 10.0  # it trains with the Train step hidden (showing it polls at 
 # this poll at once when the samples, the alerts, the findings or the run's state change: the timer only backs it up
 LIGHT_POLL_S = 30.0
 # A run on the CPU trains on the cores the page draws on: torch's threads meet at a barrier after every operation,
-# so whatever the page takes from one core stalls both, and the run loses about twice the page's CPU time. There
+# so whatever the page takes from one core stalls both, and the run loses more than the page's own CPU time. There
 # the light look comes every 5 s (bench/bench_watch.py: every 2 s cost such a run 7 % of its speed); on a GPU, 2 s.
 CPU_LOOK_S = 5.0
 
