@@ -115,9 +115,8 @@ def resampled_truth(run_dir: Path, seeds: int) -> dict[int, dict[str, float]]:
     from trainer.demo.judge import demo_reader
     from trainer.doctor.judges import SamplePicture
     from trainer.io import read_jsonl
-    from trainer.models.embedding import embedding_beside, load_embedding, unload_embedding
     from trainer.models.precision import decide_precision
-    from trainer.review.strength import SweepPipelines, load_lora_onto
+    from trainer.review.strength import SweepPipelines, lora_loaded
     from trainer.run.contents import load_run_config
     from trainer.run.rundir import RunPaths, complete_checkpoints
     from trainer.run.samples import expand_prompts
@@ -149,21 +148,12 @@ def resampled_truth(run_dir: Path, seeds: int) -> dict[int, dict[str, float]]:
         if read is None:
             return {}
         for step, folder in sorted(saves.items()):
-            lora = folder / "lora.safetensors"
-            embedding = embedding_beside(lora)
-            load_lora_onto(pipe, lora, "truth")
-            if embedding is not None:
-                load_embedding(pipe, embedding, config.dataset.trigger)
-            try:
+            with lora_loaded(pipe, info, folder / "lora.safetensors", config.dataset.trigger, "truth"):
                 values: dict[str, list[float]] = {}
                 for (p, _), im, base_im in zip(batch, draw(pipe, info), base):
                     for k, v in read(SamplePicture({"kind": p["kind"], "prompt": p["prompt"]}, im, base_im)).items():
                         values.setdefault(k, []).append(v)
                 out[step] = {k: float(np.mean(v)) for k, v in values.items()}
-            finally:
-                if embedding is not None:
-                    unload_embedding(pipe, config.dataset.trigger)
-                pipe.unload_lora_weights()
     return out
 
 

@@ -223,3 +223,16 @@ class NanGradOnce(Hooks):
         if trainer.state.global_step + 1 == self.at_step and not self.done:
             self.done = True
             trainer.models.trainable[0].grad.fill_(float("nan"))
+
+
+def assert_sweeps_and_diagnoses(run_dir: Path) -> dict[str, Any]:
+    """The Review step's strength sweep (0 and 1) draws every picture of the finished run, and the doctor gives it a
+    verdict; returns the diagnosis."""
+    from trainer.doctor.diagnose import diagnose
+    from trainer.review import strength
+
+    records = strength.strength_sweep(run_dir, "final/lora.safetensors", (0.0, 1.0))
+    assert {r["strength"] for r in records} == {0.0, 1.0} and all(Path(r["file"]).is_file() for r in records)
+    report = diagnose(run_dir, write=False)
+    assert report.get("verdict")
+    return report

@@ -18,11 +18,12 @@ import words
 from tests.helpers import (
     Overflow,
     assert_stopped_run_resumes_bit_for_bit,
+    assert_sweeps_and_diagnoses,
     lora_modules,
     tiny_config,
+    tiny_model_folder,
     write_toy_dataset,
 )
-from trainer.cli import main as cli_main
 from trainer.errors import UserError
 from trainer.io import read_jsonl
 from trainer.run.events import Alert, MemorySink, Started
@@ -34,9 +35,7 @@ CONFIGS = Path(__file__).resolve().parents[1] / "trainer" / "models" / "model_co
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("tiny-flux")
-    assert cli_main(["tiny-model", "flux", str(out)]) == 0
-    return out
+    return tiny_model_folder(tmp_path_factory, "flux")
 
 
 @pytest.fixture(scope="module")
@@ -285,14 +284,7 @@ def test_a_stopped_flux_run_resumes_bit_for_bit(base, dataset, tmp_path):
 
 
 def test_review_sweeps_strength_and_the_doctor_diagnoses_a_flux_run(run):
-    from trainer.doctor.diagnose import diagnose
-    from trainer.review import strength
-
-    result, _ = run
-    records = strength.strength_sweep(result.run_dir, "final/lora.safetensors", (0.0, 1.0))
-    assert {r["strength"] for r in records} == {0.0, 1.0} and all(Path(r["file"]).is_file() for r in records)
-    report = diagnose(result.run_dir, write=False)
-    assert report.get("verdict")
+    report = assert_sweeps_and_diagnoses(run[0].run_dir)
     [note] = [o for o in report["observed"] if o["signal"] == "distilled_base"]  # the run's alert, in both languages
     assert "model.guidance" in note["message"]["en"] and "model.guidance" in note["message"]["ko"]
 

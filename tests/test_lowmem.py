@@ -18,7 +18,7 @@ import torch
 from safetensors.torch import load_file
 
 import words
-from tests.helpers import tiny_config, write_toy_dataset
+from tests.helpers import tiny_config, tiny_model_folder, write_toy_dataset
 from trainer.cli import main as cli_main
 from trainer.config.schema import from_dict
 from trainer.errors import UserError
@@ -40,9 +40,7 @@ CUDA = torch.device("cuda")
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("tiny-sd3")
-    assert cli_main(["tiny-model", "sd3", str(out)]) == 0
-    return out
+    return tiny_model_folder(tmp_path_factory, "sd3")
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from safetensors.torch import load_file
 from tests.helpers import (
     Overflow,
     assert_stopped_run_resumes_bit_for_bit,
+    assert_sweeps_and_diagnoses,
     six_step_run,
     tiny_config,
     tiny_model_folder,
@@ -189,14 +190,7 @@ def test_a_stopped_sd3_run_resumes_bit_for_bit(base, dataset, tmp_path):
 
 
 def test_review_sweeps_strength_and_the_doctor_diagnoses_an_sd3_run(run):
-    from trainer.doctor.diagnose import diagnose
-    from trainer.review import strength
-
-    result, _ = run
-    records = strength.strength_sweep(result.run_dir, "final/lora.safetensors", (0.0, 1.0))
-    assert {r["strength"] for r in records} == {0.0, 1.0} and all(Path(r["file"]).is_file() for r in records)
-    report = diagnose(result.run_dir, write=False)
-    assert report.get("verdict")
+    assert_sweeps_and_diagnoses(run[0].run_dir)
 
 
 def test_the_memory_plan_sizes_sd35_medium_and_large_and_warns_what_is_provisional(monkeypatch):

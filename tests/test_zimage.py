@@ -17,6 +17,7 @@ from safetensors.torch import load_file, save_file
 import words
 from tests.helpers import (
     assert_stopped_run_resumes_bit_for_bit,
+    assert_sweeps_and_diagnoses,
     six_step_run,
     tiny_config,
     tiny_model_folder,
@@ -240,14 +241,7 @@ def test_a_stopped_zimage_run_resumes_bit_for_bit(base, dataset, tmp_path):
 
 
 def test_review_sweeps_strength_and_the_doctor_diagnoses_a_zimage_run(run):
-    from trainer.doctor.diagnose import diagnose
-    from trainer.review import strength
-
-    result, _ = run
-    records = strength.strength_sweep(result.run_dir, "final/lora.safetensors", (0.0, 1.0))
-    assert {r["strength"] for r in records} == {0.0, 1.0} and all(Path(r["file"]).is_file() for r in records)
-    report = diagnose(result.run_dir, write=False)
-    assert report.get("verdict")
+    assert_sweeps_and_diagnoses(run[0].run_dir)
 
 
 def test_the_text_encoder_off_the_device_trains_and_draws_the_same(dataset, tmp_path):

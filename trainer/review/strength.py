@@ -153,22 +153,9 @@ def _draw_sweep(pipe, info, config: Config, lora: Path, wanted: list[float], pro
     the base's block swap, whose blocks' LoRA weights (loaded beside their parked weights) go to the device."""
     import torch
 
-    from trainer.models.embedding import embedding_beside, load_embedding, unload_embedding
     from trainer.sampling import png_bytes, render_batch, sampling_pipeline
 
-    embedding = embedding_beside(lora)
-    try:
-        try:
-            load_lora_onto(pipe, lora, "review")
-            if swap is not None:
-                from trainer.models.family import family as model_family
-
-                swap.settle(model_family(info.family).denoiser(pipe))
-            if embedding is not None:  # trained with lora.trigger_embedding: the trigger's vectors come with it
-                load_embedding(pipe, embedding, config.dataset.trigger)
-        except (ValueError, KeyError, RuntimeError) as e:
-            raise UserError(msg("error.review.load", name=lora.name,
-                                reason=str(e).splitlines()[0][:200])) from None
+    with lora_loaded(pipe, info, lora, config.dataset.trigger, "review", swap):
         sampler = sampling_pipeline(pipe, info.family, info.prediction_type)
         size = (config.dataset.resolution, config.dataset.resolution)
         total, steps, records = len(wanted) * len(prompts), max(1, config.sample.steps), []
@@ -187,9 +174,32 @@ def _draw_sweep(pipe, info, config: Config, lora: Path, wanted: list[float], pro
                                     "index": p["index"], "file": str(out_dir / name)})
                 report(done + len(prompts), total, strength)
         return records
-    finally:  # the base goes back as it was, for the next sweep
+
+
+@contextmanager
+def lora_loaded(pipe, info, lora: Path, trigger: str, adapter_name: str, swap=None) -> Iterator[None]:
+    """``lora`` (and its trigger embedding, when the run trained one) on ``pipe`` for the block, taken off again
+    after, so the base goes back as it was; a file that does not load is one UserError naming it. ``swap``: the
+    base's block swap, whose blocks' LoRA weights (loaded beside their parked weights) go to the device."""
+    from trainer.models.embedding import embedding_beside, load_embedding, unload_embedding
+
+    embedding = embedding_beside(lora)
+    try:
+        try:
+            load_lora_onto(pipe, lora, adapter_name)
+            if swap is not None:
+                from trainer.models.family import family as model_family
+
+                swap.settle(model_family(info.family).denoiser(pipe))
+            if embedding is not None:  # trained with lora.trigger_embedding: the trigger's vectors come with it
+                load_embedding(pipe, embedding, trigger)
+        except (ValueError, KeyError, RuntimeError) as e:
+            raise UserError(msg("error.review.load", name=lora.name,
+                                reason=str(e).splitlines()[0][:200])) from None
+        yield
+    finally:
         if embedding is not None:
-            unload_embedding(pipe, config.dataset.trigger)
+            unload_embedding(pipe, trigger)
         pipe.unload_lora_weights()
 
 
