@@ -67,10 +67,34 @@ def test_gain_drift_and_memorisation_are_read_against_step_0(tmp_path):
     m = model_measures.measures_by_step(tmp_path)
     assert m[0]["trigger_gain"] == 0.0 and m[0]["prior_drift"] == 0.0 and m[0]["memorisation"] == 0.0
     assert m[10]["trigger_gain"] == pytest.approx(0.5)  # (0.08 - 0.04) / 0.08
-    assert m[10]["trigger_hold"] == pytest.approx(0.5)  # 1 - 0.06 / 0.12: the trigger alone, against step 0
+    assert m[10]["plain_hold"] == pytest.approx(0.5)  # 1 - 0.06 / 0.12: the trigger alone, against step 0
+    # beyond what the LoRA did to the base model's own samples (their loss 0.21 with it, 0.2 without)
+    assert m[10]["trigger_hold"] == pytest.approx(1 - 0.5 / 1.05)
     # the base model's own samples, never trained on, are preferred to the (trained) prior pictures
     assert m[10]["prior_source"] == "base_samples" and m[10]["prior_drift"] == pytest.approx(0.5)
     assert m[10]["memorisation"] == pytest.approx((0.10 / 0.04) / (0.10 / 0.10) - 1)
+
+
+def test_the_trigger_hold_counts_what_the_lora_learned_of_the_subject_not_what_it_did_to_everything(tmp_path):
+    # an lr that broke the model: everything it did not train on is denoised 4x worse, the subject 2x worse
+    _write_measures(tmp_path, [
+        {"step": 0, "subject": {"a.png": _pic(0.10, 0.10, 0.10)}, "base_samples": {"s.png": _moved(0.2, 0.2, 0.0)}},
+        {"step": 10, "subject": {"a.png": _pic(0.2, 0.2, 0.2)}, "base_samples": {"s.png": _moved(0.8, 0.2, 0.5)}},
+        # a LoRA that denoises the base model's own samples better than the base is not held against the subject
+        {"step": 20, "subject": {"a.png": _pic(0.05, 0.05, 0.05)}, "base_samples": {"s.png": _moved(0.1, 0.2, 0.1)}},
+    ])
+    m = model_measures.measures_by_step(tmp_path)
+    assert m[0]["trigger_hold"] == 0.0 and m[0]["plain_hold"] == 0.0
+    assert m[10]["plain_hold"] == pytest.approx(-1.0) and m[10]["trigger_hold"] == pytest.approx(0.5)
+    assert m[20]["trigger_hold"] == pytest.approx(0.5) == m[20]["plain_hold"]
+    # without the base model's samples (sampling off) the prior pictures are trained on: the plain hold
+    _write_measures(tmp_path, [
+        {"step": 0, "subject": {"a.png": _pic(0.10, 0.10, 0.10)}, "prior": {"p.png": _moved(0.2, 0.2, 0.0)}},
+        {"step": 10, "subject": {"a.png": _pic(0.2, 0.2, 0.2)}, "prior": {"p.png": _moved(0.8, 0.2, 0.5)}},
+    ])
+    m = model_measures.measures_by_step(tmp_path)
+    assert m[10]["trigger_hold"] == pytest.approx(-1.0) == m[10]["plain_hold"]
+    assert m[10]["prior_source"] == "prior"
 
 
 def test_no_measures_file_means_no_measures(tmp_path):
@@ -105,9 +129,9 @@ def test_the_model_decides_the_save_and_the_dose_only_supports(tmp_path):
     _write_measures(run, [
         {"step": 0, "subject": _subject(0.10, 0.10), "base_samples": {"s.png": _moved(0.2, 0.2, 0.0)}},
         {"step": 10, "subject": _subject(0.10 * (1 - hold / 2), 0.10), "base_samples": {"s.png": _moved(0.2, 0.2, 0.0)}},
-        {"step": 20, "subject": _subject(0.10 * (1 - hold * 1.5), 0.10),
+        {"step": 20, "subject": _subject(0.10 * (1 - hold * 1.1), 0.10),
          "base_samples": {"s.png": _moved(0.2, 0.2, 0.2 * drift / 2)}},
-        {"step": 30, "subject": _subject(0.10 * (1 - hold * 1.6), 0.10),
+        {"step": 30, "subject": _subject(0.10 * (1 - hold * 1.2), 0.10),
          "base_samples": {"s.png": _moved(0.2, 0.2, 0.2 * drift * 2)}},
     ])
     labels = {c.step: c.label for c in checkpoint_verdicts(run)}

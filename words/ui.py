@@ -246,13 +246,15 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ui.col_prior_drift": ("prior drift", "기반 이탈"),
     "ui.model_measures_meaning": (
         "**Trigger hold**: how much better the model, given the trigger alone, denoises your pictures than the base "
-        "model did — does the trigger alone bring your subject (0 at step 0; from {shows:g} it does). **Trigger "
+        "model did, beyond what the LoRA did to pictures that are not your subject — does the trigger alone bring "
+        "your subject (0 at step 0; from {shows:g} it does). **Trigger "
         "gain**: the same for your captions with and without the trigger (how much the trigger adds to them). "
         "**Prior drift**: how far the LoRA moved what the model draws without the trigger, against the base model's "
         "own error (above {limit:g}: prompts without the trigger change). All come from the run's own model at "
         "fixed pictures, timesteps and noise, for any subject.",
-        "**트리거 장악**: 트리거만 주었을 때 모델이 내 그림의 노이즈를 기반 모델보다 얼마나 더 잘 맞히는지, 곧 "
-        "트리거만으로 대상이 나오는지입니다 (0스텝에서 0, {shows:g}부터 나옴). **트리거 효과**: 같은 것을 캡션에 "
+        "**트리거 장악**: 트리거만 주었을 때 모델이 내 그림의 노이즈를 기반 모델보다 얼마나 더 잘 맞히는지를, "
+        "LoRA가 대상이 아닌 그림에 한 변화를 빼고 잽니다. 곧 트리거만으로 대상이 나오는지입니다 (0스텝에서 0, "
+        "{shows:g}부터 나옴). **트리거 효과**: 같은 것을 캡션에 "
         "트리거가 있을 때와 없을 때로 잽니다 (트리거가 캡션에 더하는 몫). **기반 이탈**: LoRA가 트리거 없이 그리는 "
         "것을 기반 모델 자신의 오차에 비해 얼마나 움직였는지입니다 ({limit:g}를 넘으면 트리거 없는 프롬프트가 "
         "바뀜). 모두 고정된 그림·타임스텝·노이즈로 이 실행의 모델에서 재므로 어떤 대상에도 맞습니다."),

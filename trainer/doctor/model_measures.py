@@ -2,9 +2,15 @@
 :mod:`trainer.train.probes`), for any subject and any family:
 
 - ``trigger_hold``: how much better the model, given the trigger alone, denoises the subject's pictures than the
-  base model did with it (1 − the loss's ratio to step 0's, at the middle timesteps): does the trigger alone
-  bring the subject. This is what the verdict reads for "under": on the demo world's pictures in a plain folder
-  it follows the demo's likeness (scripts/doctor_calibration.py).
+  base model did with it, beyond what the LoRA did to pictures that are not the subject: 1 − (the subject's loss
+  against step 0's) / (the base model's own no-trigger samples' loss with the LoRA against without it, at least 1),
+  at the middle timesteps. Only what the LoRA learned of the subject counts, not what it did to every picture: a
+  run whose lr broke the model denoises the subject worse than the base did (its plain hold is below 0) while its
+  pictures still show the subject's colours, and the plain hold then orders its saves against what they show.
+  Without those samples (sampling off) it is the plain hold: the prior pictures are trained on, so they cannot say
+  what the LoRA did elsewhere. This is what the verdict reads for "under": on the demo world's pictures in a plain
+  folder it follows the demo's likeness (scripts/doctor_calibration.py).
+- ``plain_hold``: the subject's side alone (1 − the loss's ratio to step 0's), shown beside it.
 - ``trigger_gain``: how much better the subject's pictures are denoised with the trigger in their captions than
   with it taken out, relative to the loss without it, less the same at step 0 (0 at step 0). A trigger that
   carries the subject makes the caption with it predict the picture better. Shown, not judged by: it follows the
@@ -59,9 +65,18 @@ def middle_timesteps(timesteps: list[int], num_train_timesteps: int = 1000) -> l
     return mid or list(range(len(timesteps)))
 
 
-def _hold(subject: dict[str, dict], subject0: dict[str, dict], at: list[int]) -> float | None:
+def _subject_ratio(subject: dict[str, dict], subject0: dict[str, dict], at: list[int]) -> float | None:
+    """The subject's loss with the trigger alone against step 0's (the base model's)."""
     start = _total(subject0, "trigger", at)
-    return 1.0 - _total(subject, "trigger", at) / start if start > 0 else None
+    return _total(subject, "trigger", at) / start if start > 0 else None
+
+
+def _elsewhere_ratio(others: dict[str, dict], at: list[int]) -> float:
+    """How the LoRA changed the denoising of pictures that are not the subject: their loss with it against without
+    it (at least 1: a LoRA that denoises the base's own pictures better than the base is not held against the
+    subject)."""
+    base = _total(others, "base", at)
+    return max(1.0, _total(others, "lora", at) / base) if base > 0 else 1.0
 
 
 def _relative_gain(subject: dict[str, dict], without: str, with_: str) -> float | None:
@@ -80,7 +95,8 @@ def _mean_loss(pictures: dict[str, Any], name: str | None = "caption") -> float 
 
 
 def measures_by_step(run_dir: str | Path) -> dict[int, dict[str, Any]]:
-    """step → ``trigger_hold`` (the trigger alone against the base model's, what the verdict reads),
+    """step → ``trigger_hold`` (the trigger alone against the base model's, beyond the LoRA's change elsewhere:
+    what the verdict reads), ``plain_hold`` (without that),
     ``trigger_gain`` (the caption against the same caption without the trigger, less step 0's), ``prior_drift``,
     ``prior_source`` and ``memorisation`` (None where the pictures it needs were not measured), for every measured
     step; {} without a measures file."""
@@ -97,7 +113,11 @@ def measures_by_step(run_dir: str | Path) -> dict[int, dict[str, Any]]:
         subject = r.get("subject")
         source = next((name for name in ("base_samples", "prior") if r.get(name)), None)
         gain, ratio = _relative_gain(subject, "bare", "caption") if subject else None, _held_ratio(r)
-        out[step] = {"trigger_hold": _hold(subject, subject0, mid) if subject and subject0 else None,
+        ratio_s = _subject_ratio(subject, subject0, mid) if subject and subject0 else None
+        # only the base model's own samples: the prior pictures are trained on, so the LoRA is pulled to fit them
+        elsewhere = _elsewhere_ratio(r["base_samples"], mid) if r.get("base_samples") else 1.0
+        out[step] = {"trigger_hold": None if ratio_s is None else 1.0 - ratio_s / elsewhere,
+                     "plain_hold": None if ratio_s is None else 1.0 - ratio_s,
                      "trigger_gain": None if gain is None or gain0 is None else gain - gain0,
                      "prior_drift": _drift(r[source]) if source else None, "prior_source": source,
                      "memorisation": None if ratio is None or ratio0 is None else ratio / ratio0 - 1.0}

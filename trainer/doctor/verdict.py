@@ -41,9 +41,11 @@ LIKENESS_SHOWS = 0.5  # a judge's likeness from which the subject is there (the 
 # Calibrated on the demo world's pictures in a plain folder (scripts/doctor_calibration.py, docs/doctor.md "Is
 # the doctor right?"): the model-only verdict against the demo's picture measures at every save of 0.1x / 1x / 10x
 # the lr.
-# Demo saves the pictures call under reached a trigger hold of at most 0.471, fit ones at least 0.476: a thin margin
-# at three timesteps (measure.timesteps), so a save near the line is read beside its neighbours.
-HOLD_SHOWS = 0.475  # trigger hold from which the trigger alone brings the subject
+# Read on 16 pictures a prompt: the saves the pictures call fit held at least 0.7568 from step 800 on, and the 1x
+# runs' step-400 saves, where the character starts to show, 0.70-0.754, five of six called under by the pictures
+# (the sixth, 1x seed 1, likeness 0.556 on 64 pictures a prompt, holds 0.738); 0.1x: 0.49-0.57; no convolution
+# LoRA: 0.35-0.46. A thin margin, so a save near the line is one where the pictures decide as well.
+HOLD_SHOWS = 0.755  # trigger hold from which the trigger alone brings the subject
 # Healthy demo saves drifted 0.25-0.94 (one 1.07), without prior images 1.2-1.7, at 10x the lr 1.9-5.3.
 DRIFT_LIMIT = 1.1  # prior drift past which what the model draws without the trigger has moved
 HOLD_GROWS = 0.05  # an under-trained save whose hold is not this far above an earlier save's has stopped learning
@@ -257,12 +259,12 @@ def checkpoint_verdicts(run_dir: str | Path, config: Config | None = None) -> li
 
 def _score(c: CheckpointVerdict) -> float:
     """How good a fit save is: a judge's likeness + adherence − leakage − burn (weak), else the model's trigger
-    gain and prior drift, each against its threshold."""
+    hold as the share of the way from its line to a full hold, less the prior drift against its limit."""
     m = c.measures
     if m.get("likeness") is not None:
         return ((m.get("likeness") or 0.0) + (m.get("adherence") or 0.0) - (m.get("leakage") or 0.0)
                 - STRENGTH_WEIGHT["weak"] * (m.get("burn") or 0.0))
-    return (m.get("trigger_hold") or 0.0) / HOLD_SHOWS - (m.get("prior_drift") or 0.0) / DRIFT_LIMIT
+    return ((m.get("trigger_hold") or 0.0) - HOLD_SHOWS) / (1.0 - HOLD_SHOWS) - (m.get("prior_drift") or 0.0) / DRIFT_LIMIT
 
 
 def _recommend(cvs: list[CheckpointVerdict], config: Config) -> int | None:
