@@ -181,7 +181,22 @@ def test_a_thumbnail_click_opens_its_caption(page):
     assert caption.startswith("zxc")
 
 
-def test_walk_the_wizard_train_and_review(page):
+def test_walk_the_wizard_train_and_review(page, app, monkeypatch):
+    import time
+
+    from trainer.run.events import StepRow
+    from ui.steps.train_poll import CPU_LOOK_S
+
+    # a CPU run's page looks every CPU_LOOK_S: each step lasts long enough that the plot is drawn before the end, so
+    # the test can see it grow (a quiet machine trains these 6 steps between two looks)
+    on_event = app.ctx.runner._on_event
+
+    def slowly(ev):
+        on_event(ev)
+        if isinstance(ev, StepRow):
+            time.sleep(CPU_LOOK_S / 2)
+
+    monkeypatch.setattr(app.ctx.runner, "_on_event", slowly)
     walk_to_train(page, {"max_steps": "6", "save_every": "3"}, {"sample_steps": "2"}, shots=True)
     button(page, "Start").click()
     page.wait_for_function("() => document.body.innerText.includes('Training started')")

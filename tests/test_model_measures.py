@@ -236,3 +236,17 @@ def test_a_judge_that_cannot_be_loaded_is_named_with_what_to_do(tmp_path):
     with pytest.raises(UserError) as e:
         load_judge(str(tmp_path / "no-such-model"))
     assert "measure.judge" in str(e.value) and "CLIP or SigLIP" in str(e.value)
+
+
+def test_a_hold_just_under_the_line_says_the_pictures_decide():
+    from trainer.doctor.verdict import HOLD_EDGE, HOLD_SHOWS, model_observations
+
+    def said(hold: float) -> tuple[str, str, str]:
+        (o,) = model_observations({"trigger_hold": hold})
+        return o.points_to, o.signal, words.say(o.text, "en")
+
+    edge = said((HOLD_EDGE + HOLD_SHOWS) / 2)
+    assert edge[:2] == ("under", "low_trigger_hold") and "look at this save's pictures" in edge[2]
+    low = said(HOLD_EDGE - 0.1)
+    assert low[:2] == ("under", "low_trigger_hold") and "does not bring the subject yet" in low[2]
+    assert said(HOLD_SHOWS)[0] == "fit"

@@ -44,8 +44,10 @@ LIKENESS_SHOWS = 0.5  # a judge's likeness from which the subject is there (the 
 # Read on 16 pictures a prompt: the saves the pictures call fit held at least 0.7568 from step 800 on, and the 1x
 # runs' step-400 saves, where the character starts to show, 0.70-0.754, five of six called under by the pictures
 # (the sixth, 1x seed 1, likeness 0.556 on 64 pictures a prompt, holds 0.738); 0.1x: 0.49-0.57; no convolution
-# LoRA: 0.35-0.46. A thin margin, so a save near the line is one where the pictures decide as well.
+# LoRA: 0.35-0.46. Seeds 7, 3 and 4, trained after: their step-400 saves held 0.72-0.75, two of three showing the
+# character. A save in that band is under by the model and worth a look at its pictures.
 HOLD_SHOWS = 0.755  # trigger hold from which the trigger alone brings the subject
+HOLD_EDGE = 0.70  # from here to HOLD_SHOWS: the transition, where the pictures decide (the 1x step-400 saves)
 # Healthy demo saves drifted 0.25-0.94 (one 1.07), without prior images 1.2-1.7, at 10x the lr 1.9-5.3.
 DRIFT_LIMIT = 1.1  # prior drift past which what the model draws without the trigger has moved
 HOLD_GROWS = 0.05  # an under-trained save whose hold is not this far above an earlier save's has stopped learning
@@ -193,8 +195,9 @@ def model_observations(m: dict[str, Any], dose_reached_zone: bool = True) -> lis
                                    msg("verdict.hold_plateau", hold=hold, before=before, shows=HOLD_SHOWS),
                                    "trigger_hold_plateau"))
         elif hold < HOLD_SHOWS:
-            obs.append(Observation("model", "under", "strong", msg("verdict.low_trigger_hold", hold=hold, shows=HOLD_SHOWS),
-                                   "low_trigger_hold"))
+            said = (msg("verdict.hold_edge", hold=hold, shows=HOLD_SHOWS) if hold >= HOLD_EDGE
+                    else msg("verdict.low_trigger_hold", hold=hold, shows=HOLD_SHOWS))
+            obs.append(Observation("model", "under", "strong", said, "low_trigger_hold"))
         else:
             obs.append(Observation("model", "fit", "strong", msg("verdict.trigger_hold", hold=hold)))
     if drift is not None:
