@@ -47,6 +47,11 @@ HEALTHY = {  # the preset's own run in the other precisions: a healthy run warns
     "fp16": {"train.precision": "fp16"},  # on the CPU: fp16 autocast with the loss scaler, as on a GPU
 }
 WRONG_PICTURE = "zxc_007.png"
+PAIRS = {  # each model measure and its demo counterpart, for the rank correlations
+    "trigger hold ~ likeness": ("trigger_hold", "likeness"),
+    "plain hold ~ likeness": ("plain_hold", "likeness"),
+    "prior drift ~ leakage": ("prior_drift", "leakage"),
+}
 
 
 def write_plain_folders(root: Path) -> tuple[Path, Path]:
@@ -184,9 +189,8 @@ def report(args) -> int:
     from trainer.doctor.model_measures import measures_by_step
     from trainer.doctor.verdict import checkpoint_verdicts, run_verdict
 
-    pairs: dict[str, list[tuple[float, float, bool]]] = {
-        "trigger hold ~ likeness": [], "plain hold ~ likeness": [], "prior drift ~ leakage": []}
-    sweep_pairs: dict[str, list[tuple[float, float, bool]]] = {key: [] for key in pairs}
+    # per pair: (model measure, demo measure, either verdict says over, the run's name)
+    pairs: dict[str, list[tuple[float, float, bool, str]]] = {key: [] for key in PAIRS}
     agree = total = sweep_agree = sweep_total = 0
     lines = ["| run | step | trigger hold | plain hold | trigger gain | prior drift | likeness | adherence | leakage | "
              "demo verdict | model verdict |", "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -219,13 +223,9 @@ def report(args) -> int:
                          f"{_f(m.get('prior_drift'))} | "
                          f"{_f(d.get('likeness'))} | {_f(d.get('adherence'))} | {_f(d.get('leakage'))} | {truth} | "
                          f"{cv.label}{'' if ok else ' ✗'} |")
-            for key, (mk, dk) in {"trigger hold ~ likeness": ("trigger_hold", "likeness"),
-                                  "plain hold ~ likeness": ("plain_hold", "likeness"),
-                                  "prior drift ~ leakage": ("prior_drift", "leakage")}.items():
+            for key, (mk, dk) in PAIRS.items():
                 if m.get(mk) is not None and d.get(dk) is not None:
-                    pairs[key].append((m[mk], d[dk], truth == "over" or cv.label == "over"))
-                    if name.startswith("lr"):
-                        sweep_pairs[key].append((m[mk], d[dk], name.startswith("lr10x")))
+                    pairs[key].append((m[mk], d[dk], truth == "over" or cv.label == "over", name))
         v = run_verdict(run_dir)
         dg = diagnose(run_dir, write=False)
         warned = sorted({f["signal"] + (" (weak)" if f["weak"] else "") for f in dg["observed"]
@@ -241,16 +241,16 @@ def report(args) -> int:
     print()
     print(f"model-only verdict = demo-measure verdict at {sweep_agree} of {sweep_total} saves of the 0.1x / 1x / 10x "
           f"runs, {agree} of {total} with the failing runs")
-    for key, values in sweep_pairs.items():  # what the issue asks: >= 0.8 over the lr sweep's saves
-        if values:
-            a, b, _ = zip(*values)
-            low = [(x, y) for x, y, g in values if not g]
-            print(f"Spearman {key}: {spearman(list(a), list(b)):.2f} over the {len(values)} saves of the lr sweep, "
-                  f"{spearman(*map(list, zip(*low))):.2f} over the {len(low)} below 10x")
+    for key, values in pairs.items():  # what the calibration asks: >= 0.8 over the lr sweep's saves
+        sweep = [(x, y) for x, y, _, name in values if name.startswith("lr")]
+        low = [(x, y) for x, y, _, name in values if name.startswith("lr") and not name.startswith("lr10x")]
+        if sweep:
+            print(f"Spearman {key}: {spearman(*map(list, zip(*sweep))):.2f} over the {len(sweep)} saves of the lr "
+                  f"sweep, {spearman(*map(list, zip(*low))):.2f} over the {len(low)} below 10x")
     for key, values in pairs.items():
         if values:
-            a, b, _ = zip(*values)
-            kept = [(x, y) for x, y, o in values if not o]
+            a, b, _, _ = zip(*values)
+            kept = [(x, y) for x, y, o, _ in values if not o]
             print(f"Spearman {key}: {spearman(list(a), list(b)):.2f} over all {len(values)} saves; "
                   f"{spearman(*map(list, zip(*kept))):.2f} over the {len(kept)} that neither calls over")
     return 0 if agree == total else 1
