@@ -41,6 +41,13 @@ def test_parameter_counts_are_the_real_models_read_from_the_shipped_configs():
     assert sdxl.text_encoders[1][1] == 694_659_840 and sd15.vae_scale == 8
 
 
+@pytest.mark.parametrize(("family", "kinds"), [("sd3", ["clip_l", "clip_g", "t5"]), ("flux", ["clip_l", "t5"]),
+                                               ("zimage", ["qwen3"])])
+def test_text_encoder_kinds_of_the_newer_families_from_their_shipped_configs(family, kinds):
+    """The memory plan's text-encoder rows (activations, encode cost, never trained) follow these kinds."""
+    assert [k for k, _ in shapes_for(_real(family).model).text_encoders] == kinds
+
+
 @pytest.mark.parametrize("lora", [
     {"rank": 4, "targets": "attn"},
     {"rank": 8, "targets": "attn_ff", "conv_rank": 2, "conv_blocks": ["up_blocks.1"]},

@@ -182,9 +182,12 @@ def model_shapes(source: str, family: str) -> ModelShapes:
 
 
 def _encoder_kind(encoder) -> str:
-    if "T5" in type(encoder).__name__:
+    """t5 | qwen3 | clip_g | clip_l, from the config's ``model_type`` (what transformers itself dispatches on;
+    any T5 or Qwen3 class reads the same); a CLIP text model is G from its width (SDXL and SD3 have one of each)."""
+    kind = encoder.config.model_type
+    if kind == "t5":
         return "t5"
-    if "Qwen3" in type(encoder).__name__:
+    if kind == "qwen3":
         return "qwen3"
     return "clip_g" if encoder.config.hidden_size >= 1280 else "clip_l"
 
