@@ -236,3 +236,43 @@ def assert_sweeps_and_diagnoses(run_dir: Path) -> dict[str, Any]:
     report = diagnose(run_dir, write=False)
     assert report.get("verdict")
     return report
+
+
+def random_full_width(model_cls, config: dict):
+    """``model_cls`` from ``config`` with random N(0, 0.02) fp32 weights on the CPU, built on the meta device first
+    (no initialisation pass over billions of weights)."""
+    import torch
+
+    torch.manual_seed(0)
+    with torch.device("meta"):
+        model = model_cls.from_config(config)
+    model = model.to_empty(device="cpu")
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0.0, 0.02)
+    return model
+
+
+def exported_kohya(path, cfg, lora, family: str, transformer) -> tuple[dict, set[str]]:
+    """``lora``'s kohya file written at ``path`` as a run writes it, read back: the tensors and the module names."""
+    from safetensors.torch import load_file
+
+    from trainer.export.lora_files import write_kohya
+    from trainer.plan.steps import plan_from_config
+
+    report, plan = plan_from_config(cfg)
+    ctx = {"config": cfg, "plan": plan, "report": report, "family": family, "unet_config": dict(transformer.config),
+           "epoch": 1, "step": 2, "started_at": 0.0}
+    kohya = load_file(str(write_kohya(path, lora.adapter_state_dicts(), ctx, lora.config_by_role)))
+    return kohya, {k.rsplit(".", 2)[0] if k.endswith(".weight") else k.rsplit(".", 1)[0] for k in kohya}
+
+
+def kohya_delta(kohya: dict, name: str):
+    """What a kohya file's module adds to its layer, as ComfyUI and Forge apply it: up · down · alpha / rank."""
+    down, up = kohya[f"{name}.lora_down.weight"].float(), kohya[f"{name}.lora_up.weight"].float()
+    return up @ down * (float(kohya[f"{name}.alpha"]) / down.shape[0])
+
+
+def peft_delta(state: dict, module: str, alpha: float, rank: int):
+    """What a trained PEFT module adds to its layer: B · A · alpha / rank."""
+    return state[f"{module}.lora_B.weight"] @ state[f"{module}.lora_A.weight"] * (alpha / rank)

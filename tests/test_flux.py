@@ -19,6 +19,7 @@ from tests.helpers import (
     Overflow,
     assert_stopped_run_resumes_bit_for_bit,
     assert_sweeps_and_diagnoses,
+    kohya_delta,
     lora_modules,
     tiny_config,
     tiny_model_folder,
@@ -165,9 +166,6 @@ def test_the_diffusers_file_loads_into_the_flux_pipeline_with_every_key_used(run
     assert any(".attn.add_q_proj." in k for k in changed)
 
 
-def _applied(kohya: dict, name: str) -> torch.Tensor:  # ComfyUI / Forge: up · down · alpha / rank
-    down, up = kohya[f"{name}.lora_down.weight"].float(), kohya[f"{name}.lora_up.weight"].float()
-    return up @ down * (float(kohya[f"{name}.alpha"]) / down.shape[0])
 
 
 def test_the_kohya_file_names_sd_scripts_flux_modules_and_fuses_exactly(run, base):
@@ -189,15 +187,15 @@ def test_the_kohya_file_names_sd_scripts_flux_modules_and_fuses_exactly(run, bas
     def close(a, b):
         return torch.allclose(a, b, atol=2e-3 * float(b.abs().max()))
 
-    fused = _applied(kohya, "lora_unet_double_blocks_1_txt_attn_qkv")
+    fused = kohya_delta(kohya, "lora_unet_double_blocks_1_txt_attn_qkv")
     assert close(fused, torch.cat([trained(f"transformer_blocks.1.attn.{p}")
                                    for p in ("add_q_proj", "add_k_proj", "add_v_proj")]))
-    linear1 = _applied(kohya, "lora_unet_single_blocks_0_linear1")
+    linear1 = kohya_delta(kohya, "lora_unet_single_blocks_0_linear1")
     assert linear1.shape == (3 * 32 + 4 * 32, 32) and float(kohya["lora_unet_single_blocks_0_linear1.alpha"]) == 16
     assert close(linear1, torch.cat([trained(f"single_transformer_blocks.0.{p}")
                                      for p in ("attn.to_q", "attn.to_k", "attn.to_v", "proj_mlp")]))
-    assert close(_applied(kohya, "lora_unet_single_blocks_1_linear2"), trained("single_transformer_blocks.1.proj_out"))
-    assert close(_applied(kohya, "lora_unet_double_blocks_0_img_mlp_0"), trained("transformer_blocks.0.ff.net.0.proj"))
+    assert close(kohya_delta(kohya, "lora_unet_single_blocks_1_linear2"), trained("single_transformer_blocks.1.proj_out"))
+    assert close(kohya_delta(kohya, "lora_unet_double_blocks_0_img_mlp_0"), trained("transformer_blocks.0.ff.net.0.proj"))
 
 
 def test_diffusers_kohya_loader_reads_the_double_blocks_and_clip(run, base):
@@ -236,12 +234,12 @@ def test_attention_only_fuses_linear1_with_zero_mlp_rows():
     state |= {f"transformer_blocks.0.attn.add_{p}_proj.lora_{x}.weight": (a if x == "A" else b)[f"attn.to_{p}"]
               for p in ("k", "v") for x in "AB"}
     out = flux_state_dict(state, lambda module: (4, 2.0), config, dtype=torch.float32)
-    full = _applied(out, "lora_unet_single_blocks_3_linear1")
+    full = kohya_delta(out, "lora_unet_single_blocks_3_linear1")
     assert full.shape == (3 * 16 + 64, 16) and float(out["lora_unet_single_blocks_3_linear1.alpha"]) == 6.0
     for i, p in enumerate(("attn.to_q", "attn.to_k", "attn.to_v")):
         assert torch.allclose(full[16 * i:16 * (i + 1)], b[p] @ a[p] * 0.5, atol=1e-6)
     assert torch.equal(full[48:], torch.zeros(64, 16))
-    kv = _applied(out, "lora_unet_double_blocks_0_txt_attn_qkv")
+    kv = kohya_delta(out, "lora_unet_double_blocks_0_txt_attn_qkv")
     assert kv.shape == (48, 16) and torch.equal(kv[:16], torch.zeros(16, 16))
     assert torch.allclose(kv[32:], b["attn.to_v"] @ a["attn.to_v"] * 0.5, atol=1e-6)
 

@@ -14,14 +14,19 @@ import types
 
 import pytest
 import torch
-from safetensors.torch import load_file
 
-from tests.helpers import tiny_config, write_toy_dataset
-from trainer.export.lora_files import write_kohya
+from tests.helpers import (
+    exported_kohya,
+    kohya_delta,
+    peft_delta,
+    random_full_width,
+    tiny_config,
+    train_full_width,
+    write_toy_dataset,
+)
 from trainer.models.base import MODEL_CONFIG_DIR
 from trainer.models.family import family
 from trainer.models.lora import attach_lora
-from trainer.plan.steps import plan_from_config
 
 pytestmark = pytest.mark.slow
 
@@ -46,52 +51,32 @@ def test_full_width_flux_lora_trains_and_exports_sd_scripts_names(tmp_path):
     config = json.loads((MODEL_CONFIG_DIR / "flux" / "transformer" / "config.json").read_text())
     assert (config["num_layers"], config["num_single_layers"], config["num_attention_heads"] * config["attention_head_dim"]) \
         == (19, 38, 3072)
-    torch.manual_seed(0)
-    with torch.device("meta"):
-        transformer = FluxTransformer2DModel.from_config({**config, "num_layers": DOUBLE, "num_single_layers": SINGLE})
-    transformer = transformer.to_empty(device="cpu")
-    with torch.no_grad():
-        for p in transformer.parameters():
-            p.normal_(0.0, 0.02)
+    transformer = random_full_width(FluxTransformer2DModel,
+                                    {**config, "num_layers": DOUBLE, "num_single_layers": SINGLE})
     flux = family("flux")
     mods = attach_lora(types.SimpleNamespace(transformer=transformer), cfg.lora, "flux", seed=0)
-    schedule = flux.noise_schedule({"num_train_timesteps": 1000, "shift": 3.0, "use_dynamic_shifting": True}, "flow")
     gen = torch.Generator().manual_seed(1)
-    x0 = torch.randn(1, 16, 8, 8, generator=gen)
     hidden, pooled = torch.randn(1, 16, 4096, generator=gen), torch.randn(1, 768, generator=gen)
-    optimizer = torch.optim.AdamW(mods.trainable("transformer"), lr=1e-2)
-    for _ in range(2):
-        t = schedule.draw(1, gen)
-        noisy, target = schedule.noised(x0, torch.randn(x0.shape, generator=gen), t)
-        pred = flux.predict(transformer, noisy, schedule.model_timesteps(t), hidden, pooled, [(64, 64)])
-        loss = torch.nn.functional.mse_loss(pred.float(), target)
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+    loss = train_full_width(flux, transformer, mods,
+                            {"num_train_timesteps": 1000, "shift": 3.0, "use_dynamic_shifting": True}, hidden, pooled)
     assert torch.isfinite(loss)
 
-    states = mods.adapter_state_dicts()
-    report, plan = plan_from_config(cfg)
-    ctx = {"config": cfg, "plan": plan, "report": report, "family": "flux", "unet_config": dict(transformer.config),
-           "epoch": 1, "step": 2, "started_at": 0.0}
-    path = write_kohya(tmp_path / "lora.safetensors", states, ctx, mods.config_by_role)
-    kohya = load_file(str(path))
-    modules = {k.rsplit(".", 2)[0] if k.endswith(".weight") else k.rsplit(".", 1)[0] for k in kohya}
+    kohya, modules = exported_kohya(tmp_path / "lora.safetensors", cfg, mods, "flux", transformer)
     assert modules == expected_sd_scripts_modules(DOUBLE, SINGLE)
+    states = mods.adapter_state_dicts()
     # the shapes of the original checkpoint's layers: qkv 3 × 3072, linear1 3 × 3072 + the MLP's 12288, linear2 back
     # from 3072 + 12288
     assert kohya["lora_unet_double_blocks_0_txt_attn_qkv.lora_up.weight"].shape[0] == 3 * 3072
     assert kohya["lora_unet_single_blocks_1_linear1.lora_up.weight"].shape[0] == 3 * 3072 + 12288
     assert kohya["lora_unet_single_blocks_1_linear2.lora_down.weight"].shape[1] == 3072 + 12288
 
-    def applied(name: str) -> torch.Tensor:  # ComfyUI / Forge: up · down · alpha / rank
-        down, up = kohya[f"{name}.lora_down.weight"].float(), kohya[f"{name}.lora_up.weight"].float()
-        return up @ down * (float(kohya[f"{name}.alpha"]) / down.shape[0])
+    def applied(name: str) -> torch.Tensor:
+        return kohya_delta(kohya, name)
 
     sd = states["transformer"]
 
     def trained(module: str) -> torch.Tensor:
-        return sd[f"{module}.lora_B.weight"] @ sd[f"{module}.lora_A.weight"] * (ALPHA / RANK)
+        return peft_delta(sd, module, ALPHA, RANK)
 
     for i in range(SINGLE):
         fused = applied(f"lora_unet_single_blocks_{i}_linear1")

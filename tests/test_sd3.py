@@ -17,6 +17,7 @@ from tests.helpers import (
     Overflow,
     assert_stopped_run_resumes_bit_for_bit,
     assert_sweeps_and_diagnoses,
+    kohya_delta,
     six_step_run,
     tiny_config,
     tiny_model_folder,
@@ -104,8 +105,7 @@ def test_the_kohya_file_names_the_mmdit_modules_and_fuses_qkv_exactly(run):
     assert {k.split("_")[1] for k in kohya if not k.startswith("lora_unet_")} == {"te1", "te2"}
 
     def delta(prefix: str) -> torch.Tensor:
-        down, up = kohya[f"{prefix}.lora_down.weight"].float(), kohya[f"{prefix}.lora_up.weight"].float()
-        return up @ down * (float(kohya[f"{prefix}.alpha"]) / down.shape[0])
+        return kohya_delta(kohya, prefix)
 
     fused = delta("lora_unet_joint_blocks_0_x_block_attn_qkv")
     rank, alpha = 4, 4.0  # tiny_config's

@@ -13,14 +13,19 @@ import types
 
 import pytest
 import torch
-from safetensors.torch import load_file
 
-from tests.helpers import tiny_config, train_full_width, write_toy_dataset
-from trainer.export.lora_files import write_kohya
+from tests.helpers import (
+    exported_kohya,
+    kohya_delta,
+    peft_delta,
+    random_full_width,
+    tiny_config,
+    train_full_width,
+    write_toy_dataset,
+)
 from trainer.models.base import MODEL_CONFIG_DIR
 from trainer.models.family import family
 from trainer.models.lora import attach_lora
-from trainer.plan.steps import plan_from_config
 
 pytestmark = pytest.mark.slow
 
@@ -51,13 +56,7 @@ def test_full_width_sd35_medium_lora_trains_and_exports_sd_scripts_names(tmp_pat
         "lora.rank": RANK, "lora.alpha": ALPHA, "lora.targets": "attn_ff", "model.family": "sd3"})
     config = json.loads((MODEL_CONFIG_DIR / "sd3" / "transformer" / "config.json").read_text())
     assert (config["num_layers"], config["num_attention_heads"] * config["attention_head_dim"]) == (24, 1536)
-    torch.manual_seed(0)
-    with torch.device("meta"):
-        transformer = SD3Transformer2DModel.from_config(config)
-    transformer = transformer.to_empty(device="cpu")
-    with torch.no_grad():
-        for p in transformer.parameters():
-            p.normal_(0.0, 0.02)
+    transformer = random_full_width(SD3Transformer2DModel, config)
     sd3 = family("sd3")
     mods = attach_lora(types.SimpleNamespace(transformer=transformer), cfg.lora, "sd3", seed=0)
     gen = torch.Generator().manual_seed(1)
@@ -65,22 +64,15 @@ def test_full_width_sd35_medium_lora_trains_and_exports_sd_scripts_names(tmp_pat
     loss = train_full_width(sd3, transformer, mods, {"num_train_timesteps": 1000, "shift": 3.0}, hidden, pooled)
     assert torch.isfinite(loss)
 
-    states = mods.adapter_state_dicts()
-    report, plan = plan_from_config(cfg)
-    ctx = {"config": cfg, "plan": plan, "report": report, "family": "sd3", "unet_config": dict(transformer.config),
-           "epoch": 1, "step": 2, "started_at": 0.0}
-    path = write_kohya(tmp_path / "lora.safetensors", states, ctx, mods.config_by_role)
-    kohya = load_file(str(path))
-    modules = {k.rsplit(".", 2)[0] if k.endswith(".weight") else k.rsplit(".", 1)[0] for k in kohya}
+    kohya, modules = exported_kohya(tmp_path / "lora.safetensors", cfg, mods, "sd3", transformer)
     assert modules == expected_sd_scripts_modules(config)
+    states = mods.adapter_state_dicts()
 
-    def applied(name: str) -> torch.Tensor:  # ComfyUI / Forge: up · down · alpha / rank
-        down, up = kohya[f"{name}.lora_down.weight"].float(), kohya[f"{name}.lora_up.weight"].float()
-        return up @ down * (float(kohya[f"{name}.alpha"]) / down.shape[0])
+    def applied(name: str) -> torch.Tensor:
+        return kohya_delta(kohya, name)
 
     def trained(module: str) -> torch.Tensor:
-        sd = states["transformer"]
-        return sd[f"{module}.lora_B.weight"] @ sd[f"{module}.lora_A.weight"] * (ALPHA / RANK)
+        return peft_delta(states["transformer"], module, ALPHA, RANK)
 
     for i in (0, 23):
         fused = applied(f"lora_unet_joint_blocks_{i}_context_block_attn_qkv")

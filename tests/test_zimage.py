@@ -18,6 +18,7 @@ import words
 from tests.helpers import (
     assert_stopped_run_resumes_bit_for_bit,
     assert_sweeps_and_diagnoses,
+    kohya_delta,
     six_step_run,
     tiny_config,
     tiny_model_folder,
@@ -202,8 +203,7 @@ def test_the_comfyui_file_names_its_model_and_fuses_qkv_exactly(run, base):
     assert any(n.endswith("_attention_qkv") for n in names) and not any("_to_q" in n for n in names)
 
     def delta(prefix: str) -> torch.Tensor:
-        down, up = comfy[f"{prefix}.lora_down.weight"].float(), comfy[f"{prefix}.lora_up.weight"].float()
-        return up @ down * (float(comfy[f"{prefix}.alpha"]) / down.shape[0])
+        return kohya_delta(comfy, prefix)
 
     rank, alpha = 4, 4.0  # tiny_config's
     for block in ("layers_1", "noise_refiner_0", "context_refiner_0"):

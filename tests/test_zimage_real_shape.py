@@ -15,12 +15,19 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from tests.helpers import tiny_config, train_full_width, write_toy_dataset
-from trainer.export.lora_files import write_diffusers, write_kohya
+from tests.helpers import (
+    exported_kohya,
+    kohya_delta,
+    peft_delta,
+    random_full_width,
+    tiny_config,
+    train_full_width,
+    write_toy_dataset,
+)
+from trainer.export.lora_files import write_diffusers
 from trainer.models.base import MODEL_CONFIG_DIR
 from trainer.models.family import family
 from trainer.models.lora import attach_lora
-from trainer.plan.steps import plan_from_config
 
 pytestmark = pytest.mark.slow
 
@@ -43,13 +50,7 @@ def test_full_width_zimage_lora_trains_and_exports_comfyui_names(tmp_path):
     config = json.loads((MODEL_CONFIG_DIR / "zimage" / "transformer" / "config.json").read_text())
     assert (config["n_layers"], config["dim"], config["n_heads"], config["cap_feat_dim"]) == (30, 3840, 30, 2560)
     config.update(n_layers=2, n_refiner_layers=1)
-    torch.manual_seed(0)
-    with torch.device("meta"):
-        transformer = ZImageTransformer2DModel.from_config(config)
-    transformer = transformer.to_empty(device="cpu")
-    with torch.no_grad():
-        for p in transformer.parameters():
-            p.normal_(0.0, 0.02)
+    transformer = random_full_width(ZImageTransformer2DModel, config)
     zimage = family("zimage")
     assert len(zimage.denoiser_blocks(transformer)) == len(BLOCKS)
     mods = attach_lora(types.SimpleNamespace(transformer=transformer), cfg.lora, "zimage", seed=0)
@@ -57,21 +58,15 @@ def test_full_width_zimage_lora_trains_and_exports_comfyui_names(tmp_path):
     loss = train_full_width(zimage, transformer, mods, {"num_train_timesteps": 1000, "shift": 6.0}, hidden, mask)
     assert torch.isfinite(loss)
 
-    states = mods.adapter_state_dicts()
-    report, plan = plan_from_config(cfg)
-    ctx = {"config": cfg, "plan": plan, "report": report, "family": "zimage", "unet_config": dict(transformer.config),
-           "epoch": 1, "step": 2, "started_at": 0.0}
-    comfy = load_file(str(write_kohya(tmp_path / "lora.safetensors", states, ctx, mods.config_by_role)))
-    modules = {k.rsplit(".", 2)[0] if k.endswith(".weight") else k.rsplit(".", 1)[0] for k in comfy}
+    comfy, modules = exported_kohya(tmp_path / "lora.safetensors", cfg, mods, "zimage", transformer)
     assert modules == expected_comfy_modules()
+    states = mods.adapter_state_dicts()
 
-    def applied(name: str) -> torch.Tensor:  # ComfyUI: up · down · alpha / rank
-        down, up = comfy[f"{name}.lora_down.weight"].float(), comfy[f"{name}.lora_up.weight"].float()
-        return up @ down * (float(comfy[f"{name}.alpha"]) / down.shape[0])
+    def applied(name: str) -> torch.Tensor:
+        return kohya_delta(comfy, name)
 
     def trained(module: str) -> torch.Tensor:
-        sd = states["transformer"]
-        return sd[f"{module}.lora_B.weight"] @ sd[f"{module}.lora_A.weight"] * (ALPHA / RANK)
+        return peft_delta(states["transformer"], module, ALPHA, RANK)
 
     for block in BLOCKS:
         fused = applied(f"lora_unet_{block.replace('.', '_')}_attention_qkv")
