@@ -44,8 +44,8 @@ LIKENESS_SHOWS = 0.5  # a judge's likeness from which the subject is there (the 
 # Read on 16 pictures a prompt: the saves the pictures call fit held at least 0.7568 from step 800 on, and the 1x
 # runs' step-400 saves, where the character starts to show, 0.70-0.754, five of six called under by the pictures
 # (the sixth, 1x seed 1, likeness 0.556 on 64 pictures a prompt, holds 0.738); 0.1x: 0.49-0.57; no convolution
-# LoRA: 0.35-0.46. Seeds 7, 3 and 4, trained after: their step-400 saves held 0.72-0.75, two of three showing the
-# character. A save in that band is under by the model and worth a look at its pictures.
+# LoRA: 0.35-0.46. Seeds 7, 3, 4, 5 and 6, trained after: their step-400 saves held 0.72-0.75, three of five showing
+# the character. A save in that band is under by the model and worth a look at its pictures.
 HOLD_SHOWS = 0.755  # trigger hold from which the trigger alone brings the subject
 HOLD_EDGE = 0.70  # from here to HOLD_SHOWS: the transition, where the pictures decide (the 1x step-400 saves)
 # Healthy demo saves drifted 0.25-0.94 (one 1.07), without prior images 1.2-1.7, at 10x the lr 1.9-5.3.
