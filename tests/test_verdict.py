@@ -10,13 +10,14 @@ import re
 from pathlib import Path
 
 import pytest
-from PIL import Image
+from PIL import Image, ImageDraw
 
 import words
 from tests.test_review import _burnt, _world, fake_run
 from trainer.config.presets import preset_config
 from trainer.config.schema import from_dict
 from trainer.demo import character_scene, render_scene, write_character_dataset
+from trainer.demo.world import BACKGROUNDS, Scene
 from trainer.doctor import pictures
 from trainer.doctor.diagnose import alert_prescription, diagnose
 from trainer.doctor.kb import describe_change, load_kb, moves_as_meant
@@ -105,6 +106,51 @@ def test_burn_past_the_training_pictures_on_a_run_without_other_measures_says_ov
     v = run_verdict(run)
     assert v.label == "fit" and v.recommended_step == 10
     assert "20" in words.say(v.summary, "en") and "overfit" in words.say(v.summary, "en")
+
+
+def _disc(background: str) -> Image.Image:
+    """A subject that is not the demo's: a large teal disc with two eyes, on one of the world's backgrounds."""
+    img = Image.new("RGB", (64, 64), BACKGROUNDS[background])
+    draw = ImageDraw.Draw(img)
+    draw.ellipse([14, 14, 50, 50], fill=(20, 185, 185))
+    for x in (24, 40):
+        draw.ellipse([x - 3, 24, x + 3, 30], fill=(248, 248, 248))
+    return img
+
+
+def test_a_new_subject_on_a_night_sky_the_data_never_showed_is_not_burn_and_burnt_it_is(tmp_path):
+    """HSV saturation calls a dark navy sky deeply saturated, so a healthy run of a subject drawn large on one (a
+    prompt asking for what the data never showed) read as burnt against training pictures on sky, grass and sand.
+    Burn between pictures of different content reads chroma, against the more of the data's and of the base
+    model's picture of the same prompt."""
+    data = tmp_path / "data" / "10_qwv"
+    data.mkdir(parents=True)
+    for i, background in enumerate(("sky", "grass", "sand")):
+        _disc(background).save(data / f"{i}.png")
+    world = render_scene(Scene("triangle", "orange", "night", "top", "small"), 64)
+
+    def healthy(step: int, kind: str) -> Image.Image:
+        return world if step == 0 or kind == "no_trigger" else _disc("night")
+
+    rows = {r["step"]: r for r in pictures.measure_steps(fake_run(tmp_path / "a", [10, 20], healthy, dataset=data))}
+    assert rows[20]["burn"] < 0.1 < pictures.BURN_LIMIT
+    burnt = fake_run(tmp_path / "b", [10, 20], lambda step, kind: _burnt(_disc("night")) if step == 20
+                     and kind != "no_trigger" else healthy(step, kind), dataset=data)
+    assert {r["step"]: r for r in pictures.measure_steps(burnt)}[20]["burn"] > pictures.BURN_LIMIT
+
+
+def test_a_colourful_scene_the_base_draws_for_the_prompt_is_not_burn_on_a_subject_shot_on_grey(tmp_path):
+    """Training pictures on grey stone and snow; the prompt asks for grass, where the base model drew a large yellow
+    square: the subject on grass is more colourful than any training picture, and no more than the base's own
+    picture of that prompt."""
+    data = tmp_path / "data" / "10_qwv"
+    data.mkdir(parents=True)
+    for i, background in enumerate(("stone", "snow", "stone")):
+        _disc(background).save(data / f"{i}.png")
+    base = render_scene(Scene("square", "yellow", "grass", "center", "large"), 64)
+    run = fake_run(tmp_path, [10, 20], lambda step, kind: base if step == 0 or kind == "no_trigger"
+                   else _disc("grass"), dataset=data)
+    assert {r["step"]: r for r in pictures.measure_steps(run)}[20]["burn"] < 0.1
 
 
 def test_leakage_on_the_demo_makes_a_checkpoint_over_and_the_run_over_when_all_leak(tmp_path):

@@ -15,6 +15,7 @@ from PIL import Image
 ImageLike = Image.Image | np.ndarray
 
 DRIFT_FULL = 40.0  # mean Lab distance that counts as "totally different"
+CHROMA_FULL = 0.15  # chroma this far past the reference: fully burnt (for pictures of other content)
 
 
 def as_rgb(img: ImageLike) -> np.ndarray:
@@ -71,14 +72,17 @@ def leakage_scores(img: ImageLike, base_img: ImageLike) -> dict[str, float]:
 
 
 def colour_stats(img: ImageLike) -> dict[str, float]:
-    """mean_saturation (HSV, 0..1), contrast (luma std, 0..0.5), clipped (share of channels at 0-1 or 254-255),
-    roughness (mean absolute Laplacian of luma, 0 for flat colour, about 0.2 for noise of std 15)."""
+    """mean_saturation (HSV, 0..1), mean_chroma ((max - min channel) / 255: how colourful a pixel looks, which a
+    dark pixel is not however large its HSV saturation), contrast (luma std, 0..0.5), clipped (share of channels
+    at 0-1 or 254-255), roughness (mean absolute Laplacian of luma, 0 for flat colour, about 0.2 for noise of
+    std 15)."""
     rgb = as_rgb(img)
     _, s, _ = to_hsv(rgb)
     luma = (rgb @ np.array([0.299, 0.587, 0.114], np.float32)) / 255.0
     lap = 4 * luma[1:-1, 1:-1] - luma[:-2, 1:-1] - luma[2:, 1:-1] - luma[1:-1, :-2] - luma[1:-1, 2:]
     return {
         "mean_saturation": float(s.mean()),
+        "mean_chroma": float((rgb.max(axis=-1) - rgb.min(axis=-1)).mean() / 255.0),
         "contrast": float(luma.std()),
         "clipped": float(((rgb <= 1) | (rgb >= 254)).mean()),
         "roughness": float(np.abs(lap).mean()) if lap.size else 0.0,
@@ -100,15 +104,18 @@ def burn(img: ImageLike, ref_img: ImageLike) -> dict[str, float]:
 def burn_from_stats(now: dict[str, float], ref: dict[str, float], same_content: bool = True) -> dict[str, float]:
     """:func:`burn` from two :func:`colour_stats`. ``same_content=False`` when the reference is other pictures
     (the training pictures' highest): contrast and clipping then depend on what is drawn (a prompt's snow is white
-    and bright), so only deeper colours and rougher edges count."""
+    and bright), so only deeper colours and rougher edges count, and colour as chroma, not HSV saturation (a dark
+    night sky is deeply "saturated" in HSV and barely colourful: a subject drawn on one is not burnt)."""
     sat = now["mean_saturation"] - ref["mean_saturation"]
     # +0.05 on both sides: a near-flat reference would turn a little noise into a large ratio
     contrast = (now["contrast"] + 0.05) / (ref["contrast"] + 0.05)
     clipped = now["clipped"] - ref["clipped"]
     rough = now["roughness"] - ref["roughness"]
-    parts = np.clip([sat / 0.25, np.log2(max(contrast, 1e-6)), clipped / 0.15, rough / 0.25], 0, 1)
-    if not same_content:
-        parts = parts[[0, 3]]
+    if same_content:
+        parts = np.clip([sat / 0.25, np.log2(max(contrast, 1e-6)), clipped / 0.15, rough / 0.25], 0, 1)
+    else:
+        chroma = now["mean_chroma"] - ref["mean_chroma"]
+        parts = np.clip([chroma / CHROMA_FULL, rough / 0.25], 0, 1)
     score = 1.0 - float(np.prod(1.0 - parts))
     return {"saturation_drift": sat, "contrast_ratio": contrast, "clipped_drift": clipped,
             "roughness_drift": rough, "burn_score": score}

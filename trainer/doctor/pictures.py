@@ -171,6 +171,15 @@ def data_colours(config: Config | None) -> dict[str, float] | None:
     return _data_colours(files, tuple(p.stat().st_mtime_ns for p in files)) if files else None
 
 
+def burn_reference(data: dict[str, float], base_image: np.ndarray) -> dict[str, float]:
+    """What a trigger sample's colours are measured against for burn: the more of the training pictures' own
+    (:func:`data_colours`) and the base model's picture of the same prompt and seed (step 0). A prompt may ask for
+    what the data never showed (a night sky is a deep, saturated blue): the base drew that too, and a LoRA that
+    keeps it has not burnt it."""
+    base = colour_stats(base_image)
+    return {k: max(v, base.get(k, v)) for k, v in data.items()}
+
+
 def _measure_steps(run_dir: Path) -> list[dict[str, Any]]:
     run = _run_pictures(run_dir)
     if run is None:
@@ -192,7 +201,8 @@ def _measure_steps(run_dir: Path) -> list[dict[str, Any]]:
             if pic.record["kind"] == "no_trigger":
                 leaks.append(leakage_scores(pic.image, pic.base_image)["drift"])
             elif data is not None:
-                burn = burn_from_stats(colour_stats(pic.image), data, same_content=False)["burn_score"]
+                burn = burn_from_stats(colour_stats(pic.image), burn_reference(data, pic.base_image),
+                                       same_content=False)["burn_score"]
                 by_kind.setdefault(pic.record["kind"], []).append(burn)
         if leaks:
             row["leakage"] = row["drift"] = float(np.mean(leaks))
