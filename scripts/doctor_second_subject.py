@@ -2,7 +2,8 @@
 """Does the doctor's calibration carry over to a subject it was not set on?
 
     python scripts/doctor_second_subject.py                  # train what is missing, then print the table
-    python scripts/doctor_second_subject.py --print-only --grid docs/images/second-subject.png
+    python scripts/doctor_second_subject.py --print-only --grid docs/images/second-subject.jpg
+    python scripts/doctor_second_subject.py --subject style  # a style instead: where the model measures fall short
 
 The doctor's lines (trigger hold, prior drift, burn) were set on the demo character's pictures in a plain folder
 (scripts/doctor_calibration.py). This trains a second subject the demo world's base model has never seen (a
@@ -11,14 +12,20 @@ character's, the same prior scenes) with the same ``demo-character`` preset at 0
 without prior images, and prints how the app judges each save from its model measures alone, the run's verdict,
 its warnings and the diagnosis's first cause in both languages. The sample prompts ask for a background and a
 place the data never showed (snow, the night sky). No hand-written measure of this subject decides anything: the
-``disc`` column (the share of teal pixels in the trigger samples against the training pictures', and in the
-no-trigger samples) is a reader's aid, and ``--grid`` draws the saves' pictures to look at.
+``look`` columns (the share of the subject's colours in the trigger samples against the training pictures', and
+in the no-trigger samples) are a reader's aid, and ``--grid`` draws the saves' pictures to look at.
+
+``--subject style``: the world's own scenes in a two-tone palette (dark purple and orange, captions naming the
+shape, place and size after the trigger) at 0.1x and 1x, and 1x without prior images. A flat two-tone picture is
+easy to denoise once seen, so the trigger hold reads high on every save whether or not the trigger alone draws
+the palette: what docs/doctor.md says of styles.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import sys
 import time
@@ -35,14 +42,17 @@ from PIL import Image, ImageDraw
 import words  # noqa: F401  run folders hold their messages worded, as the app and the CLI write them
 
 TRIGGER = "qwv"
-PROMPTS = ["{trigger}", "{trigger}, on snow, right", "{trigger}, on night, top, large", "a red circle on grass, left, small"]
-RUNS = {  # name -> (lr factor, settings)
-    "lr0.1x": (0.1, {}),
-    "lr1x": (1.0, {}),
-    "lr10x": (10.0, {}),
-    "lr1x-no-prior": (1.0, {"dataset.reg_path": ""}),
+PROMPTS = {  # the trigger alone, two asks the data never showed, one prompt without the trigger
+    "disc": ["{trigger}", "{trigger}, on snow, right", "{trigger}, on night, top, large", "a red circle on grass, left, small"],
+    "style": ["{trigger}", "{trigger}, a ring, right, small", "{trigger}, a star, bottom, large",
+              "a red circle on grass, left, small"],
+}
+RUNS = {  # subject -> name -> (lr factor, settings)
+    "disc": {"lr0.1x": (0.1, {}), "lr1x": (1.0, {}), "lr10x": (10.0, {}), "lr1x-no-prior": (1.0, {"dataset.reg_path": ""})},
+    "style": {"lr0.1x": (0.1, {}), "lr1x": (1.0, {}), "lr1x-no-prior": (1.0, {"dataset.reg_path": ""})},
 }
 DISC = (20, 185, 185)
+TWO_TONE = (np.array([60.0, 20.0, 90.0]), np.array([250.0, 170.0, 60.0]))  # the style's dark and light ends
 
 
 def draw_subject(background: str, position: str, size: str, rng: np.random.Generator, side: int = 64) -> Image.Image:
@@ -83,52 +93,86 @@ def write_subject(root: Path, n: int = 20) -> Path:
     return data
 
 
-def disc_share(img: Image.Image) -> float:
-    a = np.asarray(img.convert("RGB")).astype(int)
-    return float((np.abs(a - np.array(DISC)).max(axis=-1) < 50).mean())
+def two_tone(img: Image.Image) -> Image.Image:
+    """A picture in the style: its light and dark mapped onto the two tones."""
+    a = np.asarray(img.convert("RGB")).astype(float)
+    luma = (a @ np.array([0.299, 0.587, 0.114])) / 255.0
+    luma = (luma - luma.min()) / max(1e-6, float(luma.max() - luma.min()))
+    low, high = TWO_TONE
+    return Image.fromarray((low + (high - low) * luma[..., None]).astype(np.uint8))
 
 
-def run_dirs(work: Path, seed: int) -> dict[str, Path]:
+def write_style(root: Path, n: int = 20) -> Path:
+    """``root/my-style/10_qwv``: ``n`` world scenes in two tones, captioned "qwv, a <shape>, <place>, <size>" (the
+    colours they no longer have left out)."""
+    from trainer.demo.world import world_dataset
+
+    data = root / "my-style"
+    if data.is_dir():
+        return data
+    folder = data / f"10_{TRIGGER}"
+    folder.mkdir(parents=True)
+    for i, (img, caption) in enumerate(world_dataset(n, seed=5)):
+        two_tone(img).save(folder / f"{TRIGGER}_{i:03d}.png")
+        found = re.match(r"an? \w+ (\w+) on \w+, (.*)", caption)
+        (folder / f"{TRIGGER}_{i:03d}.txt").write_text(f"{TRIGGER}, a {found.group(1)}, {found.group(2)}\n" if found
+                                                       else f"{TRIGGER}, {caption}\n")
+    return data
+
+
+def look_share(img: Image.Image, subject: str) -> float:
+    """The share of the picture in the subject's colours: the teal disc, or near the style's two-tone line."""
+    a = np.asarray(img.convert("RGB")).astype(float)
+    if subject == "disc":
+        return float((np.abs(a - np.array(DISC)).max(axis=-1) < 50).mean())
+    low, high = TWO_TONE
+    span = high - low
+    t = np.clip(((a - low) @ span) / (span @ span), 0, 1)
+    return float((np.linalg.norm(a - (low + t[..., None] * span), axis=-1) < 40).mean())
+
+
+def run_dirs(work: Path, subject: str, seed: int) -> dict[str, Path]:
     out = {}
-    for name in RUNS:
-        found = sorted((work / "runs" / f"disc-{name}-seed{seed}").glob("*/*/final/lora.safetensors"))
+    for name in RUNS[subject]:
+        found = sorted((work / "runs" / f"{subject}-{name}-seed{seed}").glob("*/*/final/lora.safetensors"))
         if found:
             out[name] = found[-1].parent.parent
     return out
 
 
-def train_missing(work: Path, data: Path, prior: Path, seed: int) -> None:
+def train_missing(work: Path, subject: str, data: Path, prior: Path, seed: int) -> None:
     from trainer.train.loop import run_training
 
-    done = run_dirs(work, seed)
-    for name, (factor, extra) in RUNS.items():
+    done = run_dirs(work, subject, seed)
+    for name, (factor, extra) in RUNS[subject].items():
         if name in done:
             continue
-        folder = work / "runs" / f"disc-{name}-seed{seed}"
+        folder = work / "runs" / f"{subject}-{name}-seed{seed}"
         shutil.rmtree(folder, ignore_errors=True)
-        cfg = run_config(data, prior, folder, factor, seed, {"dataset.trigger": TRIGGER, "sample.prompts": PROMPTS, **extra})
+        cfg = run_config(data, prior, folder, factor, seed,
+                         {"dataset.trigger": TRIGGER, "sample.prompts": PROMPTS[subject], **extra})
         t0 = time.perf_counter()
         result = run_training(cfg)
-        print(f"disc-{name}-seed{seed}: {result.status} in {time.perf_counter() - t0:.0f} s", flush=True)
+        print(f"{subject}-{name}-seed{seed}: {result.status} in {time.perf_counter() - t0:.0f} s", flush=True)
 
 
-def report(work: Path, data: Path, seed: int) -> None:
+def report(work: Path, subject: str, data: Path, seed: int) -> None:
     from trainer.doctor.diagnose import diagnose
     from trainer.doctor.model_measures import measures_by_step
     from trainer.doctor.pictures import measure_steps
     from trainer.doctor.verdict import checkpoint_verdicts, run_verdict
 
-    own = float(np.mean([disc_share(Image.open(p)) for p in sorted(data.rglob("*.png"))]))
-    lines = ["| run | step | trigger hold | prior drift | burn | disc (trigger) | disc (no trigger) | model verdict |",
+    own = float(np.mean([look_share(Image.open(p), subject) for p in sorted(data.rglob("*.png"))]))
+    lines = ["| run | step | trigger hold | prior drift | burn | look (trigger) | look (no trigger) | model verdict |",
              "|---|---|---|---|---|---|---|---|"]
     runs = ["| run | the app's verdict | recommended | warnings | first cause (en) | first cause (ko) |",
             "|---|---|---|---|---|---|"]
-    for name, run_dir in run_dirs(work, seed).items():
+    for name, run_dir in run_dirs(work, subject, seed).items():
         model, burn = measures_by_step(run_dir), {r["step"]: r["burn"] for r in measure_steps(run_dir)}
         for cv in checkpoint_verdicts(run_dir):
             m, folder = model.get(cv.step, {}), run_dir / "samples" / f"step-{cv.step:06d}"
-            trig = [disc_share(Image.open(p)) / own for p in sorted(folder.glob("0[012]_*.png"))]
-            bare = [disc_share(Image.open(p)) / own for p in sorted(folder.glob("03_*.png"))]
+            trig = [look_share(Image.open(p), subject) / own for p in sorted(folder.glob("0[012]_*.png"))]
+            bare = [look_share(Image.open(p), subject) / own for p in sorted(folder.glob("03_*.png"))]
             lines.append(f"| {name} | {cv.step} | {m.get('trigger_hold', float('nan')):.3f} | "
                          f"{m.get('prior_drift', float('nan')):.2f} | {burn.get(cv.step) or 0:.2f} | "
                          f"{np.mean(trig):.2f} | {np.mean(bare):.2f} | {cv.label} |")
@@ -141,10 +185,10 @@ def report(work: Path, data: Path, seed: int) -> None:
     print("\n".join(lines), "", "\n".join(runs), sep="\n")
 
 
-def draw_grid(work: Path, seed: int, out: Path) -> None:
+def draw_grid(work: Path, subject: str, seed: int, out: Path) -> None:
     """Per run, side by side: its saves as rows (step 0 first), the first picture of each prompt as columns."""
     panels = []
-    for run_dir in run_dirs(work, seed).values():
+    for run_dir in run_dirs(work, subject, seed).values():
         rows = []
         for folder in sorted((run_dir / "samples").glob("step-*")):
             firsts = [p for p in sorted(folder.glob("*.png")) if "_s" not in p.stem]
@@ -162,24 +206,25 @@ def draw_grid(work: Path, seed: int, out: Path) -> None:
         x += panel.width + gap
     out.parent.mkdir(parents=True, exist_ok=True)
     grid.save(out, optimize=True, quality=90)  # quality: a .jpg
-    print(f"pictures: {out} (runs left to right: {', '.join(run_dirs(work, seed))}; rows: step 0 and each save)")
+    print(f"pictures: {out} (runs left to right: {', '.join(run_dirs(work, subject, seed))}; rows: step 0 and each save)")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", type=Path, default=Path("runs/doctor-second-subject"))
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--subject", choices=sorted(RUNS), default="disc")
     ap.add_argument("--print-only", action="store_true")
     ap.add_argument("--grid", type=Path, default=None, metavar="PNG", help="draw the saves' pictures into this file")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     _, prior = write_plain_folders(args.work)
-    data = write_subject(args.work)
+    data = write_subject(args.work) if args.subject == "disc" else write_style(args.work)
     if not args.print_only:
-        train_missing(args.work, data, prior, args.seed)
-    report(args.work, data, args.seed)
+        train_missing(args.work, args.subject, data, prior, args.seed)
+    report(args.work, args.subject, data, args.seed)
     if args.grid is not None:
-        draw_grid(args.work, args.seed, args.grid)
+        draw_grid(args.work, args.subject, args.seed, args.grid)
     return 0
 
 
