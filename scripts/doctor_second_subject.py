@@ -215,7 +215,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--subject", choices=sorted(RUNS), default="disc")
     ap.add_argument("--print-only", action="store_true")
-    ap.add_argument("--grid", type=Path, default=None, metavar="PNG", help="draw the saves' pictures into this file")
+    ap.add_argument("--grid", type=Path, default=None, metavar="PICTURE", help="draw the saves' pictures into this file (.png or .jpg)")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     _, prior = write_plain_folders(args.work)
