@@ -8,8 +8,8 @@
 The doctor's lines (trigger hold, prior drift, burn) were set on the demo character's pictures in a plain folder
 (scripts/doctor_calibration.py). This trains a second subject the demo world's base model has never seen (a
 teal disc with two eyes and an orange beak, trigger ``qwv``, 20 pictures on the same backgrounds as the
-character's, the same prior scenes) with the same ``demo-character`` preset at 0.1x, 1x and 10x its lr and at 1x
-without prior images, and prints how the app judges each save from its model measures alone, the run's verdict,
+character's, the same prior scenes) with the same ``demo-character`` preset at 0.1x, 1x and 10x its lr, at 1x
+without prior images and at 1x on six of its pictures (33 repeats: the same steps), and prints how the app judges each save from its model measures alone, the run's verdict,
 its warnings and the diagnosis's first cause in both languages. The sample prompts ask for a background and a
 place the data never showed (snow, the night sky). No hand-written measure of this subject decides anything: the
 ``look`` columns (the share of the subject's colours in the trigger samples against the training pictures', and
@@ -48,7 +48,8 @@ PROMPTS = {  # the trigger alone, two asks the data never showed, one prompt wit
               "a red circle on grass, left, small"],
 }
 RUNS = {  # subject -> name -> (lr factor, settings)
-    "disc": {"lr0.1x": (0.1, {}), "lr1x": (1.0, {}), "lr10x": (10.0, {}), "lr1x-no-prior": (1.0, {"dataset.reg_path": ""})},
+    "disc": {"lr0.1x": (0.1, {}), "lr1x": (1.0, {}), "lr10x": (10.0, {}), "lr1x-no-prior": (1.0, {"dataset.reg_path": ""}),
+             "lr1x-six": (1.0, {"dataset.path": "my-disc-6"})},  # six of the pictures, 33 repeats: the same steps
     "style": {"lr0.1x": (0.1, {}), "lr1x": (1.0, {}), "lr1x-no-prior": (1.0, {"dataset.reg_path": ""})},
 }
 DISC = (20, 185, 185)
@@ -76,20 +77,25 @@ def draw_subject(background: str, position: str, size: str, rng: np.random.Gener
 
 
 def write_subject(root: Path, n: int = 20) -> Path:
-    """``root/my-disc/10_qwv``: ``n`` pictures captioned "qwv, on <background>, <position>, <size>"."""
+    """``root/my-disc/10_qwv``: ``n`` pictures captioned "qwv, on <background>, <position>, <size>"; and
+    ``root/my-disc-6/33_qwv``: six of them, a small dataset as many users have one."""
     from trainer.demo.world import SIZES, TRAIN_BACKGROUNDS, TRAIN_POSITIONS
 
-    data = root / "my-disc"
-    if data.is_dir():
-        return data
-    folder = data / f"10_{TRIGGER}"
-    folder.mkdir(parents=True)
-    rng = np.random.default_rng(3)
-    combos = [(b, p, s) for b in TRAIN_BACKGROUNDS for p in TRAIN_POSITIONS for s in SIZES]
-    order = [combos[i] for _ in range(2) for i in rng.permutation(len(combos))]
-    for i, (background, position, size) in enumerate(order[:n]):
-        draw_subject(background, position, size, rng).save(folder / f"{TRIGGER}_{i:03d}.png")
-        (folder / f"{TRIGGER}_{i:03d}.txt").write_text(f"{TRIGGER}, on {background}, {position}, {size}\n")
+    data, folder = root / "my-disc", root / "my-disc" / f"10_{TRIGGER}"
+    if not data.is_dir():
+        folder.mkdir(parents=True)
+        rng = np.random.default_rng(3)
+        combos = [(b, p, s) for b in TRAIN_BACKGROUNDS for p in TRAIN_POSITIONS for s in SIZES]
+        order = [combos[i] for _ in range(2) for i in rng.permutation(len(combos))]
+        for i, (background, position, size) in enumerate(order[:n]):
+            draw_subject(background, position, size, rng).save(folder / f"{TRIGGER}_{i:03d}.png")
+            (folder / f"{TRIGGER}_{i:03d}.txt").write_text(f"{TRIGGER}, on {background}, {position}, {size}\n")
+    six = root / "my-disc-6" / f"33_{TRIGGER}"
+    if not six.is_dir():
+        six.mkdir(parents=True)
+        for i in range(0, 18, 3):
+            for ext in (".png", ".txt"):
+                shutil.copy(folder / f"{TRIGGER}_{i:03d}{ext}", six / f"{TRIGGER}_{i:03d}{ext}")
     return data
 
 

@@ -198,6 +198,30 @@ def test_recommendation_without_measures_follows_the_dose_zone(tmp_path, lr, exp
         assert "under" in words.say(rec["reason"], "en")
 
 
+def test_pixel_drift_raises_no_leakage_where_the_model_measured_the_prior_kept(tmp_path):
+    """The no-trigger picture's pixels moved past the line at step 20, but the run's own model measured its prior
+    drift there under the verdict's limit: the weaker reading of the same question warns of nothing. Past the
+    limit, or with no model measure, it warns as before."""
+    from trainer.doctor.verdict import DRIFT_LIMIT
+
+    moved = render_scene(Scene("square", "blue", "sky", "center", "large"), 64)
+    run = fake_run(tmp_path, [10, 20], lambda step, kind: moved if step == 20 and kind == "no_trigger" else _world())
+    assert {r["step"]: r["leakage"] for r in pictures.leakage_by_step(run)}[20] > pictures.LEAKAGE_LIMIT
+    assert "leakage" in {f.signal for f in pictures.sample_findings(run / "samples")}
+
+    def measured(drift: float) -> None:
+        subject = {"a.png": {"caption": [0.1], "bare": [0.1], "trigger": [0.1]}}
+        rows = [{"step": s, "subject": subject, "base_samples": {"s.png": {"lora": [0.2], "base": [0.2],
+                                                                             "move": [drift * 0.2 if s else 0.0]}}}
+                for s in (0, 10, 20)]
+        atomic_write_text(run / "measures.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+
+    measured(0.5)
+    assert "leakage" not in {f.signal for f in pictures.sample_findings(run / "samples")}
+    measured(DRIFT_LIMIT + 0.5)
+    assert "leakage" in {f.signal for f in pictures.sample_findings(run / "samples")}
+
+
 def test_dose_recommendation_stops_before_leakage_starts(tmp_path):
     def picture(step: int, kind: str) -> Image.Image:
         if kind == "no_trigger" and step >= 40:

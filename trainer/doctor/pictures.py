@@ -237,6 +237,19 @@ def dose_by_step(run_dir: str | Path, config: Config | None = None) -> dict[int,
 # ------------------------------------------------------------------------------- live findings
 
 
+def prior_kept_steps(run_dir: Path) -> set[int]:
+    """The steps at which the run's own model says what it draws without the trigger stayed the base's (its prior
+    drift measured and under the verdict's limit). There a no-trigger picture's pixel drift, a weaker reading of the
+    same question that any weight change on a small model moves, raises nothing: healthy runs read 0.15-0.47 on the
+    demo's pictures in a plain folder and up to 0.55 on a second subject's six pictures
+    (scripts/doctor_second_subject.py), where the 0.5 line sits."""
+    from trainer.doctor.model_measures import measures_by_step
+    from trainer.doctor.verdict import DRIFT_LIMIT
+
+    return {step for step, m in measures_by_step(run_dir).items()
+            if m.get("prior_drift") is not None and m["prior_drift"] <= DRIFT_LIMIT}
+
+
 @detector(("sample_burn", "leakage"), group="pictures", reads=("samples",))
 def sample_findings(samples_dir: Path) -> list[Finding]:
     """Burn (trigger samples past the training pictures' own colours) and leakage (the no-trigger sample moving
@@ -245,7 +258,9 @@ def sample_findings(samples_dir: Path) -> list[Finding]:
     rows = measure_steps(samples_dir.parent)
     burn_hits = [(r["step"], kind, b) for r in rows for kind, b in (r.get("burn_by_kind") or {}).items()
                  if b > BURN_LIMIT]
-    leak_hits = [(r["step"], r["leakage"]) for r in rows if r["leakage"] is not None and r["leakage"] > LEAKAGE_LIMIT]
+    kept = prior_kept_steps(samples_dir.parent)
+    leak_hits = [(r["step"], r["leakage"]) for r in rows if r["leakage"] is not None and r["leakage"] > LEAKAGE_LIMIT
+                 and (r.get("judge") is not None or r["step"] not in kept)]
     out = []
     if burn_hits:
         step, kind, b = burn_hits[0]
