@@ -124,6 +124,15 @@ def loss_points(page) -> int:
         return plot && plot.data && plot.data.length ? plot.data[0].x.length : 0; }""")
 
 
+def upload(page, box: str, path) -> None:
+    """Choose ``path`` in the upload box ``box`` (its element id) as a person does: click it, pick the file. The
+    dataset step has other file inputs before it, some rendered late, so "the first one" is not always the box;
+    and a file set on a hidden input before the box listens is never uploaded."""
+    with page.expect_file_chooser() as chooser:
+        page.locator(f"{box} input[type=file]").locator("xpath=..").click()
+    chooser.value.set_files(str(path))
+
+
 def wait_text(page, selector: str, pattern: str, timeout_s: int = 60) -> None:
     """Wait until the element exists (steps render when first shown) and its text matches ``pattern``."""
     page.wait_for_function(

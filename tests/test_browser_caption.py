@@ -18,6 +18,7 @@ from tests.test_browser import (  # noqa: F401  (the app and browser fixtures, o
     set_field,
     shot,
     sync_api,
+    upload,
     wait_text,
 )
 
@@ -40,7 +41,7 @@ def test_upload_bare_pictures_caption_edit_undo_and_scan(browser, app, tmp_path)
         page.goto(app.url)
         page.wait_for_function("() => document.body.innerText.includes('usable pictures')")
         page.get_by_text("Upload pictures or a zip").click()
-        page.locator("#ld-dataset input[type=file]").first.set_input_files(str(archive))
+        upload(page, "#ld-upload", archive)
         page.get_by_label("Dataset name (a folder in the workspace)").fill("bare")
         button(page, "Upload into the workspace").click()
         wait_text(page, "#ld-dataset", r"4 files copied")

@@ -18,6 +18,7 @@ from tests.test_browser import (  # noqa: F401 (pytestmark: the same marks; brow
     pytestmark,
     set_field,
     shot,
+    upload,
     wait_text,
     wait_until_ended,
 )
@@ -72,7 +73,7 @@ def test_ones_own_pictures_replace_the_demo_everywhere(browser, app, tmp_path): 
 
         # upload the zip into the workspace as "my-pictures" and scan it
         page.get_by_text("Upload pictures or a zip").click()
-        page.locator("input[type=file]").first.set_input_files(own_zip(tmp_path / "mine.zip"))
+        upload(page, "#ld-upload", own_zip(tmp_path / "mine.zip"))
         page.wait_for_function("() => document.body.innerText.includes('mine.zip')")
         name = page.get_by_label("Dataset name (a folder in the workspace)")
         name.fill("my-pictures")

@@ -40,7 +40,7 @@ def build(ui: UI) -> None:
                 ui.add("ds_next", gr.Button(t("next_steps", lang)), "next_steps", "value")
         with gr.Column(scale=2), gr.Accordion(t("upload_title", lang), open=False) as acc:
             ui.add("upload_acc", acc, "upload_title")
-            ui.add("upload_files", gr.File(label=t("upload_files", lang), file_count="multiple",
+            ui.add("upload_files", gr.File(label=t("upload_files", lang), file_count="multiple", elem_id="ld-upload",
                                            file_types=[".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".txt", ".zip"]),
                    "upload_files")
             ui.add("upload_name", gr.Textbox(label=t("upload_name", lang), value="my-dataset"), "upload_name")
