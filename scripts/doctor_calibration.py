@@ -182,20 +182,38 @@ def spearman(a: list[float], b: list[float]) -> float:
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
+VERDICT_HEADER = ["| run | the app's verdict | recommended | warnings | first cause (en) | first cause (ko) | "
+                  "first prescription |", "|---|---|---|---|---|---|---|"]
+
+
+def verdict_row(name: str, run_dir: Path) -> str:
+    """The run's verdict, recommended save, warnings (weak ones marked) and the diagnosis's first cause and
+    prescription, as one row under :data:`VERDICT_HEADER`."""
+    from trainer.doctor.diagnose import diagnose
+    from trainer.doctor.verdict import run_verdict
+
+    v, dg = run_verdict(run_dir), diagnose(run_dir, write=False)
+    warned = sorted({f["signal"] + (" (weak)" if f["weak"] else "") for f in dg["observed"]
+                     if f["level"] in ("warning", "error")})
+    first = next((c for c in dg["causes"] if not c["lesser"]), None)
+    rx = next((p for p in dg["prescriptions"] if p["applicable"] and not p["lesser"]), None)
+    return (f"| {name} | {v.label} | {v.recommended_step} | {', '.join(warned) or 'none'} | "
+            f"{first['title']['en'] if first else '—'} | {first['title']['ko'] if first else '—'} | "
+            f"{rx['title']['en'] if rx else '—'} |")
+
+
 def report(args) -> int:
     from trainer.demo.judge import demo_checkpoint_labels, demo_measure_steps
     from trainer.demo.judge import demo_labels as demo_labels_of
-    from trainer.doctor.diagnose import diagnose
     from trainer.doctor.model_measures import measures_by_step
-    from trainer.doctor.verdict import checkpoint_verdicts, run_verdict
+    from trainer.doctor.verdict import checkpoint_verdicts
 
     # per pair: (model measure, demo measure, either verdict says over, the run's name)
     pairs: dict[str, list[tuple[float, float, bool, str]]] = {key: [] for key in PAIRS}
     agree = total = sweep_agree = sweep_total = 0
     lines = ["| run | step | trigger hold | plain hold | trigger gain | prior drift | likeness | adherence | leakage | "
              "demo verdict | model verdict |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    verdict_lines = ["| run | the app's verdict | recommended | warnings | first cause (en) | first cause (ko) | "
-                     "first prescription |", "|---|---|---|---|---|---|---|"]
+    verdict_lines = list(VERDICT_HEADER)
     for name, _extra, _factor, _seed in runs(args):
         run_dirs = sorted((args.work / "runs" / name).glob("*/*/final/lora.safetensors"))
         if not run_dirs:
@@ -226,15 +244,7 @@ def report(args) -> int:
             for key, (mk, dk) in PAIRS.items():
                 if m.get(mk) is not None and d.get(dk) is not None:
                     pairs[key].append((m[mk], d[dk], truth == "over" or cv.label == "over", name))
-        v = run_verdict(run_dir)
-        dg = diagnose(run_dir, write=False)
-        warned = sorted({f["signal"] + (" (weak)" if f["weak"] else "") for f in dg["observed"]
-                         if f["level"] in ("warning", "error")})
-        first = next((c for c in dg["causes"] if not c["lesser"]), None)
-        rx = next((p for p in dg["prescriptions"] if p["applicable"] and not p["lesser"]), None)
-        verdict_lines.append(f"| {name} | {v.label} | {v.recommended_step} | {', '.join(warned) or 'none'} | "
-                             f"{first['title']['en'] if first else '—'} | {first['title']['ko'] if first else '—'} | "
-                             f"{rx['title']['en'] if rx else '—'} |")
+        verdict_lines.append(verdict_row(name, run_dir))
     print("\n".join(lines))
     print()
     print("\n".join(verdict_lines))

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
-from doctor_calibration import run_config, write_plain_folders
+from doctor_calibration import VERDICT_HEADER, run_config, verdict_row, write_plain_folders
 from PIL import Image, ImageDraw
 
 import words  # noqa: F401  run folders hold their messages worded, as the app and the CLI write them
@@ -163,16 +163,14 @@ def train_missing(work: Path, subject: str, data: Path, prior: Path, seed: int) 
 
 
 def report(work: Path, subject: str, data: Path, seed: int) -> None:
-    from trainer.doctor.diagnose import diagnose
     from trainer.doctor.model_measures import measures_by_step
     from trainer.doctor.pictures import measure_steps
-    from trainer.doctor.verdict import checkpoint_verdicts, run_verdict
+    from trainer.doctor.verdict import checkpoint_verdicts
 
     own = float(np.mean([look_share(Image.open(p), subject) for p in sorted(data.rglob("*.png"))]))
     lines = ["| run | step | trigger hold | prior drift | burn | look (trigger) | look (no trigger) | model verdict |",
              "|---|---|---|---|---|---|---|---|"]
-    runs = ["| run | the app's verdict | recommended | warnings | first cause (en) | first cause (ko) |",
-            "|---|---|---|---|---|---|"]
+    runs = list(VERDICT_HEADER)
     for name, run_dir in run_dirs(work, subject, seed).items():
         model, burn = measures_by_step(run_dir), {r["step"]: r["burn"] for r in measure_steps(run_dir)}
         for cv in checkpoint_verdicts(run_dir):
@@ -182,12 +180,7 @@ def report(work: Path, subject: str, data: Path, seed: int) -> None:
             lines.append(f"| {name} | {cv.step} | {m.get('trigger_hold', float('nan')):.3f} | "
                          f"{m.get('prior_drift', float('nan')):.2f} | {burn.get(cv.step) or 0:.2f} | "
                          f"{np.mean(trig):.2f} | {np.mean(bare):.2f} | {cv.label} |")
-        v, dg = run_verdict(run_dir), diagnose(run_dir, write=False)
-        warned = sorted({f["signal"] + (" (weak)" if f["weak"] else "") for f in dg["observed"]
-                         if f["level"] in ("warning", "error")})
-        first = next((c for c in dg["causes"] if not c["lesser"]), None)
-        runs.append(f"| {name} | {v.label} | {v.recommended_step} | {', '.join(warned) or 'none'} | "
-                    f"{first['title']['en'] if first else '—'} | {first['title']['ko'] if first else '—'} |")
+        runs.append(verdict_row(name, run_dir))
     print("\n".join(lines), "", "\n".join(runs), sep="\n")
 
 
