@@ -308,3 +308,56 @@ def test_sweeps_share_one_loaded_base_and_draw_what_a_fresh_one_draws(tmp_path, 
     kept.release()
     strength.strength_sweep(result.run_dir, "final/lora.safetensors", (1.0,), pipelines=kept)
     assert len(loads) == 4
+
+
+@pytest.mark.slow
+def test_more_pictures_of_a_save_start_with_the_runs_own_seeds_and_a_judge_reads_them_all(tmp_path, monkeypatch):
+    """Review's "more pictures of this save": every sample prompt at more seeds, the run's own first (the same
+    pictures the run drew at that save), kept on disk for the next ask; a judge that applies to the run reads all of
+    them against the base model's pictures of the same prompts and seeds."""
+    from tests.helpers import tiny_config, write_toy_dataset
+    from trainer.doctor import judges
+    from trainer.review import more
+    from trainer.run.events import MemorySink
+    from trainer.train.loop import run_training
+
+    data = write_toy_dataset(tmp_path / "data", n=4)
+    cfg = tiny_config(data, tmp_path / "runs", {"train.max_steps": 4, "save.every_steps": 2, "optim.lr": 5e-2,
+                                                "sample.enabled": True, "sample.steps": 2,
+                                                "sample.images_per_prompt": 2})
+    result = run_training(cfg, MemorySink())
+    assert result.status == "finished", result.message
+    run = result.run_dir
+    drawn = more.more_pictures(run, "checkpoints/step-000002/lora.safetensors", per_prompt=3)
+    prompts = expand_prompts(cfg.sample.prompts, cfg.dataset.trigger)
+    assert [(r["index"], r["seed"]) for r in drawn["samples"]] == [(p["index"], 1234 + k) for p in prompts
+                                                                    for k in range(3)]
+    assert drawn["judge"] is None and drawn["readings"] == {}  # no judge applies to a toy folder
+    own = {(s["index"], s["seed"]): run / "samples" / "step-000002" / s["file"] for s in
+           json.loads((run / "samples" / "step-000002" / "manifest.json").read_text())["samples"]}
+    for r in drawn["samples"]:
+        if (r["index"], r["seed"]) in own:  # the run's own seeds: the pictures the run drew at that save
+            a, b = (np.asarray(Image.open(f), dtype=np.int16) for f in (r["file"], own[(r["index"], r["seed"])]))
+            assert np.abs(a - b).max() <= 2, r
+    assert len(own) == 2 * len(prompts)
+    stamp = Path(drawn["samples"][0]["file"]).stat().st_mtime_ns
+    assert more.more_pictures(run, "checkpoints/step-000002/lora.safetensors", per_prompt=3) == drawn
+    assert Path(drawn["samples"][0]["file"]).stat().st_mtime_ns == stamp  # kept, not drawn again
+
+    def brightness(config, base_pictures):
+        assert base_pictures  # decided on the run's step-0 pictures
+        return lambda p: {"likeness": float(p.image.mean() / 255), "leakage": float(abs(
+            p.image.astype(float) - p.base_image.astype(float)).mean() / 255)}
+
+    monkeypatch.setitem(judges._JUDGES, "brightness", judges.PictureJudge("brightness", brightness))
+    judged = more.more_pictures(run, "final/lora.safetensors", per_prompt=3)
+    assert judged["judge"] == "brightness"
+    base = sorted((run / "review" / "base-more-3").glob("*.png"))
+    assert len(base) == 3 * len(prompts)
+    pics = [np.asarray(Image.open(r["file"]).convert("RGB"), dtype=np.float64) for r in judged["samples"]]
+    refs = [np.asarray(Image.open(f).convert("RGB"), dtype=np.float64)
+            for f in json.loads((run / "review" / "base-more-3" / "manifest.json").read_text())["files"]]
+    assert judged["readings"]["likeness"] == pytest.approx(np.mean([p.mean() / 255 for p in pics]))
+    assert judged["readings"]["leakage"] == pytest.approx(np.mean([np.abs(p - b).mean() / 255
+                                                                   for p, b in zip(pics, refs)]))
+    assert judged["readings"]["leakage"] > 0  # the LoRA moved the pictures from the base model's

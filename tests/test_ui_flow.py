@@ -55,7 +55,7 @@ def api(app):
 
 
 PUBLIC = {"/scan", "/import_dataset", "/save_caption", "/plan", "/preset", "/save_preset", "/write_config", "/start",
-          "/stop", "/sample_now", "/save_now", "/poll", "/status", "/review", "/sweep", "/download", "/troubleshoot",
+          "/stop", "/sample_now", "/save_now", "/poll", "/status", "/review", "/sweep", "/more_pictures", "/download", "/troubleshoot",
           "/symptom", "/start_change", "/memory", "/fit_memory", "/pause", "/continue", "/compare",
           "/caption_preview", "/caption_all", "/caption_undo", "/caption_frequency", "/caption_replace",
           "/caption_remove", "/caption_insert_trigger", "/caption_find"}
@@ -222,6 +222,11 @@ def test_train_review_troubleshoot_and_one_change(app, api):
     sweep = api("sweep", review_run=run, ckpt=review["ckpt"])
     assert len(sweep["sweep_gallery"]) == 16 and "16 pictures" in sweep["review_msg"]
     assert (app.ctx.runs_dir / run / "review").is_dir()
+    more = api("more_pictures", review_run=run, ckpt=review["ckpt"])  # the run's own seeds first, then new ones
+    assert len(more["more_gallery"]) == 4 * 12 and "12 pictures a prompt" in more["review_msg"]
+    captions = [g["caption"] for g in more["more_gallery"]]
+    assert "seed 1234" in captions[0] and "seed 1245" in captions[11] and "seed 1234" in captions[12]
+    assert "picture judge (demo)" in more["review_msg"] and "likeness" in more["review_msg"], more["review_msg"]
 
     download = api("download", review_run=run, ckpt=review["ckpt"])
     assert Path(download["download_file"]).stat().st_size > 0

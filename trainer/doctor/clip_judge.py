@@ -92,12 +92,12 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 
 def _data_embedding(embed: Embedder, config: Config) -> np.ndarray | None:
-    from trainer.doctor.pictures import _picture, training_pictures
+    from trainer.doctor.pictures import picture_array, training_pictures
 
     files = training_pictures(config, DATA_PICTURES)
     if not files:
         return None
-    return _unit(np.mean([embed.image(_picture(p)) for p in files], axis=0))
+    return _unit(np.mean([embed.image(picture_array(p)) for p in files], axis=0))
 
 
 def clip_reader(config: Config, base_pictures: list[SamplePicture]) -> Callable[[SamplePicture], dict[str, float]] | None:

@@ -41,7 +41,8 @@ MEASURE_SIDE = 128  # pictures are measured at most this big: the measures need 
 DATA_PICTURES = 64  # the training pictures' colours are read from at most this many of them
 
 
-def _picture(path: str | Path) -> np.ndarray:
+def picture_array(path: str | Path) -> np.ndarray:
+    """A picture as HxWx3 uint8, at most ``MEASURE_SIDE`` a side: what the measures and judges read."""
     with Image.open(path) as opened:
         im = opened.convert("RGB")
         if max(im.size) > MEASURE_SIDE:
@@ -91,7 +92,7 @@ def _step_pictures(m: dict[str, Any], ref: dict[tuple, tuple[dict[str, Any], Pat
         path = Path(m["dir"]) / s["file"]
         if s.get("weights", "live") != "live" or sample_key(s) not in ref or not path.is_file():
             continue
-        out.append(SamplePicture(s, _picture(path), _picture(ref[sample_key(s)][1])))
+        out.append(SamplePicture(s, picture_array(path), picture_array(ref[sample_key(s)][1])))
     return out
 
 
@@ -109,7 +110,7 @@ def _run_pictures(run_dir: Path) -> tuple[list[dict[str, Any]], dict[tuple, Any]
     return manifests, _base_pictures(base), config
 
 
-def _judged(read: Callable[[SamplePicture], dict[str, float]] | None,
+def judged_means(read: Callable[[SamplePicture], dict[str, float]] | None,
             pictures: list[SamplePicture]) -> dict[str, float]:
     """The means over a step's pictures of what a judge's reader says of each (nothing without a reader)."""
     if read is None:
@@ -121,8 +122,18 @@ def _judged(read: Callable[[SamplePicture], dict[str, float]] | None,
     return {k: float(np.mean(v)) for k, v in values.items()}
 
 
+def run_judge(run_dir: str | Path) -> tuple[Any, Callable[[SamplePicture], dict[str, float]]] | None:
+    """The picture judge that applies to this run, decided on its step-0 pictures, with its reader; None when no
+    judge applies or step 0 was never sampled."""
+    run = _run_pictures(Path(run_dir).resolve())
+    if run is None:
+        return None
+    _, ref, config = run
+    return reader_for(config, _base_samples(ref))
+
+
 def _base_samples(ref: dict[tuple, tuple[dict[str, Any], Path]]) -> list[SamplePicture]:
-    return [SamplePicture(s, _picture(p), _picture(p)) for s, p in ref.values()]
+    return [SamplePicture(s, picture_array(p), picture_array(p)) for s, p in ref.values()]
 
 
 def judge_rows(run_dir: Path, reader_of: Callable[[Config | None, list[SamplePicture]], Any]) -> list[dict[str, Any]]:
@@ -135,7 +146,7 @@ def judge_rows(run_dir: Path, reader_of: Callable[[Config | None, list[SamplePic
     read = reader_of(config, _base_samples(ref))
     if read is None:
         return []
-    return [{"step": m["step"], **_judged(read, _step_pictures(m, ref))} for m in manifests if m["step"] != 0]
+    return [{"step": m["step"], **judged_means(read, _step_pictures(m, ref))} for m in manifests if m["step"] != 0]
 
 
 def training_pictures(config: Config | None, most: int) -> list[Path]:
@@ -155,7 +166,7 @@ def _data_colours(files: tuple[Path, ...], stamp: tuple) -> dict[str, float] | N
     stats = []
     for p in files:
         try:
-            stats.append(colour_stats(_picture(p)))
+            stats.append(colour_stats(picture_array(p)))
         except (OSError, ValueError):
             continue
     if not stats:
@@ -209,7 +220,7 @@ def _measure_steps(run_dir: Path) -> list[dict[str, Any]]:
         burns = [b for values in by_kind.values() for b in values]
         row["burn"] = float(np.mean(burns)) if burns else None
         row["burn_by_kind"] = {k: float(np.mean(v)) for k, v in by_kind.items()}
-        row.update(_judged(read, pictures))
+        row.update(judged_means(read, pictures))
         out.append(row)
     return out
 

@@ -119,7 +119,6 @@ def strength_sweep(
     in one batch; ``pipelines`` keeps the base model loaded from one sweep to the next (the LoRA and trigger
     embedding come off it again afterwards). Returns ``[{strength, prompt, kind, index, file}]``.
     """
-    from trainer.models.precision import decide_precision, resolve_device
     from trainer.run.samples import expand_prompts
 
     root = Path(run_dir).resolve()
@@ -135,16 +134,26 @@ def strength_sweep(
     total = len(wanted) * len(prompts)
     report = progress or (lambda done, total, strength: None)
     report(0, total, None)
-    device = resolve_device(config.train.device)
-    plan = decide_precision(config.train.precision, device)
-    pipelines = pipelines or SweepPipelines()
-    with pipelines.pipeline(config, plan.weight_dtype, device) as (pipe, info):
-        records = _draw_sweep(pipe, info, config, lora, wanted, prompts, out_dir, plan, device, report, pipelines.swap)
+    with drawing(config, pipelines) as (pipe, info, plan, device, swap):
+        records = _draw_sweep(pipe, info, config, lora, wanted, prompts, out_dir, plan, device, report, swap)
     atomic_write_json(out_dir / "manifest.json", {
         "lora": str(lora), "lora_mtime": lora.stat().st_mtime, "strengths": wanted,
         "prompts": [p["prompt"] for p in prompts], "samples": records,
     })
     return records
+
+
+@contextmanager
+def drawing(config: Config, pipelines: SweepPipelines | None = None) -> Iterator[tuple[Any, Any, Any, Any, Any]]:
+    """``(pipe, info, precision plan, device, block swap)``: the run's base on the device and in the precision it
+    trained with, from ``pipelines`` (kept for the next draw) or loaded for this one."""
+    from trainer.models.precision import decide_precision, resolve_device
+
+    device = resolve_device(config.train.device)
+    plan = decide_precision(config.train.precision, device)
+    pipelines = pipelines or SweepPipelines()
+    with pipelines.pipeline(config, plan.weight_dtype, device) as (pipe, info):
+        yield pipe, info, plan, device, pipelines.swap
 
 
 def _draw_sweep(pipe, info, config: Config, lora: Path, wanted: list[float], prompts: list[dict], out_dir: Path,

@@ -24,7 +24,7 @@ from trainer.doctor.held_out import val_loss_by_step
 from trainer.errors import UserError
 from trainer.models.embedding import embedding_beside
 from trainer.review import grid as review
-from trainer.review import strength
+from trainer.review import more, strength
 from trainer.run import contents
 
 from ..binding import UI, ok_box
@@ -48,10 +48,13 @@ def build(ui: UI) -> None:
     with gr.Row():
         ui.add("ckpt", gr.Dropdown(choices=[], label=t("checkpoint", lang), scale=3, allow_custom_value=True), "checkpoint")
         ui.add("sweep_btn", gr.Button(t("sweep", lang), scale=0), "sweep", "value")
+        ui.add("more_btn", gr.Button(t("more_pictures", lang), scale=0), "more_pictures", "value")
         ui.add("download_btn", gr.Button(t("download", lang), scale=0), "download", "value")
     # the whole sweep at once: a row per strength, a column per prompt, captions whole (CSS: #ld-sweep)
     ui.add("sweep_gallery", gr.Gallery(label=t("sweep_title", lang), columns=4, height="auto", elem_id="ld-sweep",
                                        elem_classes="ld-captions"), "sweep_title")
+    ui.add("more_gallery", gr.Gallery(label=t("more_title", lang), columns=6, height="auto", elem_id="ld-more",
+                                      elem_classes="ld-captions"), "more_title")
     ui.add("download_file", gr.File(label=t("download_file", lang), interactive=False), "download_file")
     compare.build(ui)
     ui.add("review_next", gr.Button(t("next_troubleshoot", lang)), "next_troubleshoot", "value")
@@ -88,13 +91,17 @@ def wire(ui: UI) -> None:
     ui.on([ui["review_run"].input, ui["step_review"].select, ui["lang"].change], show, ["lang", "review_run"], outputs,
           message="review_msg", toast=False)
 
-    def sweep(*, lang: str, review_run: str | None, ckpt: str | None,
-              progress=gr.Progress()) -> dict[str, Any]:  # noqa: B008 (gradio swaps in a tracker)
+    def drawing_run(lang: str, review_run: str | None, ckpt: str | None) -> tuple[Path, str]:
+        """The run and checkpoint to draw: not while training (the same memory and cores), and one is picked."""
         if ctx.runner.active:
             raise UserError(t("err_sweep_while_training", lang))
         if not ckpt:
             raise UserError(t("err_pick_checkpoint", lang))
-        run = ctx.run_path(review_run or "", lang)
+        return ctx.run_path(review_run or "", lang), ckpt
+
+    def sweep(*, lang: str, review_run: str | None, ckpt: str | None,
+              progress=gr.Progress()) -> dict[str, Any]:  # noqa: B008 (gradio swaps in a tracker)
+        run, ckpt = drawing_run(lang, review_run, ckpt)
 
         def report(done: float, total: int, at: float | None) -> None:
             desc = (t("sweep_loading", lang) if at is None else
@@ -112,6 +119,26 @@ def wire(ui: UI) -> None:
 
     ui.on(ui["sweep_btn"].click, sweep, ["lang", "review_run", "ckpt"], ["sweep_gallery", "review_msg"],
           api_name="sweep", message="review_msg")
+
+    def more_of(*, lang: str, review_run: str | None, ckpt: str | None,
+                progress=gr.Progress()) -> dict[str, Any]:  # noqa: B008
+        run, ckpt = drawing_run(lang, review_run, ckpt)
+
+        def report(done: float, total: int, at: float | None) -> None:
+            desc = (t("sweep_loading", lang) if at is None else
+                    t("more_drawing", lang, done=min(int(done) + 1, total), total=total))
+            progress(done / max(total, 1), desc=desc)
+
+        drawn = more.more_pictures(run, ckpt, progress=report, pipelines=ctx.sweeps)
+        items = []
+        for r in drawn["samples"]:
+            with Image.open(r["file"]) as im:
+                items.append((im.convert("RGB"), f"{kind_label(r['kind'], lang)} · seed {r['seed']}"))
+        return {"more_gallery": gr.Gallery(value=items, columns=min(drawn["per_prompt"], 6)),
+                "review_msg": ok_box(more_message(drawn, ckpt, lang))}
+
+    ui.on(ui["more_btn"].click, more_of, ["lang", "review_run", "ckpt"], ["more_gallery", "review_msg"],
+          api_name="more_pictures", message="review_msg")
 
     def download(*, lang: str, review_run: str | None, ckpt: str | None,
                  progress=gr.Progress()) -> dict[str, Any]:  # noqa: B008
@@ -170,6 +197,18 @@ def review_view(ui: UI, review_run: str | None, lang: str) -> dict[str, Any]:
         "ckpt": gr.Dropdown(choices=labels, value=value),
         "review_msg": "",
     }
+
+
+def more_message(drawn: dict[str, Any], ckpt: str, lang: str) -> str:
+    """What a draw of more pictures says: how many, and the judge's readings where one read them; without a judge,
+    what to look for."""
+    n = drawn["per_prompt"]
+    head = t("more_done", lang, n=n, ckpt=ckpt)
+    readings = drawn.get("readings") or {}
+    if not drawn.get("judge") or not readings:
+        return f"{head} {t('more_look', lang)}"
+    parts = [f"{t('col_' + k, lang)} {v:.2f}" for k, v in readings.items() if k in ("likeness", "adherence", "leakage")]
+    return f"{head} {t('more_judged', lang, judge=drawn['judge'], readings=', '.join(parts))}"
 
 
 def _data_uri(path: str | list[str]) -> str:
