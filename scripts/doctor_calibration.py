@@ -5,6 +5,7 @@
     python scripts/doctor_calibration.py --print-only        # the tables from the runs already in --work
     python scripts/doctor_calibration.py --print-only --truth-seeds 16   # the truth read on 16 pictures a prompt
                                                              # (kept in WORK/truth/: a second print draws nothing)
+    python scripts/doctor_calibration.py --print-only --truth-seeds 16 --edge 16   # and the saves at the edge
 
 The demo character's 20 pictures and the 30 prior scenes are written into plain folders (no demo manifest), and
 the ``demo-character`` preset trains on them at 0.1x, 1x and 10x its lr with training seeds 42, 1 and 2, then
@@ -116,6 +117,20 @@ def resampled_truth(run_dir: Path, seeds: int) -> dict[int, dict[str, float]]:
     """step → the demo's likeness, adherence and leakage read on ``seeds`` pictures a prompt drawn again from each
     save (and from the base model for leakage's reference), where the run's own samples are 4 a prompt: the
     measured truth then moves less by which seeds happened to be drawn."""
+    out: dict[int, dict[str, float]] = {}
+    for step, readings in picture_readings(run_dir, seeds).items():
+        values: dict[str, list[float]] = {}
+        for r in readings:
+            for k in ("likeness", "adherence", "leakage"):
+                if k in r:
+                    values.setdefault(k, []).append(r[k])
+        out[step] = {k: float(np.mean(v)) for k, v in values.items()}
+    return out
+
+
+def picture_readings(run_dir: Path, seeds: int, steps: set[int] | None = None) -> dict[int, list[dict]]:
+    """step → the demo's readings of each picture (kind, prompt, seed and what it reads) drawn at ``seeds`` seeds a
+    prompt, the run's own sample seeds first, from every save (``steps``: those alone)."""
     import torch
 
     from trainer.demo.judge import demo_reader
@@ -145,7 +160,7 @@ def resampled_truth(run_dir: Path, seeds: int) -> dict[int, dict[str, float]]:
                                   [seed for _, seed in batch])
         return [np.asarray(im.convert("RGB")) for im in images]
 
-    out: dict[int, dict[str, float]] = {}
+    out: dict[int, list[dict]] = {}
     with SweepPipelines().pipeline(config, plan.weight_dtype, device) as (pipe, info):
         base = draw(pipe, info)
         base_pictures = [SamplePicture({"kind": p["kind"], "prompt": p["prompt"]}, im, im)
@@ -154,13 +169,39 @@ def resampled_truth(run_dir: Path, seeds: int) -> dict[int, dict[str, float]]:
         if read is None:
             return {}
         for step, folder in sorted(saves.items()):
+            if steps is not None and step not in steps:
+                continue
             with lora_loaded(pipe, info, folder / "lora.safetensors", config.dataset.trigger, "truth"):
-                values: dict[str, list[float]] = {}
-                for (p, _), im, base_im in zip(batch, draw(pipe, info), base):
-                    for k, v in read(SamplePicture({"kind": p["kind"], "prompt": p["prompt"]}, im, base_im)).items():
-                        values.setdefault(k, []).append(v)
-                out[step] = {k: float(np.mean(v)) for k, v in values.items()}
+                out[step] = [{"kind": p["kind"], "prompt": p["prompt"], "seed": seed,
+                              **read(SamplePicture({"kind": p["kind"], "prompt": p["prompt"]}, im, base_im))}
+                             for (p, seed), im, base_im in zip(batch, draw(pipe, info), base)]
     return out
+
+
+def edge_report(work: Path, run_dir: Path, name: str, steps: list[int], seeds: int, own: int) -> list[str]:
+    """The saves the app asks a person to look at (trigger hold just under its line): the demo's likeness on
+    ``seeds`` pictures a prompt, on the run's own ``own`` a prompt (the first seeds), and how often a random draw of
+    ``own`` a prompt puts the save on the other side of the likeness line than all ``seeds`` do."""
+    from trainer.doctor.verdict import LIKENESS_SHOWS
+
+    cache = work / "truth" / f"{run_dir.parent.parent.name}-{run_dir.name}-edge-{seeds}seeds.json"
+    found = {int(k): v for k, v in json.loads(cache.read_text(encoding="utf-8")).items()} if cache.is_file() else {}
+    if any(step not in found for step in steps):
+        found.update(picture_readings(run_dir, seeds, set(steps) - set(found)))
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps({str(k): v for k, v in found.items()}), encoding="utf-8")
+    rows, rng = [], np.random.default_rng(0)
+    for step in steps:
+        by_prompt: dict[str, list[float]] = {}
+        for r in found[step]:
+            if "likeness" in r:
+                by_prompt.setdefault(r["prompt"], []).append(r["likeness"])
+        table = np.array(list(by_prompt.values()))  # prompt x seed, the run's own seeds first
+        full, first = float(table.mean()), float(table[:, :own].mean())
+        draws = [table[:, rng.choice(table.shape[1], own, replace=False)].mean() for _ in range(2000)]
+        flips = float(np.mean([(d >= LIKENESS_SHOWS) != (full >= LIKENESS_SHOWS) for d in draws]))
+        rows.append(f"| {name} | {step} | {full:.2f} | {first:.2f} | {flips:.0%} |")
+    return rows
 
 
 def cached_truth(work: Path, run_dir: Path, seeds: int) -> dict[int, dict[str, float]]:
@@ -206,7 +247,8 @@ def report(args) -> int:
     from trainer.demo.judge import demo_checkpoint_labels, demo_measure_steps
     from trainer.demo.judge import demo_labels as demo_labels_of
     from trainer.doctor.model_measures import measures_by_step
-    from trainer.doctor.verdict import checkpoint_verdicts
+    from trainer.doctor.verdict import HOLD_EDGE, HOLD_SHOWS, checkpoint_verdicts
+    from trainer.run.contents import load_run_config
 
     # per pair: (model measure, demo measure, either verdict says over, the run's name)
     pairs: dict[str, list[tuple[float, float, bool, str]]] = {key: [] for key in PAIRS}
@@ -214,6 +256,8 @@ def report(args) -> int:
     lines = ["| run | step | trigger hold | plain hold | trigger gain | prior drift | likeness | adherence | leakage | "
              "demo verdict | model verdict |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     verdict_lines = list(VERDICT_HEADER)
+    edge_lines = [f"| run | step | likeness, {args.edge} a prompt | on the run's own pictures | a random draw as few "
+                  "flips it |", "|---|---|---|---|---|"]
     for name, _extra, _factor, _seed in runs(args):
         run_dirs = sorted((args.work / "runs" / name).glob("*/*/final/lora.safetensors"))
         if not run_dirs:
@@ -245,10 +289,19 @@ def report(args) -> int:
                 if m.get(mk) is not None and d.get(dk) is not None:
                     pairs[key].append((m[mk], d[dk], truth == "over" or cv.label == "over", name))
         verdict_lines.append(verdict_row(name, run_dir))
+        edge = [cv.step for cv in checkpoint_verdicts(run_dir) if cv.label == "under"
+                and HOLD_EDGE <= (model.get(cv.step, {}).get("trigger_hold") or 0.0) < HOLD_SHOWS]
+        if args.edge and edge:
+            own = load_run_config(run_dir).sample.images_per_prompt
+            edge_lines += edge_report(args.work, run_dir, name, sorted(edge), args.edge, own)
     print("\n".join(lines))
     print()
     print("\n".join(verdict_lines))
     print()
+    if args.edge:
+        print("The saves the app asks to look at (trigger hold just under its line), read on more pictures:")
+        print("\n".join(edge_lines))
+        print()
     print(f"model-only verdict = demo-measure verdict at {sweep_agree} of {sweep_total} saves of the 0.1x / 1x / 10x "
           f"runs, {agree} of {total} with the failing runs")
     for key, values in pairs.items():  # what the calibration asks: >= 0.8 over the lr sweep's saves
@@ -282,6 +335,9 @@ def main() -> int:
     ap.add_argument("--print-only", action="store_true")
     ap.add_argument("--truth-seeds", type=int, default=0, metavar="N",
                     help="read the truth on N pictures a prompt drawn again from each save (0: the run's own samples)")
+    ap.add_argument("--edge", type=int, default=0, metavar="N",
+                    help="at the saves whose trigger hold sits just under its line, read N pictures a prompt and "
+                         "say how often the run's own few pictures a prompt could put them on either side")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     data, prior = write_plain_folders(args.work)
