@@ -272,8 +272,8 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ui.sweeping_at": ("Drawing at strength {strength}: picture {done} of {total}…",
                        "강도 {strength}로 그리는 중: 그림 {total}장 중 {done}장째…"),
     "ui.sweep_done": ("{n} pictures for {ckpt}.", "{ckpt}: 그림 {n}장."),
-    "ui.more_pictures": ("More pictures of this save", "이 저장본 그림 더 보기"),
-    "ui.more_title": ("More pictures of this save", "이 저장본의 그림 더 보기"),
+    "ui.more_pictures": ("More pictures of this save", "이 체크포인트 그림 더 보기"),
+    "ui.more_title": ("More pictures of this save", "이 체크포인트의 그림 더 보기"),
     "ui.more_drawing": ("Drawing picture {done} of {total}…", "그림 {total}장 중 {done}장째 그리는 중…"),
     "ui.more_done": ("{n} pictures a prompt of {ckpt}, the run's own seeds first.",
                      "{ckpt}: 프롬프트마다 {n}장, 실행이 그린 시드부터."),
@@ -281,7 +281,7 @@ TEXTS: dict[str, tuple[str, str]] = {
                      "look like the base model's? A few pictures a prompt can go either way at a save where the "
                      "subject is starting to show; this many cannot as easily.",
                      "트리거만으로 대부분의 그림에 대상이 나오나요? 트리거 없는 그림은 기반 모델의 그림 같나요? "
-                     "대상이 막 나오기 시작하는 저장본에서는 몇 장만으로는 어느 쪽으로든 보일 수 있지만, 이만큼이면 "
+                     "대상이 막 나오기 시작하는 체크포인트에서는 몇 장만으로는 어느 쪽으로든 보일 수 있지만, 이만큼이면 "
                      "덜 흔들립니다."),
     "ui.more_judged": ("Read by the picture judge ({judge}) over all of them: {readings}.",
                        "그림 판정기({judge})가 전부 읽은 값: {readings}."),
