@@ -361,3 +361,10 @@ def test_more_pictures_of_a_save_start_with_the_runs_own_seeds_and_a_judge_reads
     assert judged["readings"]["leakage"] == pytest.approx(np.mean([np.abs(p - b).mean() / 255
                                                                    for p, b in zip(pics, refs)]))
     assert judged["readings"]["leakage"] > 0  # the LoRA moved the pictures from the base model's
+    # the judge's reading of the larger draw stands for that save in the verdict, in place of the run's own few
+    final_step = judged["step"]
+    assert judged["weights"] == "live" and final_step == 4
+    rows = {r["step"]: r for r in pictures.measure_steps(run)}
+    assert rows[final_step]["likeness"] == pytest.approx(judged["readings"]["likeness"])
+    assert rows[final_step]["judged_per_prompt"] == 3
+    assert "judged_per_prompt" not in rows[2]  # drawn when no judge applied: its own samples' reading stays

@@ -227,6 +227,9 @@ def test_train_review_troubleshoot_and_one_change(app, api):
     captions = [g["caption"] for g in more["more_gallery"]]
     assert "seed 1234" in captions[0] and "seed 1245" in captions[11] and "seed 1234" in captions[12]
     assert "picture judge (demo)" in more["review_msg"] and "likeness" in more["review_msg"], more["review_msg"]
+    # the judge's reading of the larger draw now stands for that save: the view is read again with it
+    assert "The verdict now reads this save by them" in more["review_msg"]
+    assert "(12 a prompt)" in json.dumps(more["leak_df"]) and more["ckpt"] == review["ckpt"]
 
     download = api("download", review_run=run, ckpt=review["ckpt"])
     assert Path(download["download_file"]).stat().st_size > 0

@@ -82,10 +82,11 @@ class AppContext:
 
     def recommend(self, run_dir: Path) -> dict[str, Any] | None:
         """recommend_checkpoint, cached until the run's folder changes (the journal table asks for every run)."""
+        from trainer.doctor.pictures import larger_draws
         from trainer.review.grid import recommend_checkpoint
 
-        stamp = max((p.stat().st_mtime for p in (run_dir / "status.json", run_dir / "samples") if p.exists()),
-                    default=0.0)
+        stamp = max((p.stat().st_mtime for p in (run_dir / "status.json", run_dir / "samples", *larger_draws(run_dir))
+                     if p.exists()), default=0.0)
         key = (str(run_dir), stamp)
         with self._lock:
             if key in self._recommend_cache:

@@ -283,8 +283,10 @@ TEXTS: dict[str, tuple[str, str]] = {
                      "트리거만으로 대부분의 그림에 대상이 나오나요? 트리거 없는 그림은 기반 모델의 그림 같나요? "
                      "대상이 막 나오기 시작하는 체크포인트에서는 몇 장만으로는 어느 쪽으로든 보일 수 있지만, 이만큼이면 "
                      "덜 흔들립니다."),
+    "ui.per_prompt_short": ("{n} a prompt", "프롬프트당 {n}장"),
     "ui.more_judged": ("Read by the picture judge ({judge}) over all of them: {readings}.",
                        "그림 판정기({judge})가 전부 읽은 값: {readings}."),
+    "ui.more_stands": ("The verdict now reads this save by them.", "이제 판정은 이 체크포인트를 이 값으로 읽습니다."),
     "ui.err_sweep_while_training": ("Wait until the training run ends (or stop it): the sweep needs the same "
                                     "memory and cores.", "학습이 끝날 때까지 기다리거나 멈추세요. 강도 비교는 같은 메모리와 "
                                     "코어를 씁니다."),

@@ -6,6 +6,7 @@ run trains."""
 from __future__ import annotations
 
 import functools
+import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -66,13 +67,36 @@ def measure_steps(run_dir: str | Path) -> list[dict[str, Any]]:
 def _sample_files_stamp(root: Path) -> tuple[tuple[str, int, int], ...]:
     """What :func:`measure_steps` reads (the config and every sample file), by name, size and time."""
     out = []
-    for path in [root / "config.toml", *sorted(RunPaths(root).samples.glob("step-*/*"))]:
+    for path in [root / "config.toml", *sorted(RunPaths(root).samples.glob("step-*/*")), *larger_draws(root)]:
         try:
             st = path.stat()
         except OSError:
             continue
         out.append((str(path), st.st_size, st.st_mtime_ns))
     return tuple(out)
+
+
+def larger_draws(root: Path) -> list[Path]:
+    """The manifests of the larger draws Review made of this run's saves (``review/<checkpoint>/more-<n>/``,
+    :mod:`trainer.review.more`)."""
+    return sorted((root / "review").glob("*/more-*/manifest.json"))
+
+
+def _larger_readings(root: Path, judge: str) -> dict[int, dict[str, Any]]:
+    """step → what ``judge`` read on the largest draw Review made of that save's live weights, with how many
+    pictures a prompt it read (``judged_per_prompt``): these supersede its reading of the run's own few samples."""
+    out: dict[int, dict[str, Any]] = {}
+    for path in larger_draws(root):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        step, n = data.get("step"), data.get("per_prompt") or 0
+        if data.get("judge") != judge or data.get("weights") != "live" or not isinstance(step, int) \
+                or not data.get("readings") or n <= out.get(step, {}).get("judged_per_prompt", 0):
+            continue
+        out[step] = {**data["readings"], "judged_per_prompt": n}
+    return out
 
 
 @functools.lru_cache(maxsize=16)
@@ -199,6 +223,7 @@ def _measure_steps(run_dir: Path) -> list[dict[str, Any]]:
     data = data_colours(config)
     found = reader_for(config, _base_samples(ref))
     judge, read = found if found is not None else (None, None)
+    larger = _larger_readings(run_dir, judge.name) if judge is not None else {}
     out = []
     for m in manifests:
         if m["step"] == 0:
@@ -221,6 +246,7 @@ def _measure_steps(run_dir: Path) -> list[dict[str, Any]]:
         row["burn"] = float(np.mean(burns)) if burns else None
         row["burn_by_kind"] = {k: float(np.mean(v)) for k, v in by_kind.items()}
         row.update(judged_means(read, pictures))
+        row.update(larger.get(m["step"], {}))
         out.append(row)
     return out
 

@@ -9,7 +9,9 @@ a picture judge applies to the run (the demo's measures on the demo character, o
 them, against the base model's pictures of the same prompts and seeds.
 
 Pictures go to ``review/<checkpoint>/more-<n>/`` with a ``manifest.json``, the base model's to
-``review/base-more-<n>/``; a draw already on disk for the same file and prompts is returned as it is.
+``review/base-more-<n>/``; a draw already on disk for the same file and prompts is returned as it is. The judge's
+readings of a save's live weights then stand for that save in the verdict (:mod:`trainer.doctor.pictures`): read on
+more pictures, in place of its reading of the run's own few.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 from trainer.io import atomic_write_bytes, atomic_write_json
 from trainer.review.strength import SweepPipelines, SweepProgress, drawing, lora_loaded
-from trainer.run.contents import load_run_config, resolve_checkpoint
+from trainer.run.contents import checkpoint_files, load_run_config, resolve_checkpoint
 
 MORE_PER_PROMPT = 12
 
@@ -70,8 +72,10 @@ def more_pictures(run_dir: str | Path, checkpoint_file: str | Path, per_prompt: 
 
         readings = judged_means(found[1], [SamplePicture(r, picture_array(Path(r["file"])), picture_array(Path(b)))
                                            for r, b in zip(records, base_cached)])
+    picked = next((c for c in checkpoint_files(root) if Path(c["file"]).resolve() == lora), None)
     result = {"samples": records, "judge": found[0].name if found is not None else None, "readings": readings,
-              "per_prompt": per_prompt}
+              "per_prompt": per_prompt, "step": picked["step"] if picked else None,
+              "weights": picked["weights"] if picked else None}
     atomic_write_json(out_dir / "manifest.json", {"lora": str(lora), "lora_mtime": lora.stat().st_mtime,
                                                   "prompts": _keys(jobs), **result})
     report(total, total, 1.0)
@@ -128,5 +132,5 @@ def _cached(out_dir: Path, lora: Path, jobs: list[tuple[dict, int]]) -> dict[str
     if _cached_files(out_dir, lora, jobs) is None:
         return None
     manifest = json.loads((out_dir / "manifest.json").read_text(encoding="utf-8"))
-    return {k: manifest[k] for k in ("samples", "judge", "readings", "per_prompt")}
+    return {k: manifest.get(k) for k in ("samples", "judge", "readings", "per_prompt", "step", "weights")}
 

@@ -134,10 +134,12 @@ def wire(ui: UI) -> None:
         for r in drawn["samples"]:
             with Image.open(r["file"]) as im:
                 items.append((im.convert("RGB"), f"{kind_label(r['kind'], lang)} · seed {r['seed']}"))
-        return {"more_gallery": gr.Gallery(value=items, columns=min(drawn["per_prompt"], 6)),
+        # a judge's readings of the larger draw stand for the save in the verdict: the view is read again
+        return {**review_view(ui, review_run, lang), "ckpt": gr.Dropdown(value=ckpt),
+                "more_gallery": gr.Gallery(value=items, columns=min(drawn["per_prompt"], 6)),
                 "review_msg": ok_box(more_message(drawn, ckpt, lang))}
 
-    ui.on(ui["more_btn"].click, more_of, ["lang", "review_run", "ckpt"], ["more_gallery", "review_msg"],
+    ui.on(ui["more_btn"].click, more_of, ["lang", "review_run", "ckpt"], [*VIEW_OUTPUTS, "more_gallery"],
           api_name="more_pictures", message="review_msg")
 
     def download(*, lang: str, review_run: str | None, ckpt: str | None,
@@ -208,7 +210,8 @@ def more_message(drawn: dict[str, Any], ckpt: str, lang: str) -> str:
     if not drawn.get("judge") or not readings:
         return f"{head} {t('more_look', lang)}"
     parts = [f"{t('col_' + k, lang)} {v:.2f}" for k, v in readings.items() if k in ("likeness", "adherence", "leakage")]
-    return f"{head} {t('more_judged', lang, judge=drawn['judge'], readings=', '.join(parts))}"
+    said = f"{head} {t('more_judged', lang, judge=drawn['judge'], readings=', '.join(parts))}"
+    return f"{said} {t('more_stands', lang)}" if drawn.get("weights") == "live" and drawn.get("step") else said
 
 
 def _data_uri(path: str | list[str]) -> str:
@@ -284,7 +287,9 @@ def measures_table(run: Path, lang: str, rec: dict[str, Any] | None = None) -> A
         r, m = measured.get(step, {}), model.get(step, {})
         row = [step, verdicts.get(step, "—"), _num(doses.get(step)), _num(m.get("trigger_hold")),
                _num(m.get("trigger_gain")), _num(m.get("prior_drift")), _num(r.get("leakage")), _num(r.get("burn")),
-               _num(r.get("likeness")), _num(r.get("adherence"))]
+               _num(r.get("likeness")) + (f" ({t('per_prompt_short', lang, n=r['judged_per_prompt'])})"
+                                          if r.get("judged_per_prompt") and r.get("likeness") is not None else ""),
+               _num(r.get("adherence"))]
         if vals:  # the lowest so far is marked: advisory, nothing is deleted
             row.append(_num(vals.get(step)) + (" ★" if step == best else ""))
         rows.append(row)
