@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -368,3 +369,6 @@ def test_more_pictures_of_a_save_start_with_the_runs_own_seeds_and_a_judge_reads
     assert rows[final_step]["likeness"] == pytest.approx(judged["readings"]["likeness"])
     assert rows[final_step]["judged_per_prompt"] == 3
     assert "judged_per_prompt" not in rows[2]  # drawn when no judge applied: its own samples' reading stays
+    lora = run / "final" / "lora.safetensors"
+    os.utime(lora, ns=(lora.stat().st_atime_ns, lora.stat().st_mtime_ns + 10**9))  # the save's file changed since
+    assert "judged_per_prompt" not in {r["step"]: r for r in pictures.measure_steps(run)}[final_step]

@@ -65,9 +65,12 @@ def measure_steps(run_dir: str | Path) -> list[dict[str, Any]]:
 
 
 def _sample_files_stamp(root: Path) -> tuple[tuple[str, int, int], ...]:
-    """What :func:`measure_steps` reads (the config and every sample file), by name, size and time."""
+    """What :func:`measure_steps` reads (the config, every sample file, Review's larger draws and the save files
+    they are valid for), by name, size and time."""
     out = []
-    for path in [root / "config.toml", *sorted(RunPaths(root).samples.glob("step-*/*")), *larger_draws(root)]:
+    paths = RunPaths(root)
+    saves = [*sorted(paths.checkpoints.glob("step-*/lora*.safetensors")), *sorted(paths.final.glob("lora*.safetensors"))]
+    for path in [root / "config.toml", *sorted(paths.samples.glob("step-*/*")), *larger_draws(root), *saves]:
         try:
             st = path.stat()
         except OSError:
@@ -92,11 +95,20 @@ def _larger_readings(root: Path, judge: str) -> dict[int, dict[str, Any]]:
         except (OSError, ValueError):
             continue
         step, n = data.get("step"), data.get("per_prompt") or 0
+        if not _same_file(data.get("lora"), data.get("lora_mtime")):  # the save's file changed since: stale
+            continue
         if data.get("judge") != judge or data.get("weights") != "live" or not isinstance(step, int) \
                 or not data.get("readings") or n <= out.get(step, {}).get("judged_per_prompt", 0):
             continue
         out[step] = {**data["readings"], "judged_per_prompt": n}
     return out
+
+
+def _same_file(path: Any, mtime: Any) -> bool:
+    try:
+        return isinstance(path, str) and Path(path).stat().st_mtime == mtime
+    except OSError:
+        return False
 
 
 @functools.lru_cache(maxsize=16)
@@ -135,7 +147,7 @@ def _run_pictures(run_dir: Path) -> tuple[list[dict[str, Any]], dict[tuple, Any]
 
 
 def judged_means(read: Callable[[SamplePicture], dict[str, float]] | None,
-            pictures: list[SamplePicture]) -> dict[str, float]:
+                 pictures: list[SamplePicture]) -> dict[str, float]:
     """The means over a step's pictures of what a judge's reader says of each (nothing without a reader)."""
     if read is None:
         return {}
