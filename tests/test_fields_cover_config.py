@@ -33,6 +33,7 @@ NOT_SHOWN = {
     "validation.timesteps", "validation.seed",
     # the doctor's model measures: on by default, fixed pictures, timesteps and noise on purpose
     "measure.enabled", "measure.pictures", "measure.timesteps", "measure.seed", "measure.judge",
+    "measure.edge_pictures",
     # housekeeping of saves and samples
     "save.keep_last", "sample.negative_prompt", "sample.seed", "sample.guidance",
     # the guard's own tuning; turning it off is for benchmarks only

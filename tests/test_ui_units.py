@@ -352,6 +352,10 @@ def test_status_line_has_step_rate_eta_and_memory():
         assert part in line
     caching = live.status_line(_snap(progress={"task": "cache_latents", "done": 3, "total": 20}), "ko")
     assert "잠재 캐시 만드는 중: 3 / 20" in caching
+    edge = {"task": "edge_pictures", "done": 48, "total": 144}  # a finishing run draws its saves at the line again
+    assert "more pictures of the saves near the picture judge's line: 48 / 144" in live.status_line(
+        _snap(step=200, progress=edge), "en")
+    assert "더 그리는 중: 48 / 144" in live.status_line(_snap(step=200, progress=edge), "ko")
 
 
 def test_the_status_line_says_when_sample_pictures_are_drawn():

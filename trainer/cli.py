@@ -362,6 +362,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, run: Callable[[argparse.Namespace], int] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    import trainer.demo  # noqa: F401  (its picture measures register as a judge, as in the app: one verdict for both)
+
     try:
         return (run or args.func)(args)
     except UserError as e:

@@ -28,4 +28,8 @@ TEXTS = {
                               "학습 전에 인코딩하지 않은 텍스트 {count}개(첫째: '{example}')를 텍스트 인코더가 내려가 "
                               "있는 CPU에서 지금 인코딩했습니다. 느리지만 같은 내용입니다"),
     "run.guard_stopped": ("stopped by the numerics guard at step {step}", "{step}번째 스텝에서 수치 감시가 학습을 멈췄습니다"),
+    "run.edge_pictures_failed": ("the saves near the picture judge's line could not be drawn again ({reason}); the "
+                                 "run is trained and saved: Review's \"More pictures of this save\" draws them",
+                                 "그림 판정 기준선 가까이 있는 체크포인트를 더 그리지 못했습니다({reason}). 학습과 저장은 "
+                                 "끝났습니다. 검토 단계의 \"이 체크포인트 그림 더 보기\"로 그릴 수 있습니다"),
 }

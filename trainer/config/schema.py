@@ -248,6 +248,9 @@ class MeasureConfig(_Section):
     """The fixed noise's seed."""
     judge: str = ""
     """A CLIP or SigLIP model (local folder or hub id) that reads the sample pictures too; "" = none."""
+    edge_pictures: int = Field(12, ge=0, le=64)
+    """Where a picture judge reads the run, the saves it reads near its likeness line are drawn again at this
+    many pictures a prompt once training ends, and read; 0 = never (Review's "More pictures" still can)."""
 
 
 class GuardConfig(_Section):

@@ -38,6 +38,10 @@ from trainer.doctor.registry import RunInputs, collect, detector_for, detectors
 from trainer.message import Msg, msg
 
 LIKENESS_SHOWS = 0.5  # a judge's likeness from which the subject is there (the demo's: stripes, eyes, hat)
+# A judge's likeness read on the run's own 4 pictures a prompt lay up to 0.18 from its reading on 16 (the 1x
+# step-400 saves of eight seeds, scripts/doctor_calibration.py --edge): a save read this near the line is drawn
+# again at measure.edge_pictures a prompt once the run ends (trainer/train/edges.py).
+LIKENESS_EDGE = 0.2
 # Calibrated on the demo world's pictures in a plain folder (scripts/doctor_calibration.py, docs/doctor.md "Is
 # the doctor right?"): the model-only verdict against the demo's picture measures at every save of 0.1x / 1x / 10x
 # the lr.
@@ -183,9 +187,10 @@ def _picture_observations(row: dict[str, Any], measured: bool, best_adherence: f
 
 
 def model_observations(m: dict[str, Any], dose_reached_zone: bool = True) -> list[Observation]:
-    """What the run's own model says of one save (a row of :func:`trainer.doctor.model_measures.measures_by_step`).
-    ``dose_reached_zone``: the save's dose is at least the bottom of the preset's zone; a hold that stopped growing
-    below it is explained by the dose (0.1x the lr), from there on by the LoRA's room (no convolution LoRA)."""
+    """What the run's own model says of one save (a row of :func:`trainer.doctor.model_measures.measures_by_step`,
+    with a judge's ``likeness`` where one read the save's pictures: in the hold's transition band that reading
+    decides). ``dose_reached_zone``: the save's dose is at least the bottom of the preset's zone; a hold that stopped
+    growing below it is explained by the dose (0.1x the lr), from there on by the LoRA's room (no convolution LoRA)."""
     obs = []
     hold, drift, mem, before = m.get("trigger_hold"), m.get("prior_drift"), m.get("memorisation"), m.get("hold_before")
     if hold is not None:
@@ -194,6 +199,10 @@ def model_observations(m: dict[str, Any], dose_reached_zone: bool = True) -> lis
             obs.append(Observation("model", "under", "strong",
                                    msg("verdict.hold_plateau", hold=hold, before=before, shows=HOLD_SHOWS),
                                    "trigger_hold_plateau"))
+        elif HOLD_EDGE <= hold < HOLD_SHOWS and m.get("likeness") is not None:
+            # the transition, where the pictures decide: a judge read them, so its reading does
+            obs.append(Observation("model", "under", "weak", msg("verdict.hold_edge_judged", hold=hold, shows=HOLD_SHOWS),
+                                   "low_trigger_hold"))
         elif hold < HOLD_SHOWS:
             said = (msg("verdict.hold_edge", hold=hold, shows=HOLD_SHOWS) if hold >= HOLD_EDGE
                     else msg("verdict.low_trigger_hold", hold=hold, shows=HOLD_SHOWS))

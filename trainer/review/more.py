@@ -82,6 +82,27 @@ def more_pictures(run_dir: str | Path, checkpoint_file: str | Path, per_prompt: 
     return result
 
 
+def edge_saves(run_dir: str | Path, per_prompt: int = MORE_PER_PROMPT) -> list[dict[str, Any]]:
+    """The saves (their live weights, as :func:`checkpoint_files` lists them, one a step) whose judged likeness,
+    read on fewer than ``per_prompt`` pictures a prompt, lies within ``LIKENESS_EDGE`` of the line at which the
+    subject shows: where so few pictures can fall on either side of it. [] where no judge reads the run, or where
+    the run itself drew ``per_prompt`` pictures a prompt or more."""
+    from trainer.doctor.pictures import measure_steps
+    from trainer.doctor.verdict import LIKENESS_EDGE, LIKENESS_SHOWS
+
+    if load_run_config(Path(run_dir)).sample.images_per_prompt >= per_prompt:  # the run drew as many itself
+        return []
+    read = {r["step"]: r for r in measure_steps(run_dir) if r.get("likeness") is not None}
+    out: list[dict[str, Any]] = []
+    for save in checkpoint_files(run_dir):
+        row = read.get(save["step"])
+        if save["weights"] != "live" or row is None or any(o["step"] == save["step"] for o in out):
+            continue
+        if (row.get("judged_per_prompt") or 0) < per_prompt and abs(row["likeness"] - LIKENESS_SHOWS) < LIKENESS_EDGE:
+            out.append(save)
+    return out
+
+
 def _draw(pipe, info, config, jobs: list[tuple[dict, int]], out_dir: Path, plan, device, done) -> list[str]:
     """Every (prompt, seed) of ``jobs`` drawn with what is on ``pipe`` now, as many in a batch as the sampler
     draws; ``done(k)`` after each denoising step (k pictures' worth, fractional). Returns the files written."""

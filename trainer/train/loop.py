@@ -1,11 +1,10 @@
 """``run_training(config, sink, commands)``: train a Stable Diffusion LoRA, report every step, obey commands.
 
-The recipe, read top to bottom: :func:`run_training` makes a :class:`Trainer`, whose ``setup`` builds its plain
-parts from the config (models, feeder, validator, model measures, sampler, checkpointer, recovery) next to the
-one :class:`TrainState`, and whose ``train`` runs the loop. One optimizer step is forward/backward per
-micro-batch (:meth:`Trainer.compute_loss`), then unscale → clip → one host sync → the guard's decision →
-optimizer step → EMA. Nothing here imports a UI; nothing here calls a denoiser but through the family's adapter.
-"""
+The recipe, read top to bottom: :func:`run_training` makes a :class:`Trainer`, whose ``setup`` builds its plain parts
+from the config (models, feeder, validator, model measures, sampler, checkpointer, recovery) next to the one
+:class:`TrainState`, and whose ``train`` runs the loop. One optimizer step is forward/backward per micro-batch
+(:meth:`Trainer.compute_loss`), then unscale → clip → one host sync → the guard's decision → optimizer step → EMA.
+Nothing here imports a UI; nothing here calls a denoiser but through the family's adapter."""
 
 from __future__ import annotations
 
@@ -46,6 +45,7 @@ from trainer.run.events import (
 from trainer.run.rundir import RunPaths, write_status
 from trainer.train.commands import Commands
 from trainer.train.distributed import Dist
+from trainer.train.edges import draw_edges
 from trainer.train.feeding import Feeder, caption_rng
 from trainer.train.hooks import Hooks
 from trainer.train.measures import StepMeasures
@@ -354,16 +354,17 @@ class Trainer:
         self.feeder.close()
         if status not in (RunStatus.FAILED, RunStatus.PAUSED) and self.config.guard.detectors:
             self.run_detectors(final=True)  # a paused run is not over: its findings come when it ends
-        said = None
-        if status is RunStatus.GUARD_STOPPED:
-            said = msg("run.guard_stopped", step=step + 1)
+        if status is RunStatus.FINISHED:
+            draw_edges(self, step)  # the saves a judge reads near its line, drawn again (it lets the models go)
+        said = msg("run.guard_stopped", step=step + 1) if status is RunStatus.GUARD_STOPPED else None
+        if said is not None:
             self.emit(Stopped(reason="guard", failure=self.recovery.failure, message=said))
         elif status is RunStatus.STOPPED:
             self.emit(Stopped(reason="user", final=str(final) if final else None))
         elif status is RunStatus.PAUSED:
             self.emit(Paused(checkpoint=str(self.paths.step_dir(step))))
         else:
-            self.emit(Finished(final=str(final) if final else None, steps=step))
+            self.emit(Finished(final=str(final) if final else None, steps=step, step=step))
         if self.dist.is_main:
             write_status(self.paths, status, step=step)
             if status is RunStatus.GUARD_STOPPED:
