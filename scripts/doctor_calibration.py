@@ -6,6 +6,7 @@
     python scripts/doctor_calibration.py --print-only --truth-seeds 16   # the truth read on 16 pictures a prompt
                                                              # (kept in WORK/truth/: a second print draws nothing)
     python scripts/doctor_calibration.py --print-only --truth-seeds 16 --edge 16   # and the saves at the edge
+    python scripts/doctor_calibration.py --truth-seeds 16 --judged    # and the same runs in the demo's own folder
 
 The demo character's 20 pictures and the 30 prior scenes are written into plain folders (no demo manifest), and
 the ``demo-character`` preset trains on them at 0.1x, 1x and 10x its lr with training seeds 42, 1 and 2, then
@@ -13,6 +14,11 @@ with one thing wrong whose dose stays in the zone (no convolution LoRA; no prior
 save as it would judge a user's run: from the model measures alone (``trainer.doctor.model_measures``). Because
 the pictures are the demo world's, the truth can be measured afterwards with the demo's own picture measures
 (likeness, prompt adherence, leakage: ``trainer.demo.judge``), which the app never sees on such a folder.
+
+With ``--judged`` the lr sweep is trained again in the demo's own folder (its manifest there: the same pictures
+and the same weights, but the demo's judge now reads the samples as the app does, and a finishing run draws again
+the saves it reads near its line); printed per save: the judge's likeness on the run's own pictures and on that
+larger draw, the app's verdict and the truth.
 
 Printed: per save, the model measures, the demo measures, both verdicts and whether they agree; the run's
 verdict and the diagnosis's first cause in both languages; Spearman rank correlations across saves between each
@@ -56,7 +62,8 @@ PAIRS = {  # each model measure and its demo counterpart, for the rank correlati
 
 
 def write_plain_folders(root: Path) -> tuple[Path, Path]:
-    """The demo character's pictures and the prior scenes as a user would have them: no demo manifest."""
+    """The demo character's pictures and the prior scenes as a user would have them: no demo manifest (and the
+    demo's own folder, with it, for ``--judged``)."""
     from trainer.demo.datasets import write_character_dataset, write_prior_dataset
 
     data, prior = root / "my-character", root / "my-prior"
@@ -67,6 +74,8 @@ def write_plain_folders(root: Path) -> tuple[Path, Path]:
         write_prior_dataset(prior)
         for extra in prior.glob("*.json"):
             extra.unlink()
+    if not (root / "demo-character").is_dir():
+        write_character_dataset(root / "demo-character")
     wrong = root / "my-character-one-wrong"
     if not wrong.is_dir():  # one picture that is not the character, its caption unchanged
         from trainer.demo.world import Scene, render_scene
@@ -101,6 +110,9 @@ def train_missing(args, data: Path, prior: Path) -> None:
     from trainer.train.loop import run_training
 
     todo = runs(args)
+    if args.judged:  # the demo's own folder (written beside the plain ones, with its manifest)
+        todo += [(f"judged-{name}", {"dataset.path": "demo-character"}, f, s) for name, _, f, s in todo
+                 if name.startswith("lr")]
     if args.first:  # these runs are trained before the others
         todo.sort(key=lambda r: not any(r[0].startswith(f) for f in args.first))
     for name, extra, factor, seed in todo:
@@ -243,6 +255,38 @@ def verdict_row(name: str, run_dir: Path) -> str:
             f"{rx['title']['en'] if rx else '—'} |")
 
 
+def judged_report(args) -> list[str]:
+    """Per save of the lr sweep trained in the demo's own folder: the demo judge's likeness on the run's own
+    pictures and on the larger draw the run made at its end, the app's verdict, and the truth."""
+    from trainer.demo.judge import demo_labels, demo_measure_steps
+    from trainer.doctor.pictures import measure_steps
+    from trainer.doctor.verdict import checkpoint_verdicts
+
+    lines = ["| run | step | likeness, own pictures | likeness, larger draw | app verdict | truth |",
+             "|---|---|---|---|---|---|"]
+    agree = total = 0
+    for name, _extra, _factor, _seed in runs(args):
+        done = sorted((args.work / "runs" / f"judged-{name}").glob("*/*/final/lora.safetensors"))
+        plain = sorted((args.work / "runs" / name).glob("*/*/final/lora.safetensors"))
+        if not name.startswith("lr") or not done or not plain:
+            continue
+        run_dir, plain_dir = done[-1].parent.parent, plain[-1].parent.parent
+        truth_rows = (cached_truth(args.work, plain_dir, args.truth_seeds) if args.truth_seeds else
+                      {r["step"]: r for r in demo_measure_steps(plain_dir, force=True)})
+        truth = demo_labels([{"step": step, **r} for step, r in sorted(truth_rows.items())])
+        own = {r["step"]: r for r in demo_measure_steps(run_dir)}
+        read = {r["step"]: r for r in measure_steps(run_dir)}
+        for cv in checkpoint_verdicts(run_dir):
+            larger = read.get(cv.step, {})
+            ok = truth.get(cv.step) == cv.label
+            agree, total = agree + ok, total + (cv.step in truth)
+            lines.append(f"| judged-{name} | {cv.step} | {_f(own.get(cv.step, {}).get('likeness'))} | "
+                         + (f"{_f(larger.get('likeness'))} ({larger['judged_per_prompt']} a prompt)"
+                            if larger.get("judged_per_prompt") else "—")
+                         + f" | {cv.label}{'' if ok else ' ✗'} | {truth.get(cv.step)} |")
+    return [*lines, "", f"in the demo's own folder, the app's verdict = the truth at {agree} of {total} saves"]
+
+
 def report(args) -> int:
     from trainer.demo.judge import demo_checkpoint_labels, demo_measure_steps
     from trainer.demo.judge import demo_labels as demo_labels_of
@@ -302,6 +346,10 @@ def report(args) -> int:
         print("The saves the app asks to look at (trigger hold just under its line), read on more pictures:")
         print("\n".join(edge_lines))
         print()
+    if args.judged:
+        print("The same runs in the demo's own folder, where the demo's judge reads the pictures as the app does:")
+        print("\n".join(judged_report(args)))
+        print()
     print(f"model-only verdict = demo-measure verdict at {sweep_agree} of {sweep_total} saves of the 0.1x / 1x / 10x "
           f"runs, {agree} of {total} with the failing runs")
     for key, values in pairs.items():  # what the calibration asks: >= 0.8 over the lr sweep's saves
@@ -338,6 +386,8 @@ def main() -> int:
     ap.add_argument("--edge", type=int, default=0, metavar="N",
                     help="at the saves whose trigger hold sits just under its line, read N pictures a prompt and "
                          "say how often the run's own few pictures a prompt could put them on either side")
+    ap.add_argument("--judged", action="store_true",
+                    help="train the lr sweep in the demo's own folder too and compare the app's verdict there")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     data, prior = write_plain_folders(args.work)

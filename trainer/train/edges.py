@@ -6,8 +6,8 @@ side of its line from its reading on 16 in up to a third of random draws (``docs
 the larger draw is what Review's "More pictures of this save" makes (:mod:`trainer.review.more`), made here for
 those saves alone, and only where a judge reads the run (the demo's measures, or ``measure.judge``): without one
 more pictures would change no verdict. The training models are let go first, so the card holds one model at a
-time. A stop (or pause) asked for meanwhile ends the drawing; a drawing that fails is one warning, and the run, trained and
-saved, stays finished.
+time. A stop (or pause) asked for meanwhile ends the drawing; a drawing that fails is one warning; either way the
+run, trained and saved, stays finished.
 """
 
 from __future__ import annotations
