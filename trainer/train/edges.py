@@ -13,13 +13,13 @@ run, trained and saved, stays finished.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from trainer.message import msg
 from trainer.run.events import Alert, Progress
 
 if TYPE_CHECKING:
+    from trainer.review.strength import SweepProgress
     from trainer.train.loop import Trainer
 
 
@@ -69,7 +69,7 @@ class _Report:
         self.before, self.left, self.sent = 0, jobs * saves, -1  # drawn by earlier saves; saves to come; last sent
         self.current = jobs  # the pictures of the save being drawn
 
-    def drawing(self) -> Callable[[float, int, float | None], None]:
+    def drawing(self) -> SweepProgress:
         """The next save's progress callback (``more_pictures``'s; its ``total`` counts the base's pictures
         where that save draws them too)."""
         self.left -= self.jobs  # this save's pictures are counted by its own total from here on

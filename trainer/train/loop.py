@@ -354,6 +354,7 @@ class Trainer:
         self.feeder.close()
         if status not in (RunStatus.FAILED, RunStatus.PAUSED) and self.config.guard.detectors:
             self.run_detectors(final=True)  # a paused run is not over: its findings come when it ends
+        self.dist.barrier()  # every rank has saved; what follows is rank 0's alone, however long the drawing takes
         if status is RunStatus.FINISHED:
             draw_edges(self, step)  # the saves a judge reads near its line, drawn again (it lets the models go)
         said = msg("run.guard_stopped", step=step + 1) if status is RunStatus.GUARD_STOPPED else None
@@ -371,7 +372,6 @@ class Trainer:
                 from trainer.doctor.diagnose import diagnose
 
                 diagnose(self.paths.root)
-        self.dist.barrier()
         return RunResult(status, self.paths.root, final, wording.say(said) if said else "")
 
     def release_device(self) -> None:
