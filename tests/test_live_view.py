@@ -276,11 +276,14 @@ def test_the_page_keeps_every_new_point_and_its_dom_bounded_while_a_run_trains(w
                                               look=asked["look"] + ("/run/look" in r.url)))
     page.wait_for_timeout(12_000)  # ~600 rows; the feed's run trains on the CPU here: a look every 5 s
     runner.paused.set()
-    page.wait_for_timeout(2_500)  # the last rows land
+    page.wait_for_timeout(1_000)  # a row under way lands in the run
+    rows = runner.snapshot().metrics
+    # the page's next looks bring the last rows: on a loaded machine a look and its draw take more than a second
+    page.wait_for_function("n => { const p = document.querySelector('#ld-loss .js-plotly-plot');"
+                           " return !!(p && p.data && p.data[0].x.length >= n); }", arg=len(rows), timeout=20_000)
     nodes1, resize1 = kept_nodes(cdp)
     assert nodes1 - nodes0 < 2_000, (nodes0, nodes1)  # a poll used to leave ~4 plots' worth (~800 nodes) behind
     assert resize1 - resize0 <= 4, (resize0, resize1)  # a plot's listener each; it was four a poll
-    rows = runner.snapshot().metrics
     shown = page_loss(page)
     assert shown["x"] == [r.step for r in rows]
     assert shown["y"] == pytest.approx([r.loss for r in rows], rel=1e-12)
