@@ -243,8 +243,7 @@ def watching(feed_app):
         cdp = page.context.new_cdp_session(page)
         cdp.send("Performance.enable")
         page.goto(feed_app.url)
-        page.wait_for_function("() => (document.querySelector('#ld-loss .js-plotly-plot')?.data?.[0]?.x?.length"
-                               " || 0) >= 50")
+        wait_for_points(page, 50)
         try:
             yield page, cdp, runner
         finally:
@@ -260,6 +259,12 @@ def kept_nodes(cdp) -> tuple[float, float]:
     window = cdp.send("Runtime.evaluate", {"expression": "window"})["result"]["objectId"]
     listeners = cdp.send("DOMDebugger.getEventListeners", {"objectId": window})["listeners"]
     return metrics["Nodes"], sum(1 for x in listeners if x["type"] == "resize")
+
+
+def wait_for_points(page, n: int, timeout: float | None = None) -> None:
+    """Until the page's loss plot holds at least ``n`` points (``timeout`` in ms: the page's default when None)."""
+    page.wait_for_function("n => (document.querySelector('#ld-loss .js-plotly-plot')?.data?.[0]?.x?.length || 0) >= n",
+                           arg=n, timeout=timeout)
 
 
 def page_loss(page) -> dict:
@@ -278,9 +283,7 @@ def test_the_page_keeps_every_new_point_and_its_dom_bounded_while_a_run_trains(w
     runner.paused.set()
     page.wait_for_timeout(1_000)  # a row under way lands in the run
     rows = runner.snapshot().metrics
-    # the page's next looks bring the last rows: on a loaded machine a look and its draw take more than a second
-    page.wait_for_function("n => { const p = document.querySelector('#ld-loss .js-plotly-plot');"
-                           " return !!(p && p.data && p.data[0].x.length >= n); }", arg=len(rows), timeout=20_000)
+    wait_for_points(page, len(rows), timeout=20_000)  # on a loaded machine a look and its draw take over a second
     nodes1, resize1 = kept_nodes(cdp)
     assert nodes1 - nodes0 < 2_000, (nodes0, nodes1)  # a poll used to leave ~4 plots' worth (~800 nodes) behind
     assert resize1 - resize0 <= 4, (resize0, resize1)  # a plot's listener each; it was four a poll
