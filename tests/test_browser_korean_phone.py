@@ -36,6 +36,7 @@ NAMES = {
     "txt", "toml", "json", "safetensors", "diffusers", "id", "cli", "gradio", "english", "wd", "florence", "blip",
     "resnet", "scripts", "reg", "demo",  # sd-scripts; kohya's reg folder; the built-in base model "demo"
     "flux", "turbo", "bitsandbytes", "nf",  # model and library names (Flux.1, SDXL / Z-Image Turbo), NF4
+    "siglip",  # the picture judge's model kinds (CLIP, SigLIP)
 }
 MODEL_NAMES = {"z-image", "z-image-turbo"}  # a model's name, hyphen and all
 VISIBLE_TEXT_JS = """() => {

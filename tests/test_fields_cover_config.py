@@ -32,7 +32,7 @@ NOT_SHOWN = {
     # the validation loss's fixed timesteps and noise: fixed on purpose
     "validation.timesteps", "validation.seed",
     # the doctor's model measures: on by default, fixed pictures, timesteps and noise on purpose
-    "measure.enabled", "measure.pictures", "measure.timesteps", "measure.seed", "measure.judge",
+    "measure.enabled", "measure.pictures", "measure.timesteps", "measure.seed",
     "measure.edge_pictures",
     # housekeeping of saves and samples
     "save.keep_last", "sample.negative_prompt", "sample.seed", "sample.guidance",

@@ -117,6 +117,25 @@ def test_start_asks_before_writing_over_another_datasets_config(app, api):
     assert not api.client.predict(api_name="/status")["active"]
 
 
+def test_the_picture_judge_is_checked_at_start_and_kept_through_a_preset(app, api, tmp_path):
+    from trainer.models.tiny import save_tiny_clip_judge
+
+    out = api("start", judge=str(tmp_path / "no-clip-here"))
+    assert "ld-error" in out["train_msg"] and "measure.judge" in out["train_msg"] and "no-clip-here" in out["train_msg"]
+    assert not api.client.predict(api_name="/status")["active"]
+    judge = save_tiny_clip_judge(tmp_path / "clip")
+    assert api("preset", preset="demo-character", judge=str(judge))["judge"] == str(judge)  # a preset keeps it
+    # a judge that is one passes the check: Start goes on to its next question (another dataset's config here)
+    from trainer.config.schema import load_config, save_config
+
+    datasets = app.ctx.workspace / "datasets"
+    save_config(load_config(None, [f"dataset.path={json.dumps(str(tmp_path / 'elsewhere'))}"]),
+                app.ctx.configs_dir / "judged.toml")
+    out = api("start", judge=str(judge), dataset_path=str(datasets / "demo-zxc"), run_name="judged")
+    assert "Start anyway" in out["train_msg"] and "measure.judge" not in out["train_msg"]
+    assert not api.client.predict(api_name="/status")["active"]
+
+
 def test_plan_fills_in_the_formula_and_the_dose(api):
     out = api("plan", **SHORT)
     assert "max_steps = 4" in out["plan_formula"]

@@ -23,8 +23,8 @@ from words import TEXTS, say
 class Field:
     name: str
     path: str
-    kind: str  # text | int | float | check | choice | lines | csv | base
-    step: str  # dataset | caption | steps | preset | advanced | sample | validation
+    kind: str  # text | int | float | check | choice | lines | csv | base | judge
+    step: str  # dataset | caption | steps | preset | advanced | sample | validation | judge
 
     @property
     def choices(self) -> tuple[str, ...]:
@@ -122,6 +122,8 @@ FIELDS: tuple[Field, ...] = (
     _f("val_path", "validation.path", "text", "validation"),
     _f("val_holdout", "validation.holdout", "int", "validation"),
     _f("val_every", "validation.every_steps", "int", "validation"),
+    # the picture judge: reads the sample pictures for any subject (trainer/doctor/clip_judge.py)
+    _f("judge", "measure.judge", "judge", "judge"),
 )
 BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
 NAMES: tuple[str, ...] = tuple(f.name for f in FIELDS)
@@ -148,7 +150,7 @@ def from_widget(f: Field, value: Any) -> Any:
         return [part.strip() for part in str(value or "").split(",") if part.strip()]
     if f.kind == "int" and isinstance(value, float) and value.is_integer():
         return int(value)
-    if f.kind == "text" or f.kind == "base":
+    if f.kind in ("text", "base", "judge"):
         return str(value or "").strip()
     return value
 

@@ -132,6 +132,21 @@ class PathPolicy:
             raise UserError(t("err_hub_while_shared", lang, base=text, workspace=self.root))
         return text
 
+    def check_judge(self, judge: str, lang: str = "en") -> str:
+        """measure.judge: "" (none) passes; a folder (relative ones are relative to the workspace) goes through
+        :meth:`resolve`; a hub id only on the user's own machine; then its files must make a picture judge."""
+        from trainer.doctor.judge_files import check_judge, looks_local
+
+        text = (judge or "").strip()
+        if not text:
+            return ""
+        if looks_local(text) or self._exists_in_workspace(text):
+            text = str(self.resolve(text, "measure.judge", lang))
+        elif self.restricted:
+            raise UserError(t("err_judge_hub_while_shared", lang, judge=text, workspace=self.root))
+        check_judge(text)
+        return text
+
     def _exists_in_workspace(self, text: str) -> bool:
         try:
             return (self.root / Path(text).expanduser()).exists()

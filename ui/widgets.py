@@ -18,6 +18,15 @@ def base_choices() -> list[str]:
     return (["demo"] if (DEMO_BASE_DIR / "model_index.json").is_file() else []) + list(TINY_BASES)
 
 
+def judge_choices(ui: UI, lang: str) -> list[tuple[str, str]]:
+    """The picture judges offered: none, then the CLIP and SigLIP models already in this computer's Hugging Face
+    cache (a folder or another hub id can be typed too). While shared none are offered: hub ids are refused then."""
+    from trainer.doctor.judge_files import local_judges
+
+    found = [] if ui.ctx.policy.restricted else local_judges()
+    return [(t("judge_none", lang), "")] + [(name, name) for name in found]
+
+
 def run_picker(ui: UI, name: str, refresh: str) -> None:
     """One row: the workspace's runs (newest selected) and the button that reloads the chosen one."""
     lang = ui.ctx.lang
@@ -44,6 +53,8 @@ def field_widget(ui: UI, f: Field, value: Any, choices: list | None = None) -> A
         w = gr.Checkbox(value=value, **common)
     elif f.kind == "base":
         w = gr.Dropdown(choices=base_choices(), value=value, allow_custom_value=True, **common)
+    elif f.kind == "judge":
+        w = gr.Dropdown(choices=judge_choices(ui, lang), value=value, allow_custom_value=True, **common)
     elif f.kind == "choice":
         w = gr.Dropdown(choices=choices if choices is not None else f.choice_items(lang), value=value, **common)
     else:  # pragma: no cover - the table only holds the kinds above
@@ -63,5 +74,7 @@ def relabel_fields(ui: UI, lang: str) -> dict[str, Any]:
         if name not in ui.c:
             continue
         choices: dict[str, Any] = {"choices": f.choice_items(lang)} if f.kind == "choice" and name != "preset" else {}
+        if f.kind == "judge":
+            choices = {"choices": judge_choices(ui, lang)}
         out[name] = gr.update(label=f.label(lang), info=f.help(lang), **choices)
     return out

@@ -169,6 +169,30 @@ TEXTS: dict[str, tuple[str, str]] = {
     "error.judge.kind": ("measure.judge {name} is a {kind}, not a CLIP or SigLIP model (it has no image and text "
                          "features)",
                          "measure.judge {name}: {kind} 모델이라 CLIP이나 SigLIP 모델이 아닙니다 (그림·글 특징이 없음)"),
+    "error.judge.missing": ("measure.judge {name}: no such folder, and not a hub id (org/name). Give the folder of a "
+                            "CLIP or SigLIP model (the one holding config.json), its hub id, or leave it empty",
+                            "measure.judge {name}: 그런 폴더가 없고 허브 id(org/name)도 아닙니다. CLIP이나 SigLIP "
+                            "모델의 폴더(config.json이 있는 곳)나 허브 id를 주거나 비워 두세요"),
+    "error.judge.no_config": ("measure.judge {name}: no readable config.json there, so it is not a model folder. Give "
+                              "the folder that holds the CLIP or SigLIP model's config.json, or leave it empty",
+                              "measure.judge {name}: 읽을 수 있는 config.json이 없어 모델 폴더가 아닙니다. CLIP이나 "
+                              "SigLIP 모델의 config.json이 있는 폴더를 주거나 비워 두세요"),
+    "error.judge.no_processor": ("measure.judge {name}: the model has no processor config (preprocessor_config.json "
+                                 "or processor_config.json) beside it; save the whole model folder, processor "
+                                 "included, or give its hub id",
+                                 "measure.judge {name}: 모델 옆에 프로세서 설정(preprocessor_config.json이나 "
+                                 "processor_config.json)이 없습니다. 프로세서까지 모델 폴더 전체를 저장하거나 허브 "
+                                 "id를 주세요"),
+    "error.judge.no_weights": ("measure.judge {name}: the folder has the model's config but no weights "
+                               "(model.safetensors or pytorch_model.bin); copy the whole model folder",
+                               "measure.judge {name}: 모델 설정은 있지만 가중치(model.safetensors나 "
+                               "pytorch_model.bin)가 없습니다. 모델 폴더 전체를 복사하세요"),
+    "error.judge.not_cached": ("measure.judge {name}: this hub id is not on this computer and the hub is off "
+                               "(HF_HUB_OFFLINE). Download it once while online, give a local folder, or leave "
+                               "measure.judge empty",
+                               "measure.judge {name}: 이 허브 id가 이 컴퓨터에 없고 허브 연결이 꺼져 있습니다"
+                               "(HF_HUB_OFFLINE). 온라인일 때 한 번 내려받거나 로컬 폴더를 주거나 measure.judge를 "
+                               "비워 두세요"),
     "error.validation.no_usable": ("validation.path {path}: no usable pictures (run check-dataset on it for details), "
                                    "or leave it empty", "validation.path {path}: 쓸 수 있는 그림이 없습니다(자세한 "
                                    "내용은 그 폴더에 check-dataset을 실행해 보세요). 아니면 비워 두세요"),

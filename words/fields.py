@@ -92,6 +92,16 @@ TEXTS = {
         'taken from the dataset, the same ones every run; they do not train, and the step count is without them',
         '데이터셋에서 매번 같은 그림을 뺀다. 학습에 쓰이지 않고, 스텝 수도 이들을 빼고 센다',
     ),
+    "field.judge": ('Picture judge (optional): a CLIP or SigLIP model', '그림 판정 모델 (선택): CLIP이나 SigLIP 모델'),
+    "field.judge.info": (
+        'reads the sample pictures for any subject: does the trigger bring it, does a new prompt hold, does a plain '
+        'prompt stay the base model\'s. Pick one already on this computer, or type a model folder or hub id. Without '
+        'one the doctor reads the run\'s own model, and a save where the subject is just starting to show is yours to '
+        'look at',
+        '어떤 대상이든 샘플 그림을 읽는다: 트리거가 대상을 불러오는지, 새 프롬프트를 따르는지, 트리거 없는 '
+        '프롬프트가 원래 모델 그대로인지. 이 컴퓨터에 있는 것을 고르거나 모델 폴더나 허브 id를 적는다. 없으면 '
+        '학습 중인 모델 자체로 진단하고, 대상이 막 보이기 시작하는 체크포인트는 직접 보아야 한다',
+    ),
     "field.val_every": ('Validation every N steps (0 = at saves and samples)', 'N스텝마다 검증 (0 = 저장과 샘플 때)'),
     # a choice's words, where its value is a word rather than a name (field.<name>.choice.<value>)
     "field.on_nonfinite.choice.stop": ("stop", "멈추기"),

@@ -43,6 +43,12 @@ TEXTS: dict[str, tuple[str, str]] = {
            "folders and files inside the workspace {workspace}; download the model there first.",
            "model.base: {base}: 허브 id입니다. 앱이 공유 중(또는 네트워크에 열림)일 때는 작업 폴더 {workspace} "
            "안의 모델 폴더와 파일만 불러옵니다. 먼저 그곳에 모델을 내려받으세요."),
+    "ui.err_judge_hub_while_shared": (
+           "measure.judge: {judge} is a hub id. While the app is shared (or open to the network) the picture judge "
+           "is a model folder inside the workspace {workspace}; put the model there first, or leave it empty.",
+           "measure.judge: {judge}: 허브 id입니다. 앱이 공유 중(또는 네트워크에 열림)일 때 그림 판정 모델은 작업 "
+           "폴더 {workspace} 안의 모델 폴더여야 합니다. 먼저 그곳에 모델을 두거나 비워 두세요."),
+    "ui.judge_none": ("none: the doctor reads the run's own model", "없음: 학습 중인 모델 자체로 진단"),
     "ui.err_zip_member": ("{name}: {member} is not what the archive's header says (damaged or crafted); nothing of it "
                           "was kept", "{name}: 압축 파일 머리말과 다른 파일입니다: {member} (손상 또는 조작). 그 파일은 "
                           "남기지 않았습니다"),

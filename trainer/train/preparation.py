@@ -52,9 +52,11 @@ class RunFolder:
 def scan_and_plan(cfg: Config, dist: Dist) -> tuple[DatasetReport, Plan, list[Any]]:
     """(the dataset's report without the held-out pictures, the plan, the held-out pictures)."""
     from trainer.data.scan import scan_dataset
+    from trainer.doctor.judge_files import check_judge
 
     if not cfg.dataset.path:
         raise UserError(msg("error.train.no_dataset"))
+    check_judge(cfg.measure.judge)  # read when the pictures are, hours later: a wrong one is said now
     report = scan_dataset(cfg.dataset)
     if not report.usable:
         raise UserError(msg("error.train.no_usable", path=cfg.dataset.path))

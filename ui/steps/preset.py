@@ -23,7 +23,7 @@ from ..widgets import field_widget, field_widgets
 from . import gates, memory
 
 # What a preset never changes: the user's pictures (held-out ones too), trigger, base model, run name and sample prompts.
-KEPT_ON_PRESET = ("dataset_path", "reg_path", "val_path", "trigger", "base", "run_name", "sample_prompts")
+KEPT_ON_PRESET = ("dataset_path", "reg_path", "val_path", "trigger", "base", "run_name", "sample_prompts", "judge")
 # Left out of a saved user preset: they belong to one dataset, not to a recipe.
 NOT_IN_USER_PRESET = {"dataset.path", "dataset.reg_path", "validation.path", "dataset.trigger", "save.output_dir", "save.name", "sample.prompts",
                       "model.base", "preset", "version"}
@@ -68,6 +68,8 @@ def build(ui: UI) -> None:
             field_widgets(ui, "sample")
         with gr.Row():  # the validation loss's held-out pictures: a row of their own, the folder given room
             field_widgets(ui, "validation")
+        with gr.Row():  # the picture judge: a model name or folder, given room
+            field_widgets(ui, "judge")
     with gr.Accordion(t("config_and_cli", lang), open=True) as acc2:
         ui.add("config_acc", acc2, "config_and_cli")
         with gr.Row():
@@ -167,6 +169,7 @@ def wire(ui: UI) -> None:
         cfg = config_from_values(values, ctx.runs_dir, [ctx.presets_dir])
         ctx.policy.resolve_folders(cfg, lang)
         ctx.policy.check_base(cfg.model.base, lang)
+        ctx.policy.check_judge(cfg.measure.judge, lang)
         return {"wizard": gates.go("train"), "step_train": gates.open_step(),
                 "preset_msg": ""}
 

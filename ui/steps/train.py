@@ -123,6 +123,7 @@ def wire(ui: UI, timer: gr.Timer, loaded: Any) -> None:
         cfg = config_from_values(values, ctx.runs_dir, [ctx.presets_dir])
         ctx.policy.resolve_folders(cfg, lang)
         cfg.model.base = ctx.policy.check_base(cfg.model.base, lang)
+        cfg.measure.judge = ctx.policy.check_judge(cfg.measure.judge, lang)
         if not confirm:
             # another dataset's settings under this run name are never written over without asking
             clash = name_clash_note(ui, cfg.save.name, cfg.dataset.path, lang)

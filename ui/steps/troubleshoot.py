@@ -156,6 +156,7 @@ def one_change_config(ui: UI, run: Path, rx: str, lang: str):
         raise UserError(t("err_rx_wrong_way", lang, setting=key, old=old, new=value))
     ctx.policy.resolve_folders(new, lang)
     ctx.policy.check_base(new.model.base, lang)
+    new.measure.judge = ctx.policy.check_judge(new.measure.judge, lang)
     new.save.output_dir = str(ctx.runs_dir)
     line = "; ".join(f"{k}: {a} → {b}" for k, (a, b) in diff.items())
     return new, line

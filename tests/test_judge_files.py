@@ -1,0 +1,146 @@
+"""The picture judge from its files: which CLIP and SigLIP models this computer's Hugging Face cache holds (offered in
+the app), and a wrong ``measure.judge`` said before the run starts, in both languages, naming what to do."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from trainer.doctor.judge_files import check_judge, local_judges
+from trainer.errors import UserError
+from trainer.models.tiny import save_tiny_clip_judge
+from ui.paths import PathPolicy
+
+
+@pytest.fixture(scope="module")
+def judge(tmp_path_factory) -> Path:
+    return save_tiny_clip_judge(tmp_path_factory.mktemp("judge") / "tiny-clip")
+
+
+def cache_repo(cache: Path, repo_id: str, files: Path | dict[str, str], revision: str = "abc123") -> Path:
+    """``repo_id`` laid out as huggingface_hub caches it: refs/main naming a snapshot that holds the files."""
+    repo = cache / ("models--" + repo_id.replace("/", "--"))
+    snapshot = repo / "snapshots" / revision
+    if isinstance(files, Path):
+        shutil.copytree(files, snapshot)
+    else:
+        snapshot.mkdir(parents=True)
+        for name, text in files.items():
+            (snapshot / name).write_text(text)
+    (repo / "refs").mkdir(parents=True, exist_ok=True)
+    (repo / "refs" / "main").write_text(revision)
+    return snapshot
+
+
+def said(e: pytest.ExceptionInfo) -> tuple[str, str]:
+    return e.value.say("en"), e.value.say("ko")
+
+
+def test_the_cache_offers_its_clip_and_siglip_models_only(tmp_path, judge):
+    cache = tmp_path / "hub"
+    assert local_judges(cache) == []  # no cache at all: nothing, no error
+    cache_repo(cache, "acme/tiny-clip", judge)
+    cache_repo(cache, "acme/a-unet", {"config.json": json.dumps({"_class_name": "UNet2DConditionModel"})})
+    siglip = cache_repo(cache, "acme/siglip-config-only", {"config.json": json.dumps({"model_type": "siglip"})})
+    (siglip.parent.parent / "refs" / "main").write_text("gone")  # refs/main names a snapshot not there: the newest
+    cache_repo(cache, "acme/siglip", {"config.json": json.dumps({"model_type": "siglip"}),
+                                      "preprocessor_config.json": "{}", "model.safetensors": ""})
+    (cache / "models--broken").mkdir()  # no snapshots
+    (cache / "datasets--acme--pictures").mkdir()
+    # the config-only download (no weights, no processor) and the UNet are not judges
+    assert local_judges(cache) == ["acme/siglip", "acme/tiny-clip"]
+
+
+def test_a_judge_folder_passes_and_every_wrong_one_says_what_to_do(tmp_path, judge):
+    check_judge("")
+    check_judge(str(judge))
+    with pytest.raises(UserError) as e:
+        check_judge(str(tmp_path / "no-such-model"))
+    en, ko = said(e)
+    assert "no-such-model" in en and "no such folder" in en and "no-such-model" in ko
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(UserError, match=r"no readable config\.json"):
+        check_judge(str(empty))
+    unet = tmp_path / "unet"
+    unet.mkdir()
+    (unet / "config.json").write_text(json.dumps({"_class_name": "UNet2DConditionModel"}))
+    with pytest.raises(UserError) as e:
+        check_judge(str(unet))
+    en, ko = said(e)
+    assert "UNet2DConditionModel, not a CLIP or SigLIP model" in en and "UNet2DConditionModel" in ko
+    no_processor = tmp_path / "no-processor"
+    shutil.copytree(judge, no_processor)
+    (no_processor / "processor_config.json").unlink()
+    with pytest.raises(UserError, match="no processor config"):
+        check_judge(str(no_processor))
+    no_weights = tmp_path / "no-weights"
+    shutil.copytree(judge, no_weights)
+    (no_weights / "model.safetensors").unlink()
+    with pytest.raises(UserError, match="no weights"):
+        check_judge(str(no_weights))
+
+
+def test_a_hub_id_passes_from_the_cache_or_online_and_offline_without_it_is_a_message(tmp_path, judge, monkeypatch):
+    from huggingface_hub import constants
+
+    cache = tmp_path / "hub"
+    cache_repo(cache, "acme/tiny-clip", judge)
+    cache_repo(cache, "acme/a-unet", {"config.json": json.dumps({"_class_name": "UNet2DConditionModel"})})
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    check_judge("acme/tiny-clip", cache)
+    with pytest.raises(UserError, match="UNet2DConditionModel, not a CLIP"):
+        check_judge("acme/a-unet", cache)
+    with pytest.raises(UserError) as e:
+        check_judge("openai/clip-vit-base-patch32", cache)
+    en, ko = said(e)
+    assert "not on this computer" in en and "HF_HUB_OFFLINE" in ko
+    with pytest.raises(UserError, match="no such folder, and not a hub id"):
+        check_judge("my judge", cache)  # neither a folder nor a valid hub id
+    # online, a hub id the cache lacks is fetched when it is first read: nothing to say before the run
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    check_judge("openai/clip-vit-base-patch32", cache)
+
+
+def test_while_shared_the_judge_is_a_folder_in_the_workspace(tmp_path, judge, monkeypatch):
+    from huggingface_hub import constants
+
+    from ui.widgets import judge_choices
+
+    ws = tmp_path / "ws"
+    (ws / "models").mkdir(parents=True)
+    shutil.copytree(judge, ws / "models" / "clip")
+    shared, local = PathPolicy(ws, restricted=True), PathPolicy(ws, restricted=False)
+    assert shared.check_judge("") == local.check_judge("  ") == ""
+    assert shared.check_judge("models/clip") == str((ws / "models" / "clip").resolve())
+    with pytest.raises(UserError, match="outside the workspace"):
+        shared.check_judge(str(judge))
+    assert local.check_judge(str(judge)) == str(judge.resolve())
+    with pytest.raises(UserError, match="is a hub id"):
+        shared.check_judge("acme/tiny-clip")
+    with pytest.raises(UserError, match="허브 id"):
+        shared.check_judge("acme/tiny-clip", "ko")
+    # offered: none, then the cache's judges on one's own machine; none of the cache's while shared
+    cache = tmp_path / "hub"
+    cache_repo(cache, "acme/tiny-clip", judge)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    offered = judge_choices(SimpleNamespace(ctx=SimpleNamespace(policy=local)), "en")
+    assert offered[0][1] == "" and offered[1:] == [("acme/tiny-clip", "acme/tiny-clip")]
+    assert [v for _, v in judge_choices(SimpleNamespace(ctx=SimpleNamespace(policy=shared)), "ko")] == [""]
+
+
+def test_a_run_with_a_wrong_judge_stops_before_its_folder_is_made(tmp_path):
+    from tests.helpers import tiny_config, write_toy_dataset
+    from trainer.train.loop import run_training
+
+    data = write_toy_dataset(tmp_path / "data", n=2)
+    cfg = tiny_config(data, tmp_path / "runs", {"measure.judge": str(tmp_path / "no-such-model")})
+    with pytest.raises(UserError, match=r"measure\.judge"):
+        run_training(cfg)
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
