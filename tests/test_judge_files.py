@@ -144,3 +144,32 @@ def test_a_run_with_a_wrong_judge_stops_before_its_folder_is_made(tmp_path):
     with pytest.raises(UserError, match=r"measure\.judge"):
         run_training(cfg)
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_a_judge_chosen_after_training_reads_the_run_and_can_be_taken_back(tmp_path, judge):
+    from tests.test_review import _world, fake_run
+    from tests.test_verdict import _character
+    from trainer.cli import main
+    from trainer.doctor import pictures
+    from trainer.doctor.judge_files import RUN_JUDGE, choose_judge, chosen_judge
+
+    data = tmp_path / "data" / "1_mine"
+    data.mkdir(parents=True)
+    for i in range(3):
+        _character().save(data / f"{i}.png")
+    run = fake_run(tmp_path, [10, 20], lambda step, kind: _character() if step == 20 and kind != "no_trigger" else _world())
+    assert {r["judge"] for r in pictures.measure_steps(run)} == {None}  # trained without one
+    with pytest.raises(UserError, match="no such folder"):
+        choose_judge(run, str(tmp_path / "no-such-model"))
+    assert chosen_judge(run) == "" and not (run / RUN_JUDGE).exists()  # a wrong one changes nothing
+    choose_judge(run, str(judge))
+    rows = {r["step"]: r for r in pictures.measure_steps(run)}  # read again: the chosen file keys the cache
+    assert {r["judge"] for r in rows.values()} == {"clip"} and rows[20]["likeness"] > rows[10]["likeness"]
+    assert chosen_judge(run) == str(judge)
+    choose_judge(run, "")
+    assert {r["judge"] for r in pictures.measure_steps(run)} == {None} and not (run / RUN_JUDGE).exists()
+    # the CLI: diagnose --judge chooses it (and diagnoses with it); a folder that is not a run is one message
+    assert main(["diagnose", str(run), "--judge", str(judge), "--json"]) == 0
+    assert chosen_judge(run) == str(judge)
+    assert main(["diagnose", str(tmp_path / "data"), "--judge", str(judge)]) == 2
+    assert not (tmp_path / "data" / RUN_JUDGE).exists()

@@ -55,7 +55,7 @@ def api(app):
 
 
 PUBLIC = {"/scan", "/import_dataset", "/save_caption", "/plan", "/preset", "/save_preset", "/write_config", "/start",
-          "/stop", "/sample_now", "/save_now", "/poll", "/status", "/review", "/sweep", "/more_pictures", "/download", "/troubleshoot",
+          "/stop", "/sample_now", "/save_now", "/poll", "/status", "/review", "/sweep", "/more_pictures", "/read_with_judge", "/download", "/troubleshoot",
           "/symptom", "/start_change", "/memory", "/fit_memory", "/pause", "/continue", "/compare",
           "/caption_preview", "/caption_all", "/caption_undo", "/caption_frequency", "/caption_replace",
           "/caption_remove", "/caption_insert_trigger", "/caption_find"}
@@ -259,6 +259,21 @@ def test_train_review_troubleshoot_and_one_change(app, api):
         names = z.namelist()
     assert "zxc.safetensors" in names and any(n.endswith("lora.safetensors") for n in names)
     assert "zxc.safetensors" in download["review_msg"]
+
+    # a picture judge chosen after the run trained: none chosen under Preset is a message; one chosen reads the run
+    # (kept in its folder) until the button is pressed with none again
+    from trainer.doctor.judge_files import chosen_judge
+    from trainer.models.tiny import save_tiny_clip_judge
+
+    refused = api("read_with_judge", review_run=run, judge="")
+    assert "Choose a picture judge first" in refused["review_msg"]
+    clip = save_tiny_clip_judge(app.ctx.workspace / "models" / "clip")
+    judged = api("read_with_judge", review_run=run, judge=str(clip))
+    # on the demo character the demo's own measures are the stronger judge: the message says whose readings stand
+    assert "a stronger judge reads it (demo" in judged["review_msg"] and "Recommended" in judged["rec_md"]
+    assert chosen_judge(app.ctx.runs_dir / run) == str(clip)
+    back = api("read_with_judge", review_run=run, judge="")
+    assert "as it trained" in back["review_msg"] and chosen_judge(app.ctx.runs_dir / run) == ""
 
     findings = api("troubleshoot", ts_run=run, symptom=None)
     assert "Findings for this run" in findings["findings_md"]

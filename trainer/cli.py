@@ -187,7 +187,10 @@ def check_output_dir(output_dir: str) -> None:
 
 def cmd_diagnose(args) -> int:
     from trainer.doctor.diagnose import diagnose
+    from trainer.doctor.judge_files import choose_judge
 
+    if args.judge is not None:  # kept in the run folder: Review reads the run with it too
+        choose_judge(args.run_dir, args.judge)
     result = diagnose(args.run_dir)
     if args.json:
         _print_json(result)
@@ -328,6 +331,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir")
     p.add_argument("--json", action="store_true")
     p.add_argument("--lang", choices=["en", "ko"], default="en")
+    p.add_argument("--judge", metavar="MODEL", help="a CLIP or SigLIP model (folder or hub id) that reads the run's "
+                   "pictures from now on, Review included; \"\" goes back to the run's own measure.judge")
     p.set_defaults(func=cmd_diagnose)
 
     p = sub.add_parser("measure", help="the doctor's model measures of a run, read again from its checkpoints")

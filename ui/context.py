@@ -35,7 +35,7 @@ class AppContext:
     api_outputs: dict[str, list[str]] = field(default_factory=dict)  # endpoint → output names (for clients)
     sweeps: SweepPipelines = field(default_factory=SweepPipelines)  # the base model kept between strength sweeps
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _recommend_cache: dict[tuple[str, float], Any] = field(default_factory=dict, repr=False)
+    _recommend_cache: dict[tuple[str, float, str], Any] = field(default_factory=dict, repr=False)
 
     @property
     def runs_dir(self) -> Path:
@@ -82,12 +82,13 @@ class AppContext:
 
     def recommend(self, run_dir: Path) -> dict[str, Any] | None:
         """recommend_checkpoint, cached until the run's folder changes (the journal table asks for every run)."""
+        from trainer.doctor.judge_files import chosen_judge
         from trainer.doctor.pictures import larger_draws
         from trainer.review.grid import recommend_checkpoint
 
         stamp = max((p.stat().st_mtime for p in (run_dir / "status.json", run_dir / "samples", *larger_draws(run_dir))
                      if p.exists()), default=0.0)
-        key = (str(run_dir), stamp)
+        key = (str(run_dir), stamp, chosen_judge(run_dir))
         with self._lock:
             if key in self._recommend_cache:
                 return self._recommend_cache[key]

@@ -15,6 +15,7 @@ from PIL import Image
 
 import words
 from trainer.data.images import for_display
+from trainer.doctor.judge_files import chosen_judge
 from trainer.doctor.verdict import run_verdict
 from trainer.errors import UserError
 from trainer.plan.steps import Schedule
@@ -178,16 +179,17 @@ def ended_verdict_markdown(snap: RunSnapshot, lang: str) -> str:
     Troubleshoot show it; empty while it trains or when it cannot be judged (a run that failed)."""
     if snap.active or snap.status not in JUDGED or not snap.run_dir:
         return ""
-    verdict = _verdict(snap.run_dir, str(snap.status), len(snap.checkpoints))
+    verdict = _verdict(snap.run_dir, str(snap.status), len(snap.checkpoints), chosen_judge(snap.run_dir))
     if verdict is None:
         return ""
     return f"{verdict_markdown(verdict, lang, evidence=4)}\n\n{t('verdict_more', lang)}"
 
 
 @functools.lru_cache(maxsize=8)
-def _verdict(run_dir: str, status: str, checkpoints: int) -> dict | None:
+def _verdict(run_dir: str, status: str, checkpoints: int, judge: str) -> dict | None:
     """The verdict's JSON, judged once per ended run (every tab and every poll after it reads this one); the
-    status and the number of saves key it too, so a run continued and ended again is judged again."""
+    status, the number of saves and the judge chosen in Review key it too, so a run continued and ended again, or
+    read by another judge, is judged again."""
     try:
         return run_verdict(run_dir).to_json()
     except (UserError, OSError):  # the folder went, or holds no run

@@ -282,6 +282,26 @@ TEXTS: dict[str, tuple[str, str]] = {
                        "강도 {strength}로 그리는 중: 그림 {total}장 중 {done}장째…"),
     "ui.sweep_done": ("{n} pictures for {ckpt}.", "{ckpt}: 그림 {n}장."),
     "ui.more_pictures": ("More pictures of this save", "이 체크포인트 그림 더 보기"),
+    "ui.read_with_judge": ("Read with the picture judge", "그림 판정 모델로 읽기"),
+    "ui.err_no_judge_chosen": ("Choose a picture judge first: Preset → Advanced settings → Picture judge (a CLIP or "
+                               "SigLIP model); then it reads this run's pictures",
+                               "먼저 그림 판정 모델을 고르세요: 프리셋 → 고급 설정 → 그림 판정 모델 (CLIP이나 SigLIP "
+                               "모델). 그러면 이 실행의 그림을 읽습니다"),
+    "ui.judge_reading": ("The picture judge is reading the run's pictures…", "그림 판정 모델이 실행의 그림을 읽는 중…"),
+    "ui.judge_reads_run": ("{judge} reads this run's pictures now: the verdict, the table and More pictures use its "
+                           "readings (kept in the run's review/judge.json).",
+                           "이제 {judge}가 이 실행의 그림을 읽습니다: 판정, 표, '그림 더 보기'가 그 읽은 값을 씁니다 "
+                           "(실행 폴더의 review/judge.json에 보관)."),
+    "ui.judge_no_pictures": ("{judge} is chosen for this run, but the run drew no pictures at step 0 (sample "
+                             "pictures were off), so there is nothing to read against the base model's",
+                             "이 실행에 {judge}를 골랐지만 0스텝 그림이 없어(샘플 그림 꺼짐) 원래 모델 그림과 견줘 읽을 "
+                             "것이 없습니다"),
+    "ui.judge_outranked": ("{judge} is chosen for this run, but a stronger judge reads it ({other}: measures made "
+                           "for this subject); its readings stand",
+                           "이 실행에 {judge}를 골랐지만 더 강한 판정({other}: 이 대상에 맞춘 측정)이 읽으므로 그 "
+                           "값을 씁니다"),
+    "ui.judge_back_to_own": ("The run is read again as it trained: without the judge chosen in Review.",
+                             "실행을 학습한 그대로 다시 읽습니다: 검토에서 고른 판정 모델 없이."),
     "ui.more_title": ("More pictures of this save", "이 체크포인트의 그림 더 보기"),
     "ui.more_drawing": ("Drawing picture {done} of {total}…", "그림 {total}장 중 {done}장째 그리는 중…"),
     "ui.more_done": ("{n} pictures a prompt of {ckpt}, the run's own seeds first.",

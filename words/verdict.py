@@ -48,8 +48,8 @@ TEXTS = {
     # what the run's own model says (trainer/doctor/model_measures.py)
     "verdict.low_trigger_hold": ("the trigger alone does not bring the subject yet: trigger hold {hold:.3f} (it does from {shows:g})",
                                  "트리거만으로는 아직 대상이 나오지 않음: 트리거 장악 {hold:.3f} ({shows:g}부터 나옴)"),
-    "verdict.hold_edge": ("the trigger is starting to bring the subject: trigger hold {hold:.3f}, just under {shows:g}, where saves whose pictures show it and saves whose pictures do not yet both fall; look at this save's pictures (Review: More pictures of this save), and for the next run set a picture judge (Preset → Advanced settings), which reads such saves itself",
-                          "트리거가 대상을 불러오기 시작함: 트리거 장악 {hold:.3f}, {shows:g} 바로 아래로 그림에 대상이 보이는 체크포인트와 아직 안 보이는 체크포인트가 함께 있는 구간. 이 체크포인트의 그림을 직접 보고 (검토 단계: '이 체크포인트 그림 더 보기'), 다음 학습에는 그림 판정 모델(프리셋 → 고급 설정)을 정하면 이런 체크포인트를 직접 읽습니다"),
+    "verdict.hold_edge": ("the trigger is starting to bring the subject: trigger hold {hold:.3f}, just under {shows:g}, where saves whose pictures show it and saves whose pictures do not yet both fall; look at this save's pictures (Review: More pictures of this save), or have a picture judge read them (choose one under Preset → Advanced settings, then Review: Read with the picture judge)",
+                          "트리거가 대상을 불러오기 시작함: 트리거 장악 {hold:.3f}, {shows:g} 바로 아래로 그림에 대상이 보이는 체크포인트와 아직 안 보이는 체크포인트가 함께 있는 구간. 이 체크포인트의 그림을 직접 보거나 (검토 단계: '이 체크포인트 그림 더 보기') 그림 판정 모델에 읽게 하세요 (프리셋 → 고급 설정에서 고른 뒤 검토 단계: '그림 판정 모델로 읽기')"),
     "verdict.hold_edge_judged": ("the trigger is starting to bring the subject: trigger hold {hold:.3f}, just under {shows:g}, where saves whose pictures show it and saves whose pictures do not yet both fall; here the picture judge's reading decides",
                                  "트리거가 대상을 불러오기 시작함: 트리거 장악 {hold:.3f}, {shows:g} 바로 아래로 그림에 대상이 보이는 체크포인트와 아직 안 보이는 체크포인트가 함께 있는 구간. 여기서는 그림 판정의 읽음이 결정합니다"),
     "verdict.hold_plateau": ("the trigger's hold on the subject stopped growing: trigger hold {hold:.3f}, hardly above the {before:.3f} of an earlier save (it brings the subject from {shows:g})",

@@ -123,3 +123,34 @@ def _check_files(folder: Path, name: str, complete: bool = True) -> None:
         raise UserError(msg("error.judge.no_processor", name=name))
     if not any((folder / f).is_file() for f in WEIGHT_FILES):
         raise UserError(msg("error.judge.no_weights", name=name))
+
+
+# ---- a judge chosen for a run after it trained ----------------------------------------------------------------
+
+RUN_JUDGE = Path("review") / "judge.json"  # in the run folder, beside Review's other drawings
+
+
+def chosen_judge(run_dir: str | Path) -> str:
+    """The judge chosen to read this run after it trained (Review, ``diagnose --judge``); "" when none was."""
+    try:
+        found = json.loads((Path(run_dir) / RUN_JUDGE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    return str(found.get("judge") or "") if isinstance(found, dict) else ""
+
+
+def choose_judge(run_dir: str | Path, name: str) -> None:
+    """Have ``name`` read this run's pictures from now on, in place of the judge it trained with (checked first:
+    a wrong one changes nothing); "" goes back to the run's own ``measure.judge``."""
+    from trainer.io import atomic_write_text
+
+    if not (Path(run_dir) / "config.toml").is_file():
+        raise UserError(msg("error.run.not_a_run", run_dir=run_dir))
+    path = Path(run_dir) / RUN_JUDGE
+    text = (name or "").strip()
+    if not text:
+        path.unlink(missing_ok=True)
+        return
+    check_judge(text)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps({"judge": text}) + "\n")

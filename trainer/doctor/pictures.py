@@ -17,6 +17,7 @@ from PIL import Image
 
 from trainer.config.schema import Config
 from trainer.doctor.detectors import Finding
+from trainer.doctor.judge_files import RUN_JUDGE, chosen_judge
 from trainer.doctor.judges import SamplePicture, reader_for
 from trainer.doctor.registry import detector
 from trainer.errors import UserError
@@ -65,12 +66,12 @@ def measure_steps(run_dir: str | Path) -> list[dict[str, Any]]:
 
 
 def _sample_files_stamp(root: Path) -> tuple[tuple[str, int, int], ...]:
-    """What :func:`measure_steps` reads (the config, every sample file, Review's larger draws and the save files
-    they are valid for), by name, size and time."""
+    """What :func:`measure_steps` reads (the config, the judge chosen after training, every sample file, Review's
+    larger draws and the save files they are valid for), by name, size and time."""
     out = []
     paths = RunPaths(root)
     saves = [*sorted(paths.checkpoints.glob("step-*/lora*.safetensors")), *sorted(paths.final.glob("lora*.safetensors"))]
-    for path in [root / "config.toml", *sorted(paths.samples.glob("step-*/*")), *larger_draws(root), *saves]:
+    for path in [root / "config.toml", root / RUN_JUDGE, *sorted(paths.samples.glob("step-*/*")), *larger_draws(root), *saves]:
         try:
             st = path.stat()
         except OSError:
@@ -143,6 +144,9 @@ def _run_pictures(run_dir: Path) -> tuple[list[dict[str, Any]], dict[tuple, Any]
         config: Config | None = load_run_config(run_dir)
     except UserError:
         config = None
+    chosen = chosen_judge(run_dir)  # a judge chosen after the run trained reads it in place of its own
+    if config is not None and chosen:
+        config = config.model_copy(update={"measure": config.measure.model_copy(update={"judge": chosen})})
     return manifests, _base_pictures(base), config
 
 

@@ -21,6 +21,7 @@ import words
 from trainer.data.images import for_display
 from trainer.doctor import pictures
 from trainer.doctor.held_out import val_loss_by_step
+from trainer.doctor.judge_files import choose_judge, chosen_judge
 from trainer.errors import UserError
 from trainer.models.embedding import embedding_beside
 from trainer.review import grid as review
@@ -49,6 +50,8 @@ def build(ui: UI) -> None:
         ui.add("ckpt", gr.Dropdown(choices=[], label=t("checkpoint", lang), scale=3, allow_custom_value=True), "checkpoint")
         ui.add("sweep_btn", gr.Button(t("sweep", lang), scale=0), "sweep", "value")
         ui.add("more_btn", gr.Button(t("more_pictures", lang), scale=0), "more_pictures", "value")
+        ui.add("judge_btn", gr.Button(t("read_with_judge", lang), scale=0, elem_id="ld-read-with-judge"),
+               "read_with_judge", "value")
         ui.add("download_btn", gr.Button(t("download", lang), scale=0), "download", "value")
     # the whole sweep at once: a row per strength, a column per prompt, captions whole (CSS: #ld-sweep)
     ui.add("sweep_gallery", gr.Gallery(label=t("sweep_title", lang), columns=4, height="auto", elem_id="ld-sweep",
@@ -141,6 +144,29 @@ def wire(ui: UI) -> None:
 
     ui.on(ui["more_btn"].click, more_of, ["lang", "review_run", "ckpt"], [*VIEW_OUTPUTS, "more_gallery"],
           api_name="more_pictures", message="review_msg")
+
+    def read_with_judge(*, lang: str, review_run: str | None, judge: str | None,
+                        progress=gr.Progress()) -> dict[str, Any]:  # noqa: B008
+        """The picture judge chosen under Preset → Advanced settings reads this run from now on (its verdict,
+        table and larger draws); with none chosen there, the run goes back to the judge it trained with."""
+        if ctx.runner.active:
+            raise UserError(t("err_sweep_while_training", lang))
+        run = ctx.run_path(review_run or "", lang)
+        name = ctx.policy.check_judge(judge or "", lang)
+        if not name and not chosen_judge(run):
+            raise UserError(t("err_no_judge_chosen", lang))
+        progress(0, desc=t("judge_reading", lang))
+        choose_judge(run, name)
+        said = t("judge_back_to_own", lang)
+        if name:
+            found = pictures.run_judge(run)  # the most trusted judge that applies: the chosen one, or one above it
+            said = (t("judge_no_pictures", lang, judge=name) if found is None else
+                    t("judge_reads_run", lang, judge=name) if found[0].name == "clip" else
+                    t("judge_outranked", lang, judge=name, other=found[0].name))
+        return {**review_view(ui, review_run, lang), "review_msg": ok_box(said)}
+
+    ui.on(ui["judge_btn"].click, read_with_judge, ["lang", "review_run", "judge"], VIEW_OUTPUTS,
+          api_name="read_with_judge", message="review_msg")
 
     def download(*, lang: str, review_run: str | None, ckpt: str | None,
                  progress=gr.Progress()) -> dict[str, Any]:  # noqa: B008
