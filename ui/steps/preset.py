@@ -22,11 +22,12 @@ from ..paths import safe_name
 from ..widgets import field_widget, field_widgets
 from . import gates, memory
 
-# What a preset never changes: the user's pictures (held-out ones too), trigger, base model, run name and sample prompts.
+# What a preset never changes: the user's pictures (held-out ones too), trigger, base model, run name, sample prompts
+# and the picture judge (a model on this computer, not a recipe's).
 KEPT_ON_PRESET = ("dataset_path", "reg_path", "val_path", "trigger", "base", "run_name", "sample_prompts", "judge")
 # Left out of a saved user preset: they belong to one dataset, not to a recipe.
 NOT_IN_USER_PRESET = {"dataset.path", "dataset.reg_path", "validation.path", "dataset.trigger", "save.output_dir", "save.name", "sample.prompts",
-                      "model.base", "preset", "version"}
+                      "model.base", "measure.judge", "preset", "version"}
 
 
 def preset_choices(ui: UI, lang: str) -> list[tuple[str, str]]:
