@@ -369,6 +369,12 @@ def test_more_pictures_of_a_save_start_with_the_runs_own_seeds_and_a_judge_reads
     assert rows[final_step]["likeness"] == pytest.approx(judged["readings"]["likeness"])
     assert rows[final_step]["judged_per_prompt"] == 3
     assert "judged_per_prompt" not in rows[2]  # drawn when no judge applied: its own samples' reading stays
+    # asked again now that a judge applies (one chosen since): the same pictures, not drawn again, are read by it
+    again = more.more_pictures(run, "checkpoints/step-000002/lora.safetensors", per_prompt=3)
+    assert again["judge"] == "brightness" and again["readings"]["leakage"] > 0
+    assert again["samples"] == drawn["samples"] and Path(drawn["samples"][0]["file"]).stat().st_mtime_ns == stamp
+    assert {r["step"]: r for r in pictures.measure_steps(run)}[2]["judged_per_prompt"] == 3
+    assert more.more_pictures(run, "checkpoints/step-000002/lora.safetensors", per_prompt=3) == again
     lora = run / "final" / "lora.safetensors"
     os.utime(lora, ns=(lora.stat().st_atime_ns, lora.stat().st_mtime_ns + 10**9))  # the save's file changed since
     assert "judged_per_prompt" not in {r["step"]: r for r in pictures.measure_steps(run)}[final_step]

@@ -86,9 +86,15 @@ def larger_draws(root: Path) -> list[Path]:
     return sorted((root / "review").glob("*/more-*/manifest.json"))
 
 
-def _larger_readings(root: Path, judge: str) -> dict[int, dict[str, Any]]:
-    """step → what ``judge`` read on the largest draw Review made of that save's live weights, with how many
-    pictures a prompt it read (``judged_per_prompt``): these supersede its reading of the run's own few samples."""
+def judge_key(name: str, config: Config | None) -> list[str]:
+    """Which judge read a draw: its kind and the model the run names (two CLIP models read differently)."""
+    return [name, config.measure.judge if config is not None else ""]
+
+
+def _larger_readings(root: Path, key: list[str]) -> dict[int, dict[str, Any]]:
+    """step → what the judge of ``key`` read on the largest draw Review made of that save's live weights, with how
+    many pictures a prompt it read (``judged_per_prompt``): these supersede its reading of the run's own few
+    samples. A draw read by another judge (or model) does not count."""
     out: dict[int, dict[str, Any]] = {}
     for path in larger_draws(root):
         try:
@@ -98,7 +104,8 @@ def _larger_readings(root: Path, judge: str) -> dict[int, dict[str, Any]]:
         step, n = data.get("step"), data.get("per_prompt") or 0
         if not _same_file(data.get("lora"), data.get("lora_mtime")):  # the save's file changed since: stale
             continue
-        if data.get("judge") != judge or data.get("weights") != "live" or not isinstance(step, int) \
+        read_by = data.get("judge_key") or [data.get("judge"), ""]  # drawn before the key was kept: the kind alone
+        if read_by != key or data.get("weights") != "live" or not isinstance(step, int) \
                 or not data.get("readings") or n <= out.get(step, {}).get("judged_per_prompt", 0):
             continue
         out[step] = {**data["readings"], "judged_per_prompt": n}
@@ -162,14 +169,15 @@ def judged_means(read: Callable[[SamplePicture], dict[str, float]] | None,
     return {k: float(np.mean(v)) for k, v in values.items()}
 
 
-def run_judge(run_dir: str | Path) -> tuple[Any, Callable[[SamplePicture], dict[str, float]]] | None:
-    """The picture judge that applies to this run, decided on its step-0 pictures, with its reader; None when no
-    judge applies or step 0 was never sampled."""
+def run_judge(run_dir: str | Path) -> tuple[Any, Callable[[SamplePicture], dict[str, float]], list[str]] | None:
+    """The picture judge that applies to this run, decided on its step-0 pictures, with its reader and its
+    :func:`judge_key`; None when no judge applies or step 0 was never sampled."""
     run = _run_pictures(Path(run_dir).resolve())
     if run is None:
         return None
     _, ref, config = run
-    return reader_for(config, _base_samples(ref))
+    found = reader_for(config, _base_samples(ref))
+    return None if found is None else (found[0], found[1], judge_key(found[0].name, config))
 
 
 def _base_samples(ref: dict[tuple, tuple[dict[str, Any], Path]]) -> list[SamplePicture]:
@@ -239,7 +247,7 @@ def _measure_steps(run_dir: Path) -> list[dict[str, Any]]:
     data = data_colours(config)
     found = reader_for(config, _base_samples(ref))
     judge, read = found if found is not None else (None, None)
-    larger = _larger_readings(run_dir, judge.name) if judge is not None else {}
+    larger = _larger_readings(run_dir, judge_key(judge.name, config)) if judge is not None else {}
     out = []
     for m in manifests:
         if m["step"] == 0:

@@ -46,23 +46,31 @@ def more_pictures(run_dir: str | Path, checkpoint_file: str | Path, per_prompt: 
     prompts = expand_prompts(config.sample.prompts, config.dataset.trigger)
     seeds = [config.sample.seed + k for k in range(per_prompt)]
     jobs = [(p, s) for p in prompts for s in seeds]
-    cached = _cached(out_dir, lora, jobs)
-    if cached is not None:
-        return cached
     found = run_judge(root)  # from the run's step-0 pictures: is there a judge for this run at all?
+    key = found[2] if found is not None else None
+    files = _cached_files(out_dir, lora, jobs)
+    cached = _cached(out_dir, lora, jobs) if files is not None else None
+    if cached is not None and cached.get("judge_key") == key:
+        return cached
+    # drawn before, read by another judge or none (one chosen since): the same pictures are read again
     base_dir = root / "review" / f"base-more-{per_prompt}"
     base_cached = _cached_files(base_dir, None, jobs) if found is not None else None
-    total = len(jobs) * (2 if found is not None and base_cached is None else 1)
+    need_base = found is not None and base_cached is None
+    total = len(jobs) * (int(need_base) + int(files is None))
     report = progress or (lambda done, total, strength: None)
     report(0, total, None)
-    with drawing(config, pipelines) as (pipe, info, plan, device, swap):
-        drawn = 0
-        if found is not None and base_cached is None:  # the base model's pictures, for the judge's reference
-            base_cached = _draw(pipe, info, config, jobs, base_dir, plan, device, lambda k: report(k, total, 0.0))
-            atomic_write_json(base_dir / "manifest.json", {"prompts": _keys(jobs), "files": base_cached})
-            drawn = len(jobs)
-        with lora_loaded(pipe, info, lora, config.dataset.trigger, "more", swap):
-            files = _draw(pipe, info, config, jobs, out_dir, plan, device, lambda k: report(drawn + k, total, 1.0))
+    if total:
+        with drawing(config, pipelines) as (pipe, info, plan, device, swap):
+            drawn = 0
+            if need_base:  # the base model's pictures, for the judge's reference
+                base_cached = _draw(pipe, info, config, jobs, base_dir, plan, device, lambda k: report(k, total, 0.0))
+                atomic_write_json(base_dir / "manifest.json", {"prompts": _keys(jobs), "files": base_cached})
+                drawn = len(jobs)
+            if files is None:
+                with lora_loaded(pipe, info, lora, config.dataset.trigger, "more", swap):
+                    files = _draw(pipe, info, config, jobs, out_dir, plan, device,
+                                  lambda k: report(drawn + k, total, 1.0))
+    assert files is not None
     records = [{"prompt": p["prompt"], "kind": p["kind"], "index": p["index"], "seed": s, "file": f}
                for (p, s), f in zip(jobs, files)]
     readings: dict[str, float] = {}
@@ -73,7 +81,8 @@ def more_pictures(run_dir: str | Path, checkpoint_file: str | Path, per_prompt: 
         readings = judged_means(found[1], [SamplePicture(r, picture_array(Path(r["file"])), picture_array(Path(b)))
                                            for r, b in zip(records, base_cached)])
     picked = next((c for c in checkpoint_files(root) if Path(c["file"]).resolve() == lora), None)
-    result = {"samples": records, "judge": found[0].name if found is not None else None, "readings": readings,
+    result = {"samples": records, "judge": found[0].name if found is not None else None, "judge_key": key,
+              "readings": readings,
               "per_prompt": per_prompt, "step": picked["step"] if picked else None,
               "weights": picked["weights"] if picked else None}
     atomic_write_json(out_dir / "manifest.json", {"lora": str(lora), "lora_mtime": lora.stat().st_mtime,
@@ -153,5 +162,5 @@ def _cached(out_dir: Path, lora: Path, jobs: list[tuple[dict, int]]) -> dict[str
     if _cached_files(out_dir, lora, jobs) is None:
         return None
     manifest = json.loads((out_dir / "manifest.json").read_text(encoding="utf-8"))
-    return {k: manifest.get(k) for k in ("samples", "judge", "readings", "per_prompt", "step", "weights")}
+    return {k: manifest.get(k) for k in ("samples", "judge", "judge_key", "readings", "per_prompt", "step", "weights")}
 
