@@ -62,6 +62,9 @@ def test_a_judge_folder_passes_and_every_wrong_one_says_what_to_do(tmp_path, jud
         check_judge(str(tmp_path / "no-such-model"))
     en, ko = said(e)
     assert "no-such-model" in en and "no such folder" in en and "no-such-model" in ko
+    for odd in ("a" * 5000, "bad\0name", "~no-such-user-here/clip"):  # not a path here: one message, no traceback
+        with pytest.raises(UserError, match="no such folder"):
+            check_judge(odd)
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(UserError, match=r"no readable config\.json"):

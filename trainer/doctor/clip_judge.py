@@ -28,6 +28,7 @@ from trainer.doctor.judges import PictureJudge, SamplePicture, register_judge
 
 UNRELATED_DISTANCE = 0.5  # 1 - cosine of two unrelated pictures' embeddings, about: leakage 1 there
 DATA_PICTURES = 32  # the training pictures' mean embedding is taken over at most this many
+CLIP_JUDGE = "clip"  # the judge's registered name: what a run's readings say read them
 
 
 @functools.lru_cache(maxsize=1)
@@ -129,4 +130,4 @@ def clip_reader(config: Config, base_pictures: list[SamplePicture]) -> Callable[
 
 
 # a judge whose lines were not measured against what the pictures show on this machine: moderate evidence
-register_judge(PictureJudge("clip", clip_reader, strength="moderate"))
+register_judge(PictureJudge(CLIP_JUDGE, clip_reader, strength="moderate"))

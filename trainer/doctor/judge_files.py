@@ -10,7 +10,6 @@ weights.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from trainer.errors import UserError
@@ -78,10 +77,19 @@ def local_judges(cache_dir: Path | None = None) -> list[str]:
     return found
 
 
+def _is(test: str, name: str) -> bool:
+    """``Path(name).expanduser().<test>()``, False where the name cannot be a path here (a NUL byte, a name too
+    long for the filesystem, ``~nobody``)."""
+    try:
+        return bool(getattr(Path(name).expanduser(), test)())
+    except (OSError, RuntimeError, ValueError):
+        return False
+
+
 def looks_local(name: str) -> bool:
     """A path rather than a hub id (``org/name``): it exists, or starts like a path, or has more than one ``/``."""
-    return (Path(name).expanduser().exists() or name.startswith((".", "/", "~", "\\")) or ":" in name
-            or name.count("/") > 1 or "\\" in name)
+    return (_is("exists", name) or name.startswith((".", "/", "~", "\\")) or ":" in name or name.count("/") > 1
+            or "\\" in name)
 
 
 def check_judge(name: str, cache_dir: Path | None = None) -> None:
@@ -93,10 +101,9 @@ def check_judge(name: str, cache_dir: Path | None = None) -> None:
     if not text:
         return
     if looks_local(text):
-        folder = Path(text).expanduser()
-        if not folder.is_dir():
+        if not _is("is_dir", text):
             raise UserError(msg("error.judge.missing", name=text))
-        _check_files(folder, text)
+        _check_files(Path(text).expanduser(), text)
         return
     from huggingface_hub import constants, try_to_load_from_cache
 
@@ -104,7 +111,7 @@ def check_judge(name: str, cache_dir: Path | None = None) -> None:
         found = try_to_load_from_cache(text, "config.json", cache_dir=str(_hub_cache(cache_dir)))
     except ValueError:  # huggingface_hub's HFValidationError: not a hub id either
         raise UserError(msg("error.judge.missing", name=text)) from None
-    offline = constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes")
+    offline = constants.is_offline_mode()  # HF_HUB_OFFLINE, as the loader itself reads it
     if isinstance(found, str):
         _check_files(Path(found).parent, text, complete=offline)  # online, what the cache lacks is fetched
     elif offline:

@@ -49,9 +49,10 @@ def more_pictures(run_dir: str | Path, checkpoint_file: str | Path, per_prompt: 
     found = run_judge(root)  # from the run's step-0 pictures: is there a judge for this run at all?
     key = found[2] if found is not None else None
     files = _cached_files(out_dir, lora, jobs)
-    cached = _cached(out_dir, lora, jobs) if files is not None else None
-    if cached is not None and cached.get("judge_key") == key:
-        return cached
+    if files is not None:
+        cached = _manifest(out_dir)
+        if cached.get("judge_key") == key:
+            return cached
     # drawn before, read by another judge or none (one chosen since): the same pictures are read again
     base_dir = root / "review" / f"base-more-{per_prompt}"
     base_cached = _cached_files(base_dir, None, jobs) if found is not None else None
@@ -158,9 +159,8 @@ def _cached_files(folder: Path, lora: Path | None, jobs: list[tuple[dict, int]])
     return files if len(files) == len(jobs) and all(Path(f).is_file() for f in files) else None
 
 
-def _cached(out_dir: Path, lora: Path, jobs: list[tuple[dict, int]]) -> dict[str, Any] | None:
-    if _cached_files(out_dir, lora, jobs) is None:
-        return None
+def _manifest(out_dir: Path) -> dict[str, Any]:
+    """What :func:`more_pictures` returned for the draw in ``out_dir`` (its files checked by :func:`_cached_files`)."""
     manifest = json.loads((out_dir / "manifest.json").read_text(encoding="utf-8"))
     return {k: manifest.get(k) for k in ("samples", "judge", "judge_key", "readings", "per_prompt", "step", "weights")}
 

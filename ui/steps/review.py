@@ -20,6 +20,7 @@ from PIL import Image
 import words
 from trainer.data.images import for_display
 from trainer.doctor import pictures
+from trainer.doctor.clip_judge import CLIP_JUDGE
 from trainer.doctor.held_out import val_loss_by_step
 from trainer.doctor.judge_files import choose_judge, chosen_judge
 from trainer.errors import UserError
@@ -157,13 +158,14 @@ def wire(ui: UI) -> None:
             raise UserError(t("err_no_judge_chosen", lang))
         progress(0, desc=t("judge_reading", lang))
         choose_judge(run, name)
+        view = review_view(ui, review_run, lang)
         said = t("judge_back_to_own", lang)
-        if name:
-            found = pictures.run_judge(run)  # the most trusted judge that applies: the chosen one, or one above it
-            said = (t("judge_no_pictures", lang, judge=name) if found is None else
-                    t("judge_reads_run", lang, judge=name) if found[0].name == "clip" else
-                    t("judge_outranked", lang, judge=name, other=found[0].name))
-        return {**review_view(ui, review_run, lang), "review_msg": ok_box(said)}
+        if name:  # who read it: the chosen judge, or a more trusted one (measured for the view, read from its cache)
+            read_by = {r["judge"] for r in pictures.measure_steps(run)} - {None}
+            said = (t("judge_reads_run", lang, judge=name) if CLIP_JUDGE in read_by else
+                    t("judge_outranked", lang, judge=name, other=", ".join(sorted(read_by))) if read_by else
+                    t("judge_no_pictures", lang, judge=name))
+        return {**view, "review_msg": ok_box(said)}
 
     ui.on(ui["judge_btn"].click, read_with_judge, ["lang", "review_run", "judge"], VIEW_OUTPUTS,
           api_name="read_with_judge", message="review_msg")
