@@ -15,6 +15,7 @@ import pytest
 from PIL import Image
 
 import words  # noqa: F401  the app and the CLI word the library's messages with words/ (codes.wording); so do tests
+from tests.default_run import SHARED_RUN_FILES, default_demo_run  # noqa: F401  the fixture, for every file
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
     import torch
@@ -56,10 +57,26 @@ def make_image() -> Callable[..., Path]:
 
 # The longest files start first, so that in two processes neither is left with one of them at the end (measured:
 # pytest --durations; each is minutes of training on two cores).
-LONGEST_FIRST = ("test_browser_verdict.py", "test_doctor_own_folder.py", "test_demo_learning.py",
-                 "test_distributed.py", "test_browser.py", "test_browser_compare.py")
+LONGEST_FIRST = (*SHARED_RUN_FILES, "test_doctor_own_folder.py", "test_distributed.py", "test_browser.py",
+                 "test_browser_compare.py")
 
 
 def pytest_collection_modifyitems(config, items) -> None:
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile``, but the files that read the default demo run are one unit of work: one process runs
+    them one after the other and trains the run once (``tests/default_run.py``)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedRunFirst(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return "default demo run" if scope.rsplit("/", 1)[-1] in SHARED_RUN_FILES else scope
+
+    return SharedRunFirst(config, log)

@@ -2,17 +2,13 @@
 Troubleshoot show the same verdict in a real Chromium, and the Review grid is saved as a picture in
 ``test-artifacts/``.
 
-The default run (about 2.5 minutes on 2 cores) is trained once for the module, headless, with exactly the config
-the app's Start would use on a fresh workspace; the app then opens on that workspace and the browser reads it.
-``LORA_DOCTOR_DEFAULT_RUN=<run folder>`` adopts a finished run instead of training one, when its config is the
-default's (paths and the run's name aside): for iterating on the pages, or on a machine too busy to train."""
+The default run is trained headless with exactly the config the app's Start would use on a fresh workspace
+(``tests/default_run.py``, shared with the files that only read it); the app then opens on that workspace and the
+browser reads it."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-from pathlib import Path
 
 import pytest
 
@@ -22,48 +18,8 @@ VERDICT = re.compile(r"[Vv]erdict: (fit|under-trained|over-trained|broken)")
 
 
 @pytest.fixture(scope="module")
-def default_run(tmp_path_factory):
-    from trainer.train.loop import run_training
-    from trainer.train.runner import Runner
-    from ui.context import make_context
-    from ui.fields import config_from_values
-
-    workspace = tmp_path_factory.mktemp("ws")
-    ctx = make_context(workspace, runner=Runner())  # the demo dataset, prior scenes and the starting values
-    cfg = config_from_values(dict(ctx.defaults), ctx.runs_dir, [ctx.presets_dir])
-    if os.environ.get("LORA_DOCTOR_DEFAULT_RUN"):
-        return workspace, adopt(Path(os.environ["LORA_DOCTOR_DEFAULT_RUN"]), cfg)
-    result = run_training(cfg)
-    assert result.status == "finished", result
-    return workspace, result.run_dir
-
-
-def adopt(src: Path, cfg) -> Path:
-    """A finished run of the default config, copied into the workspace, its paths made the workspace's."""
-    from trainer.config.schema import from_dict, read_toml
-    from trainer.io import atomic_write_text
-
-    theirs = from_dict(read_toml(src / "config.toml"))
-    paths = {"dataset": ("path", "reg_path"), "validation": ("path",), "save": ("output_dir", "name")}
-
-    def settings(c) -> dict:
-        d = c.to_dict()
-        d.pop("preset", None)
-        for section, keys in paths.items():
-            for key in keys:
-                d[section].pop(key)
-        d["sample"]["prompts"] = [p.replace("{trigger}", c.dataset.trigger) for p in d["sample"]["prompts"]]
-        return d
-
-    assert settings(theirs) == settings(cfg), f"{src} was not trained with the default config"
-    assert (src / "status.json").read_text().count('"finished"'), f"{src} did not finish"
-    dest = Path(cfg.save.output_dir) / cfg.save.name / src.name
-    shutil.copytree(src, dest)
-    for section, keys in paths.items():
-        for key in keys:
-            setattr(getattr(theirs, section), key, getattr(getattr(cfg, section), key))
-    atomic_write_text(dest / "config.toml", theirs.to_toml())
-    return dest
+def default_run(default_demo_run):
+    return default_demo_run
 
 
 @pytest.fixture(scope="module")
