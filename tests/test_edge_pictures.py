@@ -138,3 +138,26 @@ def test_in_the_holds_transition_band_a_judges_reading_decides():
     assert "picture judge's reading decides" in words.say(judged.text, "en")
     (low,) = model_observations({"trigger_hold": HOLD_EDGE - 0.05, "likeness": 0.6})
     assert low.strength == "strong"  # below the band the model's word stands beside the judge's
+
+
+@pytest.mark.slow
+def test_a_judge_whose_model_does_not_load_loses_nothing(tmp_path):
+    """measure.judge names files that pass the check before the run but a model that does not load: the run
+    trains, saves and ends finished, and says at its end that no judge read the pictures, and why."""
+    from trainer.models.tiny import save_tiny_clip_judge
+    from trainer.run.events import FindingEvent
+    from trainer.train.loop import run_training
+
+    broken = save_tiny_clip_judge(tmp_path / "judge")
+    for weights in broken.glob("*.safetensors"):
+        weights.write_bytes(weights.read_bytes()[:64])  # a download cut short
+    data = write_toy_dataset(tmp_path / "data", n=4)
+    cfg = tiny_config(data, tmp_path / "runs", {"train.max_steps": 2, "save.every_steps": 2, "sample.enabled": True,
+                                                "sample.steps": 2, "measure.judge": str(broken)})
+    sink = MemorySink()
+    result = run_training(cfg, sink)
+    assert result.status == "finished", result.message
+    assert json.loads((result.run_dir / "status.json").read_text())["status"] == "finished"
+    assert (result.run_dir / "final" / "lora.safetensors").is_file()
+    (said,) = [e for e in sink.snapshot() if isinstance(e, FindingEvent) and e.signal == "judge_unreadable"]
+    assert str(broken) in words.say(said.message, "en") and "그림 판정 모델" in words.say(said.message, "ko")

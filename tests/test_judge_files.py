@@ -176,3 +176,50 @@ def test_a_judge_chosen_after_training_reads_the_run_and_can_be_taken_back(tmp_p
     assert chosen_judge(run) == str(judge)
     assert main(["diagnose", str(tmp_path / "data"), "--judge", str(judge)]) == 2
     assert not (tmp_path / "data" / RUN_JUDGE).exists()
+
+
+def test_a_judge_whose_model_does_not_load_is_said_and_the_run_is_read_without_it(tmp_path, judge):
+    """Files that pass the check (config, processor, weights) but a model that does not load (a download cut
+    short): the pictures are measured without a judge, the diagnosis says which and what to do, and a judge
+    chosen after training that does not load is not kept."""
+    from tests.test_review import _world, fake_run
+    from tests.test_verdict import _character, _set_config
+    from trainer.cli import main
+    from trainer.doctor import pictures
+    from trainer.doctor.clip_judge import load_judge
+    from trainer.doctor.diagnose import diagnose
+    from trainer.doctor.judge_files import chosen_judge
+
+    broken = tmp_path / "cut-short"
+    shutil.copytree(judge, broken)
+    for weights in broken.glob("*.safetensors"):
+        weights.write_bytes(weights.read_bytes()[:64])  # what a download cut short leaves
+    check_judge(str(broken))  # the check before a run cannot tell: the files are there
+    with pytest.raises(UserError) as e:
+        load_judge(str(broken))
+    assert str(broken) in said(e)[0] and "could not be loaded" in said(e)[0] and "불러오지 못했습니다" in said(e)[1]
+
+    data = tmp_path / "data" / "1_mine"
+    data.mkdir(parents=True)
+    for i in range(3):
+        _character().save(data / f"{i}.png")
+    run = fake_run(tmp_path, [10, 20], lambda step, kind: _character() if step == 20 and kind != "no_trigger" else _world())
+    _set_config(run, measure={"judge": str(broken)})  # trained with it
+    rows = pictures.measure_steps(run)  # no traceback: measured as without a judge
+    assert rows and {r["judge"] for r in rows} == {None} and all(r["leakage"] is not None for r in rows)
+    result = diagnose(run)
+    (finding,) = [f for f in result["observed"] if f["signal"] == "judge_unreadable"]
+    assert str(broken) in finding["message"]["en"] and "without its readings" in finding["message"]["en"]
+    assert "그림 판정 모델이 그림을 읽지 못해" in finding["message"]["ko"]
+    assert "judge_files_unusable" in [c["id"] for c in result["causes"]]  # beside what the verdict says (a low dose)
+    (reload,) = [p for p in result["prescriptions"] if p["id"] == "reload_judge"]
+    assert "Read with the picture judge" in reload["detail"]["en"] and "그림 판정 모델로 읽기" in reload["detail"]["ko"]
+
+    # chosen after training: a judge that loads is kept; one that does not is a message and the kept one stays
+    _set_config(run, measure={"judge": ""})
+    pictures.read_with_judge(run, str(judge))
+    with pytest.raises(UserError) as e:
+        pictures.read_with_judge(run, str(broken))
+    assert str(broken) in said(e)[0] and chosen_judge(run) == str(judge)
+    assert {r["judge"] for r in pictures.measure_steps(run)} == {"clip"}
+    assert main(["diagnose", str(run), "--judge", str(broken)]) == 2 and chosen_judge(run) == str(judge)

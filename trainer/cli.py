@@ -187,10 +187,10 @@ def check_output_dir(output_dir: str) -> None:
 
 def cmd_diagnose(args) -> int:
     from trainer.doctor.diagnose import diagnose
-    from trainer.doctor.judge_files import choose_judge
+    from trainer.doctor.pictures import read_with_judge
 
     if args.judge is not None:  # kept in the run folder: Review reads the run with it too
-        choose_judge(args.run_dir, args.judge)
+        read_with_judge(args.run_dir, args.judge)
     result = diagnose(args.run_dir)
     if args.json:
         _print_json(result)

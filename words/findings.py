@@ -86,4 +86,7 @@ TEXTS = {
     "finding.leakage": ("the no-trigger sample drifts from the base model's (leakage {leak:.2f} at step {step}): "
                         "the LoRA is leaking into everything",
                         "트리거 없는 샘플이 기반 모델의 그림에서 멀어짐 ({step}스텝 누출 {leak:.2f}): 다른 것까지 물들고 있음"),
+    "finding.judge_unreadable": ("no picture judge read the pictures, so the verdict was made without its readings. "
+                                 "{problem}",
+                                 "그림 판정 모델이 그림을 읽지 못해, 판정은 그 읽음 없이 내렸습니다. {problem}"),
 }  # fmt: skip

@@ -44,8 +44,9 @@ def load_judge(name: str, device: str = "auto") -> tuple[Any, Any, str]:
     try:
         model = AutoModel.from_pretrained(name).to(dev).eval()
         processor = AutoProcessor.from_pretrained(name)
-    except (OSError, ValueError) as e:
-        raise UserError(msg("error.judge.load", name=name, reason=str(e).splitlines()[0])) from None
+    except Exception as e:  # a user's files fail in the loaders' many ways (a cut-short download: SafetensorError)
+        reason = (str(e).splitlines() or [type(e).__name__])[0]
+        raise UserError(msg("error.judge.load", name=name, reason=reason)) from None
     if not hasattr(model, "get_image_features") or not hasattr(model, "get_text_features"):
         raise UserError(msg("error.judge.kind", name=name, kind=type(model).__name__))
     return model, processor, dev

@@ -146,9 +146,10 @@ def chosen_judge(run_dir: str | Path) -> str:
     return str(found.get("judge") or "") if isinstance(found, dict) else ""
 
 
-def choose_judge(run_dir: str | Path, name: str) -> None:
+def choose_judge(run_dir: str | Path, name: str, check: bool = True) -> None:
     """Have ``name`` read this run's pictures from now on, in place of the judge it trained with (checked first:
-    a wrong one changes nothing); "" goes back to the run's own ``measure.judge``."""
+    a wrong one changes nothing); "" goes back to the run's own ``measure.judge``. ``check=False``: put back the
+    one chosen before, as it was."""
     from trainer.io import atomic_write_text
 
     if not (Path(run_dir) / "config.toml").is_file():
@@ -158,6 +159,7 @@ def choose_judge(run_dir: str | Path, name: str) -> None:
     if not text:
         path.unlink(missing_ok=True)
         return
-    check_judge(text)
+    if check:
+        check_judge(text)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps({"judge": text}) + "\n")

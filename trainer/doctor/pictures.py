@@ -17,12 +17,12 @@ from PIL import Image
 
 from trainer.config.schema import Config
 from trainer.doctor.detectors import Finding
-from trainer.doctor.judge_files import RUN_JUDGE, chosen_judge
+from trainer.doctor.judge_files import RUN_JUDGE, choose_judge, chosen_judge
 from trainer.doctor.judges import SamplePicture, reader_for
 from trainer.doctor.registry import detector
 from trainer.errors import UserError
 from trainer.io import read_jsonl
-from trainer.message import msg
+from trainer.message import Msg, msg
 from trainer.picture_measures import burn_from_stats, colour_stats, leakage_scores
 from trainer.run.contents import load_run_config, sample_manifests
 from trainer.run.rundir import RunPaths
@@ -62,7 +62,14 @@ def measure_steps(run_dir: str | Path) -> list[dict[str, Any]]:
     Measured once per state of the run's files: Review, its recommendation, the verdict and the diagnosis
     each ask, and a page visit asked several times for the same pictures."""
     root = Path(run_dir).resolve()
-    return [dict(row) for row in _measured(root, _sample_files_stamp(root))]
+    return [dict(row) for row in _measured(root, _sample_files_stamp(root))[0]]
+
+
+def judge_problem(run_dir: str | Path) -> Msg | str | None:
+    """Why the picture judge this run names could not read its pictures (its message: which model, what failed,
+    what to do), or None. The pictures are then measured without it, as by a run that names none."""
+    root = Path(run_dir).resolve()
+    return _measured(root, _sample_files_stamp(root))[1]
 
 
 def _sample_files_stamp(root: Path) -> tuple[tuple[str, int, int], ...]:
@@ -119,9 +126,21 @@ def _same_file(path: Any, mtime: Any) -> bool:
         return False
 
 
+def read_with_judge(run_dir: str | Path, name: str) -> None:
+    """:func:`~trainer.doctor.judge_files.choose_judge`, then the run read with it: a judge whose files passed the
+    check but whose model does not load is taken back (the one chosen before stays) and its message raised."""
+    before = chosen_judge(run_dir)
+    choose_judge(run_dir, name)
+    problem = judge_problem(run_dir) if name.strip() else None
+    if problem is not None:
+        choose_judge(run_dir, before, check=False)
+        raise UserError(problem)
+
+
 @functools.lru_cache(maxsize=16)
-def _measured(root: Path, stamp: tuple) -> tuple[dict[str, Any], ...]:
-    return tuple(_measure_steps(root))
+def _measured(root: Path, stamp: tuple) -> tuple[tuple[dict[str, Any], ...], Msg | str | None]:
+    rows, problem = _measure_steps(root)
+    return tuple(rows), problem
 
 
 def _base_pictures(base: dict[str, Any]) -> dict[tuple, tuple[dict[str, Any], Path]]:
@@ -239,13 +258,17 @@ def burn_reference(data: dict[str, float], base_image: np.ndarray) -> dict[str, 
     return {k: max(v, base.get(k, v)) for k, v in data.items()}
 
 
-def _measure_steps(run_dir: Path) -> list[dict[str, Any]]:
+def _measure_steps(run_dir: Path) -> tuple[list[dict[str, Any]], Msg | str | None]:
     run = _run_pictures(run_dir)
     if run is None:
-        return []
+        return [], None
     manifests, ref, config = run
     data = data_colours(config)
-    found = reader_for(config, _base_samples(ref))
+    problem: Msg | str | None = None
+    try:
+        found = reader_for(config, _base_samples(ref))
+    except UserError as e:  # the judge named cannot be loaded: measured without it, and :func:`judge_finding` says so
+        found, problem = None, e.msg
     judge, read = found if found is not None else (None, None)
     larger = _larger_readings(run_dir, judge_key(judge.name, config)) if judge is not None else {}
     out = []
@@ -272,7 +295,7 @@ def _measure_steps(run_dir: Path) -> list[dict[str, Any]]:
         row.update(judged_means(read, pictures))
         row.update(larger.get(m["step"], {}))
         out.append(row)
-    return out
+    return out, problem
 
 
 def leakage_by_step(run_dir: str | Path) -> list[dict[str, Any]]:
@@ -333,3 +356,13 @@ def sample_findings(samples_dir: Path) -> list[Finding]:
                            msg("finding.leakage", leak=leak, step=step),
                            [s for s, _ in leak_hits], {"leakage": [[s, v] for s, v in leak_hits]}))
     return out
+
+
+@detector("judge_unreadable", group="pictures", reads=("samples",))
+def judge_finding(samples_dir: Path) -> Finding | None:
+    """The picture judge the run names could not be loaded: no judge read its pictures, and the verdict rests on
+    the run's model measures. Said at the run's end and in its diagnosis, never a traceback that loses the run."""
+    problem = judge_problem(samples_dir.parent)
+    if problem is None:
+        return None
+    return Finding("judge_unreadable", "warning", msg("finding.judge_unreadable", problem=problem), [], {})

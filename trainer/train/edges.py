@@ -40,7 +40,11 @@ def draw_edges(trainer: Trainer, step: int) -> None:
     from trainer.run.samples import expand_prompts
 
     root = trainer.paths.root
-    saves = edge_saves(root, per_prompt)
+    try:
+        saves = edge_saves(root, per_prompt)
+    except Exception as e:  # reading the saves failed: the run is trained and saved all the same
+        _failed(trainer, step, e)
+        return
     if not saves:
         return
     trainer.release_device()
@@ -54,10 +58,14 @@ def draw_edges(trainer: Trainer, step: int) -> None:
     except _Stopped:
         pass
     except Exception as e:  # the run is trained and saved: a drawing that fails loses none of it
-        trainer.emit(Alert(level="warning", kind="edge_pictures", step=step,
-                           message=msg("run.edge_pictures_failed", reason=f"{type(e).__name__}: {e}"[:300])))
+        _failed(trainer, step, e)
     finally:
         pipelines.release()
+
+
+def _failed(trainer: Trainer, step: int, e: Exception) -> None:
+    trainer.emit(Alert(level="warning", kind="edge_pictures", step=step,
+                       message=msg("run.edge_pictures_failed", reason=f"{type(e).__name__}: {e}"[:300])))
 
 
 class _Report:

@@ -22,7 +22,7 @@ from trainer.data.images import for_display
 from trainer.doctor import pictures
 from trainer.doctor.clip_judge import CLIP_JUDGE
 from trainer.doctor.held_out import val_loss_by_step
-from trainer.doctor.judge_files import choose_judge, chosen_judge
+from trainer.doctor.judge_files import chosen_judge
 from trainer.errors import UserError
 from trainer.models.embedding import embedding_beside
 from trainer.review import grid as review
@@ -157,7 +157,7 @@ def wire(ui: UI) -> None:
         if not name and not chosen_judge(run):
             raise UserError(t("err_no_judge_chosen", lang))
         progress(0, desc=t("judge_reading", lang))
-        choose_judge(run, name)
+        pictures.read_with_judge(run, name)  # a model that does not load is one message, and not kept
         view = review_view(ui, review_run, lang)
         said = t("judge_back_to_own", lang)
         if name:  # who read it: the chosen judge, or a more trusted one (measured for the view, read from its cache)
