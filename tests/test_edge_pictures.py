@@ -161,3 +161,26 @@ def test_a_judge_whose_model_does_not_load_loses_nothing(tmp_path):
     assert (result.run_dir / "final" / "lora.safetensors").is_file()
     (said,) = [e for e in sink.snapshot() if isinstance(e, FindingEvent) and e.signal == "judge_unreadable"]
     assert str(broken) in words.say(said.message, "en") and "그림 판정 모델" in words.say(said.message, "ko")
+
+
+@pytest.mark.slow
+def test_a_finding_that_fails_at_the_end_loses_nothing(tmp_path, monkeypatch):
+    """A detector that raises while the finished run is read for findings: one warning, the run ends finished."""
+    from trainer.doctor import registry
+    from trainer.train.loop import run_training
+
+    def broken(samples_dir):
+        raise ValueError("a bug in a detector")
+
+    registry.detectors()  # every detector module imported first: the broken one is one more
+    monkeypatch.setitem(registry._REGISTRY, "tests.broken", registry.Detector(
+        ("broken",), "pictures", None, None, None, ("samples",), broken))
+    data = write_toy_dataset(tmp_path / "data", n=4)
+    cfg = tiny_config(data, tmp_path / "runs", {"train.max_steps": 2, "sample.enabled": True, "sample.steps": 2})
+    sink = MemorySink()
+    result = run_training(cfg, sink)
+    assert result.status == "finished", result.message
+    assert json.loads((result.run_dir / "status.json").read_text())["status"] == "finished"
+    (alert,) = [e for e in sink.snapshot() if isinstance(e, Alert) and e.kind == "findings"]
+    assert "ValueError: a bug in a detector" in words.say(alert.message, "en")
+    assert "학습과 저장은 끝났지만" in words.say(alert.message, "ko")

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
+import words
 from trainer.doctor.judge_files import check_judge, local_judges
 from trainer.errors import UserError
 from trainer.models.tiny import save_tiny_clip_judge
@@ -220,6 +221,33 @@ def test_a_judge_whose_model_does_not_load_is_said_and_the_run_is_read_without_i
     pictures.read_with_judge(run, str(judge))
     with pytest.raises(UserError) as e:
         pictures.read_with_judge(run, str(broken))
-    assert str(broken) in said(e)[0] and chosen_judge(run) == str(judge)
+    assert str(broken) in said(e)[0] and "It was not kept" in said(e)[0] and chosen_judge(run) == str(judge)
     assert {r["judge"] for r in pictures.measure_steps(run)} == {"clip"}
     assert main(["diagnose", str(run), "--judge", str(broken)]) == 2 and chosen_judge(run) == str(judge)
+
+
+def test_a_judge_that_fails_while_reading_is_named_and_the_pictures_are_measured_without_it(tmp_path, monkeypatch):
+    from tests.test_review import _world, fake_run
+    from trainer.doctor import judges, pictures
+    from trainer.doctor.registry import RunInputs, collect
+    from trainer.run.contents import load_run_config
+
+    def reads_then_fails(config, base_pictures):
+        def read(p):
+            raise RuntimeError("mat1 and mat2 shapes cannot be multiplied")
+        return read
+
+    run = fake_run(tmp_path, [10, 20], lambda step, kind: _world())
+    monkeypatch.setitem(judges._JUDGES, "shaky", judges.PictureJudge("shaky", reads_then_fails))
+    pictures._measured.cache_clear()
+    rows = pictures.measure_steps(run)
+    assert [r["step"] for r in rows] == [10, 20] and {r["judge"] for r in rows} == {None}
+    assert all(r["leakage"] is not None and r["likeness"] is None for r in rows)
+    problem = words.say(pictures.judge_problem(run), "en")
+    assert "shaky" in problem and "RuntimeError: mat1 and mat2" in problem and "failed while reading" in problem
+    assert "읽다가 실패" in words.say(pictures.judge_problem(run), "ko")
+    found = collect(RunInputs(load_run_config(run), run_dir=run), "pictures")
+    assert [f.signal for f in found] == ["judge_unreadable"]
+    monkeypatch.delitem(judges._JUDGES, "shaky")
+    pictures._measured.cache_clear()
+    assert pictures.judge_problem(run) is None

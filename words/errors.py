@@ -166,6 +166,12 @@ TEXTS: dict[str, tuple[str, str]] = {
                          "or hub id of a CLIP or SigLIP model, or leave measure.judge empty",
                          "measure.judge {name}: 그림 판정 모델을 불러오지 못했습니다 ({reason}). CLIP이나 SigLIP 모델의 "
                          "로컬 폴더나 허브 id를 주거나 measure.judge를 비워 두세요"),
+    "error.judge.read": ("measure.judge {name}: the picture judge failed while reading the pictures ({reason}). Choose "
+                         "another CLIP or SigLIP model, or none",
+                         "measure.judge {name}: 그림 판정 모델이 그림을 읽다가 실패했습니다 ({reason}). 다른 CLIP이나 "
+                         "SigLIP 모델을 고르거나 비워 두세요"),
+    "error.judge.not_kept": ("{problem}. It was not kept: the run is read as before",
+                             "{problem}. 이 판정 모델은 남기지 않았고, 실행은 전처럼 읽습니다"),
     "error.judge.kind": ("measure.judge {name} is a {kind}, not a CLIP or SigLIP model (it has no image and text "
                          "features)",
                          "measure.judge {name}: {kind} 모델이라 CLIP이나 SigLIP 모델이 아닙니다 (그림·글 특징이 없음)"),

@@ -9,6 +9,7 @@ module is imported; the doctor never names one.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,10 @@ from typing import Any
 import numpy as np
 
 from trainer.config.schema import Config
+from trainer.errors import UserError
+from trainer.message import Msg, msg
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -61,4 +66,41 @@ def reader_for(config: Config | None, base_pictures: list[SamplePicture]) -> tup
     return None
 
 
-from trainer.doctor import clip_judge  # noqa: E402, F401  (registers itself; needs the names above)
+class JudgeFailed(Exception):
+    """A judge could not read a run's pictures; ``problem`` says which and why, as the user is told."""
+
+    def __init__(self, problem: Msg | str):
+        super().__init__(problem)
+        self.problem = problem
+
+
+def guarded_reader(config: Config | None, base_pictures: list[SamplePicture]) -> tuple[PictureJudge, Callable] | None:
+    """:func:`reader_for`, where any failure of the judge's (loading its model, building its reader, reading a
+    picture) is a :class:`JudgeFailed` naming it: a user's model files fail in the libraries' many ways."""
+    try:
+        found = reader_for(config, base_pictures)
+    except Exception as e:
+        raise _failed(e, config) from e
+    if found is None:
+        return None
+    judge, read = found
+
+    def guarded(p: SamplePicture) -> dict[str, float]:
+        try:
+            return read(p)
+        except Exception as e:
+            raise _failed(e, config, judge.name) from e
+
+    return judge, guarded
+
+
+def _failed(e: Exception, config: Config | None, name: str | None = None) -> JudgeFailed:
+    if isinstance(e, UserError):  # its files, as the loader said it
+        return JudgeFailed(e.msg)
+    log.warning("the picture judge failed", exc_info=e)
+    model = config.measure.judge if config is not None else ""
+    return JudgeFailed(msg("error.judge.read", name=model if name in (None, clip_judge.CLIP_JUDGE) else name,
+                           reason=f"{type(e).__name__}: {e}"[:300]))
+
+
+from trainer.doctor import clip_judge  # noqa: E402  (registers itself; needs the names above)

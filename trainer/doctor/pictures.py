@@ -18,7 +18,7 @@ from PIL import Image
 from trainer.config.schema import Config
 from trainer.doctor.detectors import Finding
 from trainer.doctor.judge_files import RUN_JUDGE, choose_judge, chosen_judge
-from trainer.doctor.judges import SamplePicture, reader_for
+from trainer.doctor.judges import JudgeFailed, SamplePicture, guarded_reader, reader_for
 from trainer.doctor.registry import detector
 from trainer.errors import UserError
 from trainer.io import read_jsonl
@@ -134,7 +134,7 @@ def read_with_judge(run_dir: str | Path, name: str) -> None:
     problem = judge_problem(run_dir) if name.strip() else None
     if problem is not None:
         choose_judge(run_dir, before, check=False)
-        raise UserError(problem)
+        raise UserError(msg("error.judge.not_kept", problem=problem))
 
 
 @functools.lru_cache(maxsize=16)
@@ -259,16 +259,21 @@ def burn_reference(data: dict[str, float], base_image: np.ndarray) -> dict[str, 
 
 
 def _measure_steps(run_dir: Path) -> tuple[list[dict[str, Any]], Msg | str | None]:
+    """The rows, and why the judge that applies could not read the pictures (then they are measured without it, and
+    :func:`judge_finding` says so: a judge's failure never costs the run its diagnosis, nor a finishing run its end)."""
     run = _run_pictures(run_dir)
     if run is None:
         return [], None
-    manifests, ref, config = run
-    data = data_colours(config)
-    problem: Msg | str | None = None
     try:
-        found = reader_for(config, _base_samples(ref))
-    except UserError as e:  # the judge named cannot be loaded: measured without it, and :func:`judge_finding` says so
-        found, problem = None, e.msg
+        return _rows(run_dir, *run, judged=True), None
+    except JudgeFailed as e:
+        return _rows(run_dir, *run, judged=False), e.problem
+
+
+def _rows(run_dir: Path, manifests: list[dict[str, Any]], ref: dict[tuple, Any], config: Config | None, *,
+          judged: bool) -> list[dict[str, Any]]:
+    data = data_colours(config)
+    found = guarded_reader(config, _base_samples(ref)) if judged else None
     judge, read = found if found is not None else (None, None)
     larger = _larger_readings(run_dir, judge_key(judge.name, config)) if judge is not None else {}
     out = []
@@ -295,7 +300,7 @@ def _measure_steps(run_dir: Path) -> tuple[list[dict[str, Any]], Msg | str | Non
         row.update(judged_means(read, pictures))
         row.update(larger.get(m["step"], {}))
         out.append(row)
-    return out, problem
+    return out
 
 
 def leakage_by_step(run_dir: str | Path) -> list[dict[str, Any]]:

@@ -6,13 +6,17 @@ A part of :class:`trainer.train.loop.Trainer`, kept apart so the loop reads as t
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from trainer.config.schema import save_config
 from trainer.doctor.guard import Decision
 from trainer.doctor.numerics import StepHealth, first_bad_module, first_bad_tensor
-from trainer.run.events import ABSENT, ChangeApplied, NonFiniteAlert, Rollback, StepRow
+from trainer.message import msg
+from trainer.run.events import ABSENT, Alert, ChangeApplied, NonFiniteAlert, Rollback, StepRow
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from trainer.config.schema import Config
@@ -51,7 +55,18 @@ class Recovery:
 
         run = RunInputs(self.config, self.plan.to_json(), list(rows), run_dir=self.paths.root)
         groups = ("numbers", *(("model",) if measured else ()), *(("pictures",) if final else ()))
-        for f in collect(run, *groups):
+        try:
+            found = collect(run, *groups)
+        except Exception as e:
+            if not final:
+                raise
+            # the run is trained and saved: a reading of it that fails must not leave it unfinished
+            log.warning("the findings at the run's end failed", exc_info=e)
+            step = rows[-1].step if rows else 0
+            self.emit(Alert(level="warning", kind="findings", step=step,
+                            message=msg("run.findings_failed", reason=f"{type(e).__name__}: {e}"[:300])))
+            return
+        for f in found:
             if f.signal not in self.emitted:
                 self.emitted.add(f.signal)
                 self.emit(f.to_event())
