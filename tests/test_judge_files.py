@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 import words
@@ -248,6 +249,9 @@ def test_a_judge_that_fails_while_reading_is_named_and_the_pictures_are_measured
     assert "읽다가 실패" in words.say(pictures.judge_problem(run), "ko")
     found = collect(RunInputs(load_run_config(run), run_dir=run), "pictures")
     assert [f.signal for f in found] == ["judge_unreadable"]
+    judge, read, _ = pictures.run_judge(run)  # what More pictures reads a larger draw with: a message, not a traceback
+    with pytest.raises(UserError, match="shaky: the picture judge failed while reading"):
+        read(judges.SamplePicture({"kind": "trigger"}, np.zeros((8, 8, 3), np.uint8), np.zeros((8, 8, 3), np.uint8)))
     monkeypatch.delitem(judges._JUDGES, "shaky")
     pictures._measured.cache_clear()
     assert pictures.judge_problem(run) is None

@@ -18,7 +18,7 @@ import numpy as np
 
 from trainer.config.schema import Config
 from trainer.errors import UserError
-from trainer.message import Msg, msg
+from trainer.message import msg
 
 log = logging.getLogger(__name__)
 
@@ -66,12 +66,8 @@ def reader_for(config: Config | None, base_pictures: list[SamplePicture]) -> tup
     return None
 
 
-class JudgeFailed(Exception):
-    """A judge could not read a run's pictures; ``problem`` says which and why, as the user is told."""
-
-    def __init__(self, problem: Msg | str):
-        super().__init__(problem)
-        self.problem = problem
+class JudgeFailed(UserError):
+    """A judge could not read a run's pictures: which and why, and what to do (``msg``), as the user is told."""
 
 
 def guarded_reader(config: Config | None, base_pictures: list[SamplePicture]) -> tuple[PictureJudge, Callable] | None:
@@ -96,7 +92,7 @@ def guarded_reader(config: Config | None, base_pictures: list[SamplePicture]) ->
 
 def _failed(e: Exception, config: Config | None, name: str | None = None) -> JudgeFailed:
     if isinstance(e, UserError):  # its files, as the loader said it
-        return JudgeFailed(e.msg)
+        return e if isinstance(e, JudgeFailed) else JudgeFailed(e.msg)
     log.warning("the picture judge failed", exc_info=e)
     model = config.measure.judge if config is not None else ""
     return JudgeFailed(msg("error.judge.read", name=model if name in (None, clip_judge.CLIP_JUDGE) else name,

@@ -18,7 +18,7 @@ from PIL import Image
 from trainer.config.schema import Config
 from trainer.doctor.detectors import Finding
 from trainer.doctor.judge_files import RUN_JUDGE, choose_judge, chosen_judge
-from trainer.doctor.judges import JudgeFailed, SamplePicture, guarded_reader, reader_for
+from trainer.doctor.judges import JudgeFailed, SamplePicture, guarded_reader
 from trainer.doctor.registry import detector
 from trainer.errors import UserError
 from trainer.io import read_jsonl
@@ -195,7 +195,7 @@ def run_judge(run_dir: str | Path) -> tuple[Any, Callable[[SamplePicture], dict[
     if run is None:
         return None
     _, ref, config = run
-    found = reader_for(config, _base_samples(ref))
+    found = guarded_reader(config, _base_samples(ref))  # a judge that fails: one message (JudgeFailed)
     return None if found is None else (found[0], found[1], judge_key(found[0].name, config))
 
 
@@ -267,7 +267,7 @@ def _measure_steps(run_dir: Path) -> tuple[list[dict[str, Any]], Msg | str | Non
     try:
         return _rows(run_dir, *run, judged=True), None
     except JudgeFailed as e:
-        return _rows(run_dir, *run, judged=False), e.problem
+        return _rows(run_dir, *run, judged=False), e.msg
 
 
 def _rows(run_dir: Path, manifests: list[dict[str, Any]], ref: dict[tuple, Any], config: Config | None, *,
