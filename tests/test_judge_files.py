@@ -250,6 +250,7 @@ def test_a_judge_that_fails_while_reading_is_named_and_the_pictures_are_measured
     found = collect(RunInputs(load_run_config(run), run_dir=run), "pictures")
     assert [f.signal for f in found] == ["judge_unreadable"]
     judge, read, _ = pictures.run_judge(run)  # what More pictures reads a larger draw with: a message, not a traceback
+    assert judge.name == "shaky"
     with pytest.raises(UserError, match="shaky: the picture judge failed while reading"):
         read(judges.SamplePicture({"kind": "trigger"}, np.zeros((8, 8, 3), np.uint8), np.zeros((8, 8, 3), np.uint8)))
     monkeypatch.delitem(judges._JUDGES, "shaky")

@@ -378,3 +378,24 @@ def test_more_pictures_of_a_save_start_with_the_runs_own_seeds_and_a_judge_reads
     lora = run / "final" / "lora.safetensors"
     os.utime(lora, ns=(lora.stat().st_atime_ns, lora.stat().st_mtime_ns + 10**9))  # the save's file changed since
     assert "judged_per_prompt" not in {r["step"]: r for r in pictures.measure_steps(run)}[final_step]
+
+
+def test_a_picture_cut_short_is_read_as_missing_and_the_grid_shows_the_rest(tmp_path):
+    """A run folder copied while a picture was still arriving: the doctor reads the others (the diagnosis, not a
+    bare "image file is truncated"), and Review's grid puts a grey tile where that one was."""
+    from trainer.doctor.diagnose import diagnose
+    from ui.steps.review import grid_html
+
+    run = fake_run(tmp_path, [10, 20], lambda step, kind: _world())
+    whole = pictures.measure_steps(run)
+    step0 = sorted((run / "samples" / "step-000000").glob("*.png"))
+    step20 = sorted((run / "samples" / "step-000020").glob("*.png"))
+    for cut in (step0[0], step20[1]):
+        cut.write_bytes(cut.read_bytes()[:100])
+    rows = pictures.measure_steps(run)
+    assert [r["step"] for r in rows] == [r["step"] for r in whole] == [10, 20]
+    assert rows[0]["leakage"] is not None and rows[1]["leakage"] is not None
+    assert diagnose(run, write=False)["verdict"]["label"] in ("under", "fit", "over", "broken")
+    grid = review.review_grid(run)
+    page = grid_html(grid, None, "en")
+    assert page.count("<img") == len(grid["cells"])  # every cell drawn, the cut ones grey

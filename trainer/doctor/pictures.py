@@ -155,8 +155,19 @@ def _step_pictures(m: dict[str, Any], ref: dict[tuple, tuple[dict[str, Any], Pat
         path = Path(m["dir"]) / s["file"]
         if s.get("weights", "live") != "live" or sample_key(s) not in ref or not path.is_file():
             continue
-        out.append(SamplePicture(s, picture_array(path), picture_array(ref[sample_key(s)][1])))
+        image, base = _readable(path), _readable(ref[sample_key(s)][1])
+        if image is not None and base is not None:
+            out.append(SamplePicture(s, image, base))
     return out
+
+
+def _readable(path: Path) -> np.ndarray | None:
+    """:func:`picture_array`, or None for a picture that cannot be read (cut short: a copy of the run folder still
+    arriving): measured as a missing one is, not a failure of the whole run's reading."""
+    try:
+        return picture_array(path)
+    except (OSError, ValueError):
+        return None
 
 
 def _run_pictures(run_dir: Path) -> tuple[list[dict[str, Any]], dict[tuple, Any], Config | None] | None:
@@ -200,7 +211,8 @@ def run_judge(run_dir: str | Path) -> tuple[Any, Callable[[SamplePicture], dict[
 
 
 def _base_samples(ref: dict[tuple, tuple[dict[str, Any], Path]]) -> list[SamplePicture]:
-    return [SamplePicture(s, picture_array(p), picture_array(p)) for s, p in ref.values()]
+    read = [(s, _readable(p)) for s, p in ref.values()]
+    return [SamplePicture(s, a, a) for s, a in read if a is not None]
 
 
 def judge_rows(run_dir: Path, reader_of: Callable[[Config | None, list[SamplePicture]], Any]) -> list[dict[str, Any]]:

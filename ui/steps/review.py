@@ -248,8 +248,11 @@ def _data_uri(path: str | list[str]) -> str:
     paths = [path] if isinstance(path, str) else path
     pictures = []
     for p in paths:
-        with Image.open(p) as im:
-            pictures.append(im.convert("RGB"))
+        try:
+            with Image.open(p) as im:
+                pictures.append(im.convert("RGB"))
+        except (OSError, ValueError):  # cut short or gone: a grey tile in its place, the rest of the grid shown
+            pictures.append(Image.new("RGB", (64, 64), "#bbbbbb"))
     side = math.ceil(math.sqrt(len(pictures)))
     tile = GRID_THUMB // side
     small = max(pictures[0].size) <= 96
