@@ -32,6 +32,10 @@ TEXTS = {
                                  "run is trained and saved: Review's \"More pictures of this save\" draws them",
                                  "그림 판정 기준선 가까이 있는 체크포인트를 더 그리지 못했습니다({reason}). 학습과 저장은 "
                                  "끝났습니다. 검토 단계의 \"이 체크포인트 그림 더 보기\"로 그릴 수 있습니다"),
+    "run.final_samples_failed": ("the last step's samples could not be drawn ({reason}); the run is trained and "
+                                 "saved: Review's \"More pictures of this save\" draws its pictures",
+                                 "마지막 스텝의 샘플 그림을 그리지 못했습니다({reason}). 학습과 저장은 끝났습니다. 검토 단계의 "
+                                 "\"이 체크포인트 그림 더 보기\"로 그릴 수 있습니다"),
     "run.findings_failed": ("the run is trained and saved, but reading it for findings at its end failed ({reason}); "
                             "Troubleshoot diagnoses it again when opened",
                             "학습과 저장은 끝났지만 끝에서 실행을 읽어 진단하다가 실패했습니다({reason}). 문제 해결 단계를 "

@@ -350,7 +350,7 @@ class Trainer:
             state = self.checkpointer.snapshot()  # on every rank: it gathers each rank's random generators
             final = self.checkpointer.save_final(state) if self.dist.is_main else None
             if self.config.sample.enabled and status is RunStatus.FINISHED and step in self.plan.sample_steps:
-                self.sampler.sample(step)  # rank 0 alone samples
+                self.sampler.sample_at_end(step)  # rank 0 alone samples; a failure is a warning
         self.feeder.close()
         if status not in (RunStatus.FAILED, RunStatus.PAUSED) and self.config.guard.detectors:
             self.run_detectors(final=True)  # a paused run is not over: its findings come when it ends

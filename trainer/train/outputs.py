@@ -5,6 +5,7 @@ Two parts of :class:`trainer.train.loop.Trainer`: the :class:`Checkpointer` and 
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import time
@@ -13,13 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 from trainer.export.lora_files import DIFFUSERS_TWIN, write_diffusers, write_kohya
 from trainer.io import atomic_folder, fsync_file
+from trainer.message import msg
 from trainer.models.embedding import EMBEDDING_EMA_FILE, EMBEDDING_FILE, write_embedding
-from trainer.run.events import CheckpointSaved, SampleReady, SaveRefused
+from trainer.run.events import Alert, CheckpointSaved, SampleReady, SaveRefused
 from trainer.run.rundir import rotate_checkpoints, write_checkpoint_marker
 from trainer.run.samples import expand_prompts
 from trainer.sampling import sampling_pipeline, write_samples
 from trainer.tensor_files import NonFiniteTensorError
 from trainer.train import checkpoint as ckpt
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from trainer.config.schema import Config
@@ -166,6 +170,16 @@ class Sampler:
                                 folder, step, ema=self.state.ema if step > 0 else None)
         self.emit(SampleReady(step=step, path=str(folder), samples=records,
                               seconds=round(time.perf_counter() - t0, 3)))
+
+    def sample_at_end(self, step: int) -> None:
+        """The last step's samples, after the final LoRA is saved: a failure here (the card's memory, at the end of
+        hours) is one warning, and the run still ends finished."""
+        try:
+            self.sample(step)
+        except Exception as e:
+            log.warning("the last step's samples failed", exc_info=e)
+            self.emit(Alert(level="warning", kind="samples", step=step,
+                            message=msg("run.final_samples_failed", reason=f"{type(e).__name__}: {e}"[:300])))
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:

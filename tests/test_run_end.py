@@ -1,0 +1,85 @@
+"""The end of a run, after its final LoRA is saved (the last step's samples, the findings, the picture judge's
+reading, the saves drawn again): whatever fails there is one warning, and the run ends finished with its files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import words
+from tests.helpers import tiny_config, write_toy_dataset
+from trainer.run.events import Alert, MemorySink
+
+
+@pytest.mark.slow
+def test_a_judge_whose_model_does_not_load_loses_nothing(tmp_path):
+    """measure.judge names files that pass the check before the run but a model that does not load: the run
+    trains, saves and ends finished, and says at its end that no judge read the pictures, and why."""
+    from trainer.models.tiny import save_tiny_clip_judge
+    from trainer.run.events import FindingEvent
+    from trainer.train.loop import run_training
+
+    broken = save_tiny_clip_judge(tmp_path / "judge")
+    for weights in broken.glob("*.safetensors"):
+        weights.write_bytes(weights.read_bytes()[:64])  # a download cut short
+    data = write_toy_dataset(tmp_path / "data", n=4)
+    cfg = tiny_config(data, tmp_path / "runs", {"train.max_steps": 2, "save.every_steps": 2, "sample.enabled": True,
+                                                "sample.steps": 2, "measure.judge": str(broken)})
+    sink = MemorySink()
+    result = run_training(cfg, sink)
+    assert result.status == "finished", result.message
+    assert json.loads((result.run_dir / "status.json").read_text())["status"] == "finished"
+    assert (result.run_dir / "final" / "lora.safetensors").is_file()
+    (said,) = [e for e in sink.snapshot() if isinstance(e, FindingEvent) and e.signal == "judge_unreadable"]
+    assert str(broken) in words.say(said.message, "en") and "그림 판정 모델" in words.say(said.message, "ko")
+
+
+@pytest.mark.slow
+def test_a_finding_that_fails_at_the_end_loses_nothing(tmp_path, monkeypatch):
+    """A detector that raises while the finished run is read for findings: one warning, the run ends finished."""
+    from trainer.doctor import registry
+    from trainer.train.loop import run_training
+
+    def broken(samples_dir):
+        raise ValueError("a bug in a detector")
+
+    registry.detectors()  # every detector module imported first: the broken one is one more
+    monkeypatch.setitem(registry._REGISTRY, "tests.broken", registry.Detector(
+        ("broken",), "pictures", None, None, None, ("samples",), broken))
+    data = write_toy_dataset(tmp_path / "data", n=4)
+    cfg = tiny_config(data, tmp_path / "runs", {"train.max_steps": 2, "sample.enabled": True, "sample.steps": 2})
+    sink = MemorySink()
+    result = run_training(cfg, sink)
+    assert result.status == "finished", result.message
+    assert json.loads((result.run_dir / "status.json").read_text())["status"] == "finished"
+    (alert,) = [e for e in sink.snapshot() if isinstance(e, Alert) and e.kind == "findings"]
+    assert "ValueError: a bug in a detector" in words.say(alert.message, "en")
+    assert "학습과 저장은 끝났지만" in words.say(alert.message, "ko")
+
+
+@pytest.mark.slow
+def test_the_last_steps_samples_failing_loses_nothing(tmp_path, monkeypatch):
+    """The last step's samples are drawn after the final LoRA is saved; drawing them fails (the card's memory at
+    the end of hours): one warning, the run ends finished with its final LoRA."""
+    from trainer.train import outputs
+    from trainer.train.loop import run_training
+
+    real = outputs.write_samples
+
+    def fails_at_the_end(pipe, modules, prompts, sample, size, precision, folder, step, **kw):
+        if step == 2:
+            raise RuntimeError("CUDA out of memory")
+        return real(pipe, modules, prompts, sample, size, precision, folder, step, **kw)
+
+    monkeypatch.setattr(outputs, "write_samples", fails_at_the_end)
+    data = write_toy_dataset(tmp_path / "data", n=4)
+    cfg = tiny_config(data, tmp_path / "runs", {"train.max_steps": 2, "sample.enabled": True, "sample.steps": 2})
+    sink = MemorySink()
+    result = run_training(cfg, sink)
+    assert result.status == "finished", result.message
+    assert json.loads((result.run_dir / "status.json").read_text())["status"] == "finished"
+    assert (result.run_dir / "final" / "lora.safetensors").is_file()
+    (alert,) = [e for e in sink.snapshot() if isinstance(e, Alert) and e.kind == "samples"]
+    assert "RuntimeError: CUDA out of memory" in words.say(alert.message, "en") and alert.step == 2
+    assert "마지막 스텝의 샘플" in words.say(alert.message, "ko")
