@@ -12,26 +12,38 @@ from tests.helpers import tiny_config, write_toy_dataset
 from trainer.run.events import Alert, MemorySink
 
 
+def finished_run(tmp_path, **overrides) -> list:
+    """A two-step tiny run that samples, trained to its end: it must end finished with its final LoRA. Its events."""
+    from trainer.train.loop import run_training
+
+    data = write_toy_dataset(tmp_path / "data", n=4)
+    cfg = tiny_config(data, tmp_path / "runs", {"train.max_steps": 2, "save.every_steps": 2, "sample.enabled": True,
+                                                "sample.steps": 2, **overrides})
+    sink = MemorySink()
+    result = run_training(cfg, sink)
+    assert result.status == "finished", result.message
+    assert json.loads((result.run_dir / "status.json").read_text())["status"] == "finished"
+    assert (result.run_dir / "final" / "lora.safetensors").is_file()
+    return sink.snapshot()
+
+
+def alert_of(events: list, kind: str) -> tuple[str, str]:
+    (alert,) = [e for e in events if isinstance(e, Alert) and e.kind == kind]
+    return words.say(alert.message, "en"), words.say(alert.message, "ko")
+
+
 @pytest.mark.slow
 def test_a_judge_whose_model_does_not_load_loses_nothing(tmp_path):
     """measure.judge names files that pass the check before the run but a model that does not load: the run
     trains, saves and ends finished, and says at its end that no judge read the pictures, and why."""
     from trainer.models.tiny import save_tiny_clip_judge
     from trainer.run.events import FindingEvent
-    from trainer.train.loop import run_training
 
     broken = save_tiny_clip_judge(tmp_path / "judge")
     for weights in broken.glob("*.safetensors"):
         weights.write_bytes(weights.read_bytes()[:64])  # a download cut short
-    data = write_toy_dataset(tmp_path / "data", n=4)
-    cfg = tiny_config(data, tmp_path / "runs", {"train.max_steps": 2, "save.every_steps": 2, "sample.enabled": True,
-                                                "sample.steps": 2, "measure.judge": str(broken)})
-    sink = MemorySink()
-    result = run_training(cfg, sink)
-    assert result.status == "finished", result.message
-    assert json.loads((result.run_dir / "status.json").read_text())["status"] == "finished"
-    assert (result.run_dir / "final" / "lora.safetensors").is_file()
-    (said,) = [e for e in sink.snapshot() if isinstance(e, FindingEvent) and e.signal == "judge_unreadable"]
+    events = finished_run(tmp_path, **{"measure.judge": str(broken)})
+    (said,) = [e for e in events if isinstance(e, FindingEvent) and e.signal == "judge_unreadable"]
     assert str(broken) in words.say(said.message, "en") and "그림 판정 모델" in words.say(said.message, "ko")
 
 
@@ -39,7 +51,6 @@ def test_a_judge_whose_model_does_not_load_loses_nothing(tmp_path):
 def test_a_finding_that_fails_at_the_end_loses_nothing(tmp_path, monkeypatch):
     """A detector that raises while the finished run is read for findings: one warning, the run ends finished."""
     from trainer.doctor import registry
-    from trainer.train.loop import run_training
 
     def broken(samples_dir):
         raise ValueError("a bug in a detector")
@@ -47,15 +58,8 @@ def test_a_finding_that_fails_at_the_end_loses_nothing(tmp_path, monkeypatch):
     registry.detectors()  # every detector module imported first: the broken one is one more
     monkeypatch.setitem(registry._REGISTRY, "tests.broken", registry.Detector(
         ("broken",), "pictures", None, None, None, ("samples",), broken))
-    data = write_toy_dataset(tmp_path / "data", n=4)
-    cfg = tiny_config(data, tmp_path / "runs", {"train.max_steps": 2, "sample.enabled": True, "sample.steps": 2})
-    sink = MemorySink()
-    result = run_training(cfg, sink)
-    assert result.status == "finished", result.message
-    assert json.loads((result.run_dir / "status.json").read_text())["status"] == "finished"
-    (alert,) = [e for e in sink.snapshot() if isinstance(e, Alert) and e.kind == "findings"]
-    assert "ValueError: a bug in a detector" in words.say(alert.message, "en")
-    assert "학습과 저장은 끝났지만" in words.say(alert.message, "ko")
+    en, ko = alert_of(finished_run(tmp_path), "findings")
+    assert "ValueError: a bug in a detector" in en and "학습과 저장은 끝났지만" in ko
 
 
 @pytest.mark.slow
@@ -63,7 +67,6 @@ def test_the_last_steps_samples_failing_loses_nothing(tmp_path, monkeypatch):
     """The last step's samples are drawn after the final LoRA is saved; drawing them fails (the card's memory at
     the end of hours): one warning, the run ends finished with its final LoRA."""
     from trainer.train import outputs
-    from trainer.train.loop import run_training
 
     real = outputs.write_samples
 
@@ -73,13 +76,5 @@ def test_the_last_steps_samples_failing_loses_nothing(tmp_path, monkeypatch):
         return real(pipe, modules, prompts, sample, size, precision, folder, step, **kw)
 
     monkeypatch.setattr(outputs, "write_samples", fails_at_the_end)
-    data = write_toy_dataset(tmp_path / "data", n=4)
-    cfg = tiny_config(data, tmp_path / "runs", {"train.max_steps": 2, "sample.enabled": True, "sample.steps": 2})
-    sink = MemorySink()
-    result = run_training(cfg, sink)
-    assert result.status == "finished", result.message
-    assert json.loads((result.run_dir / "status.json").read_text())["status"] == "finished"
-    assert (result.run_dir / "final" / "lora.safetensors").is_file()
-    (alert,) = [e for e in sink.snapshot() if isinstance(e, Alert) and e.kind == "samples"]
-    assert "RuntimeError: CUDA out of memory" in words.say(alert.message, "en") and alert.step == 2
-    assert "마지막 스텝의 샘플" in words.say(alert.message, "ko")
+    en, ko = alert_of(finished_run(tmp_path), "samples")
+    assert "RuntimeError: CUDA out of memory" in en and "마지막 스텝의 샘플" in ko
