@@ -292,3 +292,35 @@ def test_train_review_troubleshoot_and_one_change(app, api):
     assert child[2].startswith(f"optim.lr: {lr:g} → {lr / 2:g}")  # lower_lr halves the preset's lr
     assert child[3] == "finished"
     assert child[4].startswith("step ")
+
+
+def test_a_judge_whose_model_does_not_load_is_one_message_in_review_and_troubleshoot(app, api, tmp_path):
+    """A user's run (not the demo character) and a judge whose files pass the check but whose model does not
+    load: Review's button says so and keeps nothing; a run trained with it is reviewed and diagnosed all the same,
+    Troubleshoot naming the judge."""
+    import shutil
+
+    from tests.test_review import _world, fake_run
+    from tests.test_verdict import _character, _set_config
+    from trainer.doctor.judge_files import chosen_judge
+    from trainer.models.tiny import save_tiny_clip_judge
+
+    data = tmp_path / "data" / "1_mine"
+    data.mkdir(parents=True)
+    _character().save(data / "0.png")
+    made = fake_run(tmp_path, [10, 20], lambda step, kind: _character() if step == 20 and kind != "no_trigger" else _world())
+    run = app.ctx.runs_dir / "mine" / made.name
+    shutil.copytree(made, run)
+    name = app.ctx.run_rel(run)
+    broken = save_tiny_clip_judge(app.ctx.workspace / "models" / "cut-short")
+    for weights in broken.glob("*.safetensors"):
+        weights.write_bytes(weights.read_bytes()[:64])
+
+    out = api("read_with_judge", review_run=name, judge=str(broken))
+    assert "could not be loaded" in out["review_msg"] and "It was not kept" in out["review_msg"], out["review_msg"]
+    assert chosen_judge(run) == ""
+    _set_config(run, measure={"judge": str(broken)})  # trained with it
+    view = api("review", review_run=name)
+    assert "ld-error" not in view["review_msg"] and "<img" in view["grid_html"]
+    findings = api("troubleshoot", ts_run=name, symptom=None)["findings_md"]
+    assert "no picture judge read the pictures" in findings and "cut-short" in findings, findings
