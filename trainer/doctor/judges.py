@@ -54,49 +54,43 @@ def judge_named(name: str | None) -> PictureJudge | None:
     return _JUDGES.get(name or "")
 
 
-def reader_for(config: Config | None, base_pictures: list[SamplePicture]) -> tuple[PictureJudge, Callable] | None:
-    """The most trusted registered judge that applies to this run, with its reader."""
-    if config is None:
-        return None
-    order = {"strong": 0, "moderate": 1, "weak": 2}
-    for judge in sorted(_JUDGES.values(), key=lambda j: order[j.strength]):
-        read = judge.reader(config, base_pictures)
-        if read is not None:
-            return judge, read
-    return None
-
-
 class JudgeFailed(UserError):
     """A judge could not read a run's pictures: which and why, and what to do (``msg``), as the user is told."""
 
 
 def guarded_reader(config: Config | None, base_pictures: list[SamplePicture]) -> tuple[PictureJudge, Callable] | None:
-    """:func:`reader_for`, where any failure of the judge's (loading its model, building its reader, reading a
-    picture) is a :class:`JudgeFailed` naming it: a user's model files fail in the libraries' many ways."""
-    try:
-        found = reader_for(config, base_pictures)
-    except Exception as e:
-        raise _failed(e, config) from e
-    if found is None:
+    """The most trusted registered judge that applies to this run, with its reader. Any failure of a judge's
+    (loading its model, building its reader, reading a picture) is a :class:`JudgeFailed` naming it: a user's
+    model files fail in the libraries' many ways."""
+    if config is None:
         return None
-    judge, read = found
+    order = {"strong": 0, "moderate": 1, "weak": 2}
+    for judge in sorted(_JUDGES.values(), key=lambda j: order[j.strength]):
+        try:
+            read = judge.reader(config, base_pictures)
+        except Exception as e:
+            raise _failed(e, config, judge.name) from e
+        if read is not None:
+            return judge, _guarded(read, config, judge.name)
+    return None
 
+
+def _guarded(read: Callable[[SamplePicture], dict[str, float]], config: Config, name: str) -> Callable:
     def guarded(p: SamplePicture) -> dict[str, float]:
         try:
             return read(p)
         except Exception as e:
-            raise _failed(e, config, judge.name) from e
+            raise _failed(e, config, name) from e
 
-    return judge, guarded
+    return guarded
 
 
-def _failed(e: Exception, config: Config | None, name: str | None = None) -> JudgeFailed:
+def _failed(e: Exception, config: Config, name: str) -> JudgeFailed:
     if isinstance(e, UserError):  # its files, as the loader said it
         return e if isinstance(e, JudgeFailed) else JudgeFailed(e.msg)
-    log.warning("the picture judge failed", exc_info=e)
-    model = config.measure.judge if config is not None else ""
-    return JudgeFailed(msg("error.judge.read", name=model if name in (None, clip_judge.CLIP_JUDGE) else name,
-                           reason=f"{type(e).__name__}: {e}"[:300]))
+    log.warning("the picture judge %s failed", name, exc_info=e)
+    label = (config.measure.judge or name) if name == clip_judge.CLIP_JUDGE else name  # a CLIP judge: its model
+    return JudgeFailed(msg("error.judge.read", name=label, reason=f"{type(e).__name__}: {e}"[:300]))
 
 
 from trainer.doctor import clip_judge  # noqa: E402  (registers itself; needs the names above)

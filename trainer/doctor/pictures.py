@@ -377,8 +377,8 @@ def sample_findings(samples_dir: Path) -> list[Finding]:
 
 @detector("judge_unreadable", group="pictures", reads=("samples",))
 def judge_finding(samples_dir: Path) -> Finding | None:
-    """The picture judge the run names could not be loaded: no judge read its pictures, and the verdict rests on
-    the run's model measures. Said at the run's end and in its diagnosis, never a traceback that loses the run."""
+    """The picture judge that applies could not read the run's pictures (its model did not load, or it failed
+    reading): none read them. Said at the run's end and in its diagnosis, never a traceback that loses the run."""
     problem = judge_problem(samples_dir.parent)
     if problem is None:
         return None
