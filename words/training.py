@@ -36,6 +36,18 @@ TEXTS = {
                                  "saved: Review's \"More pictures of this save\" draws its pictures",
                                  "마지막 스텝의 샘플 그림을 그리지 못했습니다({reason}). 학습과 저장은 끝났습니다. 검토 단계의 "
                                  "\"이 체크포인트 그림 더 보기\"로 그릴 수 있습니다"),
+    "run.disk_full": ("the disk that holds {root} is full ({free} free), so the run stopped at step {step}. Free some "
+                      "space (older runs' checkpoints/ folders hold the most), then go on from its last complete "
+                      "checkpoint, step {resume}: python -m trainer train \"{root}/config.toml\" --resume \"{root}\"",
+                      "{root}가 있는 디스크가 가득 차서({free} 남음) 실행이 {step}스텝에서 멈췄습니다. 공간을 비운 뒤(예전 "
+                      "실행의 checkpoints/ 폴더가 가장 큼) 마지막으로 온전한 체크포인트인 {resume}스텝부터 이어서 "
+                      "학습하세요: python -m trainer train \"{root}/config.toml\" --resume \"{root}\""),
+    "run.disk_full_no_checkpoint": ("the disk that holds {root} is full ({free} free), so the run stopped at step "
+                                    "{step}, before its first complete checkpoint. Free some space (older runs' "
+                                    "checkpoints/ folders hold the most), then start it again",
+                                    "{root}가 있는 디스크가 가득 차서({free} 남음) 실행이 첫 온전한 체크포인트 전인 "
+                                    "{step}스텝에서 멈췄습니다. 공간을 비운 뒤(예전 실행의 checkpoints/ 폴더가 가장 큼) "
+                                    "다시 시작하세요"),
     "run.findings_failed": ("the run is trained and saved, but reading it for findings at its end failed ({reason}); "
                             "Troubleshoot diagnoses it again when opened",
                             "학습과 저장은 끝났지만 끝에서 실행을 읽어 진단하다가 실패했습니다({reason}). 문제 해결 단계를 "

@@ -5,6 +5,7 @@ Two parts of :class:`trainer.train.loop.Trainer`: the :class:`Checkpointer` and 
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
@@ -14,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from trainer.export.lora_files import DIFFUSERS_TWIN, write_diffusers, write_kohya
 from trainer.io import atomic_folder, fsync_file
-from trainer.message import msg
+from trainer.message import Msg, msg
 from trainer.models.embedding import EMBEDDING_EMA_FILE, EMBEDDING_FILE, write_embedding
 from trainer.run.events import Alert, CheckpointSaved, SampleReady, SaveRefused
-from trainer.run.rundir import rotate_checkpoints, write_checkpoint_marker
+from trainer.run.rundir import complete_checkpoints, rotate_checkpoints, write_checkpoint_marker
 from trainer.run.samples import expand_prompts
 from trainer.sampling import sampling_pipeline, write_samples
 from trainer.tensor_files import NonFiniteTensorError
@@ -180,6 +181,39 @@ class Sampler:
             log.warning("the last step's samples failed", exc_info=e)
             self.emit(Alert(level="warning", kind="samples", step=step,
                             message=msg("run.final_samples_failed", reason=f"{type(e).__name__}: {e}"[:300])))
+
+
+LOW_SPACE = 64 * 2**20  # a write that failed with this little left on the run folder's disk: it filled the disk
+
+
+def disk_full_said(trainer: Any, error: BaseException) -> Msg | None:
+    """When ``error`` is the run folder's disk filling up, say so (an alert: where, how much is free, how to go on
+    from the last complete checkpoint) and return the message; None for any other failure. torch.save's error on a
+    full disk names no disk ("unexpected pos 576 vs 534"), so a failure with almost nothing left counts too."""
+    if not getattr(trainer, "opened", False):
+        return None
+    root = trainer.paths.root
+    try:
+        free = shutil.disk_usage(root).free
+    except OSError:
+        return None
+    chain: list[BaseException] = []
+    e: BaseException | None = error
+    while e is not None and len(chain) < 8:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    said_full = any(getattr(x, "errno", None) == errno.ENOSPC or "No space left" in str(x) for x in chain)
+    if not (said_full or free < LOW_SPACE):
+        return None
+    from trainer.plan.memory import gib
+
+    state = getattr(trainer, "state", None)
+    step = state.global_step if state is not None else 0
+    done = complete_checkpoints(trainer.paths)
+    message = (msg("run.disk_full", root=str(root), free=gib(free), step=step, resume=done[-1][0]) if done else
+               msg("run.disk_full_no_checkpoint", root=str(root), free=gib(free), step=step))
+    trainer.emit(Alert(level="error", kind="disk_full", step=step, message=message))
+    return message
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:
