@@ -83,37 +83,47 @@ def test_the_last_steps_samples_failing_loses_nothing(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("free", [2**20, 50 * 2**30])
-def test_a_full_disk_says_where_and_how_to_go_on(tmp_path, monkeypatch, free):
+@pytest.mark.parametrize(("free", "where"), [(2**20, "save"), (50 * 2**30, "save"), (2**20, "final")])
+def test_a_full_disk_says_where_and_how_to_go_on(tmp_path, monkeypatch, free, where):
     """torch.save on a full disk fails with "unexpected pos 576 vs 534" and names no disk: with almost nothing
     free the run says the disk is full, where, and the command that goes on from its last complete checkpoint
-    (which then finishes it); with room left the same error stays what it is."""
+    (which then finishes it); with room left the same error stays what it is. Step 3's save fails, or the final
+    save after step 4."""
     from trainer.train import checkpoint, outputs
     from trainer.train.loop import run_training
 
+    error = RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 576 vs 534")
     real, saves = checkpoint.save_state, []
 
     def fills_the_disk(state, path):
         saves.append(path)
-        if len(saves) >= 3:  # the third save, step 3's
-            raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 576 vs 534")
+        if len(saves) == 3:
+            raise error
         return real(state, path)
 
-    monkeypatch.setattr(checkpoint, "save_state", fills_the_disk)
+    def final_fills_the_disk(self, state=None):
+        raise error
+
+    if where == "save":
+        monkeypatch.setattr(checkpoint, "save_state", fills_the_disk)
+    else:
+        monkeypatch.setattr(outputs.Checkpointer, "save_final", final_fills_the_disk)
     monkeypatch.setattr(outputs.shutil, "disk_usage", lambda p: SimpleNamespace(total=2**40, used=0, free=free))
     data = write_toy_dataset(tmp_path / "data", n=4)
     cfg = tiny_config(data, tmp_path / "runs", {"train.max_steps": 4, "save.every_steps": 1})
     sink = MemorySink()
     result = run_training(cfg, sink)
     assert result.status == "failed"
+    assert json.loads((result.run_dir / "status.json").read_text())["status"] == "failed"
     full = [e for e in sink.snapshot() if isinstance(e, Alert) and e.kind == "disk_full"]
     if free > outputs.LOW_SPACE:
         assert not full and result.message.startswith("RuntimeError: [enforce fail")
         return
     en, ko = alert_of(full, "disk_full")
-    root = str(result.run_dir)
-    assert f"the disk that holds {root} is full (1 MiB free)" in en and "stopped at step 3" in en
-    assert "checkpoint, step 2" in en and f'--resume "{root}"' in en and result.message == en
-    assert "디스크가 가득 차서" in ko and "2스텝부터" in ko
-    monkeypatch.setattr(checkpoint, "save_state", real)  # space freed: the command it gave finishes the run
+    root, stopped, last = str(result.run_dir), (3 if where == "save" else 4), (2 if where == "save" else 3)
+    assert f"the disk that holds {root} is full (1 MiB free)" in en and f"stopped at step {stopped}" in en
+    assert f"checkpoint, step {last}" in en and f'--resume "{root}"' in en and result.message == en
+    assert "디스크가 가득 차서" in ko and f"{last}스텝부터" in ko
+    monkeypatch.undo()  # space freed: the command it gave finishes the run
     assert run_training(cfg, MemorySink(), resume=result.run_dir).status == "finished"
+    assert (result.run_dir / "final" / "lora.safetensors").is_file()

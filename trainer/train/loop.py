@@ -81,12 +81,12 @@ def run_training(
         trainer.setup(resume=bool(resume))
         trainer.announce_start()
         status = trainer.train()
+        result = trainer.finish(status)  # its final save failing (a full disk) is a failure the user must read too
     except UserError:
         trainer.fail_quietly()
         raise
     except Exception as e:  # the run folder and the UI must learn why; re-raising would lose it in a thread
         return trainer.fail(e)
-    result = trainer.finish(status)
     if status is RunStatus.PAUSED:
         trainer.release_device()
     return result
