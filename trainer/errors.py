@@ -53,3 +53,8 @@ class BadValue(ValueError):
     def __init__(self, message: Msg | str):
         super().__init__(_word(message, "en"))
         self.msg = message
+
+
+def error_reason(error: BaseException) -> str:
+    """An unexpected error as a message names it: its type and its text, at most 300 characters."""
+    return f"{type(error).__name__}: {error}"[:300]

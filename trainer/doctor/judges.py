@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from trainer.config.schema import Config
-from trainer.errors import UserError
+from trainer.errors import UserError, error_reason
 from trainer.message import msg
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,7 @@ def _failed(e: Exception, config: Config, name: str) -> JudgeFailed:
         return e if isinstance(e, JudgeFailed) else JudgeFailed(e.msg)
     log.warning("the picture judge %s failed", name, exc_info=e)
     label = (config.measure.judge or name) if name == clip_judge.CLIP_JUDGE else name  # a CLIP judge: its model
-    return JudgeFailed(msg("error.judge.read", name=label, reason=f"{type(e).__name__}: {e}"[:300]))
+    return JudgeFailed(msg("error.judge.read", name=label, reason=error_reason(e)))
 
 
 from trainer.doctor import clip_judge  # noqa: E402  (registers itself; needs the names above)

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from trainer.errors import UserError
+from trainer.errors import UserError, error_reason
 from trainer.message import msg
 from trainer.models.blockswap import CPU, BlockSwap
 
@@ -70,7 +70,7 @@ def check_quant(mode: str, device: torch.device, dtype: torch.dtype) -> None:
         assert x.grad is not None and bool(torch.isfinite(x.grad).all())
     except Exception as e:
         key = "error.lowmem.fp8_device" if mode == "fp8" else "error.lowmem.bnb_device"
-        raise UserError(msg(key, mode=mode, device=device.type, reason=f"{type(e).__name__}: {e}"[:300])) from None
+        raise UserError(msg(key, mode=mode, device=device.type, reason=error_reason(e))) from None
 
 
 # --------------------------------------------------------------------------------------------- quantization

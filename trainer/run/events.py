@@ -19,7 +19,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from codes.message import Msg
+from codes.message import Msg, msg
+from trainer.errors import error_reason
 from trainer.io import append_jsonl, as_float, json_safe
 from trainer.run.status import TERMINAL as TERMINAL  # the run's status lives there; kept importable from here
 from trainer.run.status import RunStatus
@@ -194,6 +195,12 @@ class Alert(RunEvent):
     level: str = ABSENT
     kind: str = ABSENT
     message: Msg | dict[str, str] | str = ABSENT  # a code, worded in both languages in the file (English alone before)
+
+    @classmethod
+    def failed(cls, kind: str, step: int, code: str, error: BaseException) -> Alert:
+        """A warning that a part of the run failed without costing it what it trained: message ``code`` with the
+        error as its ``reason``."""
+        return cls(level="warning", kind=kind, step=step, message=msg(code, reason=error_reason(error)))
 
 
 @dataclass(kw_only=True)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from trainer.message import msg
 from trainer.run.events import Alert, Progress
 
 if TYPE_CHECKING:
@@ -64,8 +63,7 @@ def draw_edges(trainer: Trainer, step: int) -> None:
 
 
 def _failed(trainer: Trainer, step: int, e: Exception) -> None:
-    trainer.emit(Alert(level="warning", kind="edge_pictures", step=step,
-                       message=msg("run.edge_pictures_failed", reason=f"{type(e).__name__}: {e}"[:300])))
+    trainer.emit(Alert.failed("edge_pictures", step, "run.edge_pictures_failed", e))
 
 
 class _Report:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from trainer.plan.steps import Plan
     from trainer.run.rundir import RunPaths
     from trainer.train.distributed import Dist
+    from trainer.train.loop import Trainer
     from trainer.train.modelset import TrainingModels
     from trainer.train.state import Emit, TrainState
 
@@ -179,18 +180,17 @@ class Sampler:
             self.sample(step)
         except Exception as e:
             log.warning("the last step's samples failed", exc_info=e)
-            self.emit(Alert(level="warning", kind="samples", step=step,
-                            message=msg("run.final_samples_failed", reason=f"{type(e).__name__}: {e}"[:300])))
+            self.emit(Alert.failed("samples", step, "run.final_samples_failed", e))
 
 
 LOW_SPACE = 64 * 2**20  # a write that failed with this little left on the run folder's disk: it filled the disk
 
 
-def disk_full_said(trainer: Any, error: BaseException) -> Msg | None:
+def disk_full_said(trainer: Trainer, error: BaseException) -> Msg | None:
     """When ``error`` is the run folder's disk filling up, say so (an alert: where, how much is free, how to go on
     from the last complete checkpoint) and return the message; None for any other failure. torch.save's error on a
     full disk names no disk ("unexpected pos 576 vs 534"), so a failure with almost nothing left counts too."""
-    if not getattr(trainer, "opened", False):
+    if not trainer.opened:
         return None
     root = trainer.paths.root
     try:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from trainer.config.schema import save_config
 from trainer.doctor.guard import Decision
 from trainer.doctor.numerics import StepHealth, first_bad_module, first_bad_tensor
-from trainer.message import msg
 from trainer.run.events import ABSENT, Alert, ChangeApplied, NonFiniteAlert, Rollback, StepRow
 
 log = logging.getLogger(__name__)
@@ -63,8 +62,7 @@ class Recovery:
             # the run is trained and saved: a reading of it that fails must not leave it unfinished
             log.warning("the findings at the run's end failed", exc_info=e)
             step = rows[-1].step if rows else 0
-            self.emit(Alert(level="warning", kind="findings", step=step,
-                            message=msg("run.findings_failed", reason=f"{type(e).__name__}: {e}"[:300])))
+            self.emit(Alert.failed("findings", step, "run.findings_failed", e))
             return
         for f in found:
             if f.signal not in self.emitted:
