@@ -155,7 +155,7 @@
   // line (the ``look`` endpoint, a plain fetch): a gradio event costs the page 0.1-0.3 s of CPU in gradio's own
   // bookkeeping whatever it brings, the look about a millisecond. The full poll (samples, alerts, warnings,
   // verdict, buttons) runs only when the look sees one of those move, and on a slow timer as a back-up.
-  const light = { on: false, lang: null, held: null, moved: null, timer: null, busy: false };
+  const light = { on: false, lang: null, held: null, moved: null, timer: null, busy: false, again: false };
   const lookUrl = () => {
     const root = (window.gradio_config && window.gradio_config.root) || "";
     return root ? `${root.replace(/\/$/, "")}/gradio_api/run/look` : new URL("gradio_api/run/look", document.baseURI).href;
@@ -177,8 +177,13 @@
     if (light.timer !== null) clearTimeout(light.timer);
     light.timer = null;
     // a hidden tab does not look (gradio's timer does not tick either): showing it looks at once
-    if (!light.on || light.busy || document.visibilityState !== "visible") return;
+    if (!light.on || document.visibilityState !== "visible") return;
+    if (light.busy) { // asked for while a look is on its way: what that one brings may be from before (a run started)
+      light.again = true;
+      return;
+    }
     light.busy = true;
+    light.again = false;
     let out = null;
     try {
       const reply = await fetch(lookUrl(), { method: "POST", credentials: "same-origin",
@@ -203,7 +208,8 @@
       if (button) button.click();
     }
     light.moved = moved;
-    if (out.every === null || out.every === undefined) light.on = false;
+    if (light.again) look(); // look once more, now: never stop on a reply older than the request
+    else if (out.every === null || out.every === undefined) light.on = false;
     else light.timer = setTimeout(look, out.every * 1000);
   }
   // the full poll's word: the page's language, and whether a run trains (the look starts, or looks once more)
