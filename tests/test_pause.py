@@ -128,7 +128,7 @@ def test_the_runner_pauses_frees_the_thread_and_continues_with_the_earlier_rows(
     assert snap.status == "finished", snap.message
     assert [r.step for r in snap.metrics] == [1, 2, 3]  # the plots carry on from the paused rows
     assert snap.step == 3 and len(read_jsonl(Path(run) / "metrics.jsonl")) == 3
-    with pytest.raises(UserError, match="only a paused run"):
+    with pytest.raises(UserError, match="only a paused, stopped, interrupted or failed run"):
         runner.continue_run(run)
 
 
@@ -152,7 +152,7 @@ def test_pause_and_continue_through_the_app_end_with_the_uninterrupted_weights(t
         assert f"Continuing {paused['run']} from step 1" in continued["train_msg"], continued
         done = api.wait()
         assert done["status"] == "finished" and done["run"] == paused["run"] and done["rows"] == 4, done
-        assert "No paused run" in api("continue")["train_msg"]
+        assert "No paused, stopped, interrupted or failed run" in api("continue")["train_msg"]
 
         api("start", **SHORT)
         straight = api.wait()

@@ -102,12 +102,15 @@ class AppContext:
 
 
 def status_label(status: dict[str, Any], lang: str = "en") -> str:
-    """A run's status as run lists show it; a killed run says it was interrupted and where it can resume."""
+    """A run's status as run lists show it; a killed run says it was interrupted and where it can resume, a failed run
+    where it can resume when it has a checkpoint."""
     name = status.get("status", "?")
     label = t(f"status_{name}", lang) if f"status_{name}" in TEXTS else name
+    step = status.get("resume_step")
     if name == "interrupted":
-        step = status.get("resume_step")
         label += ", " + (t("status_resume_from", lang, step=step) if step is not None else t("status_no_resume", lang))
+    elif name == "failed" and step is not None:
+        label += ", " + t("status_resume_from", lang, step=step)
     return label
 
 

@@ -216,13 +216,15 @@
   function steer(msg) {
     const lang = msg.lang;
     const changed = lang !== light.lang;
+    const seen = light.moved;
     light.lang = lang;
     light.moved = JSON.stringify(msg.moved); // what the full poll just brought
     if (light.on) {
       if (changed) look();
-    } else if (msg.active || !light.held || changed || light.held.active) {
+    } else if (msg.active || !light.held || changed || light.held.active || light.moved !== seen) {
       // a run trains; or once, for the plots' figures (a first look, another language, a run that ended
-      // between two looks): a look with no run training says to stop
+      // between two looks, or one that started and ended between them: a short run continued from a
+      // checkpoint near its end): a look with no run training says to stop
       light.on = true;
       look();
     }

@@ -137,8 +137,16 @@ TEXTS: dict[str, tuple[str, str]] = {
                             "{run_dir}: 실행 폴더가 아닙니다(config.toml 없음)"),
     "error.run.not_its_lora": ("{checkpoint}: not a LoRA file of this run; pick one of its checkpoints",
                                "{checkpoint}: 이 실행의 LoRA 파일이 아닙니다. 이 실행의 체크포인트 중에서 고르세요"),
-    "error.run.not_paused": ("{root}: only a paused run can be continued (this one is {status})",
-                             "{root}: 일시 정지한 실행만 이어서 할 수 있습니다(이 실행의 상태: {status})"),
+    "error.run.not_continuable": ("{root}: only a paused, stopped, interrupted or failed run can be continued (this "
+                                  "one is {status}); a finished run, or one the numerics guard stopped, goes on as a "
+                                  "new run",
+                                  "{root}: 일시 정지했거나 멈췄거나 중단됐거나 실패한 실행만 이어서 할 수 있습니다(이 "
+                                  "실행의 상태: {status}). 끝난 실행이나 수치 가드가 멈춘 실행은 새 실행으로 다시 "
+                                  "시작하세요"),
+    "error.run.no_checkpoint": ("{root}: it stopped before its first complete checkpoint, so there is nothing to "
+                                "continue from; start it again",
+                                "{root}: 첫 온전한 체크포인트가 저장되기 전에 멈춰서 이어 갈 곳이 없습니다. 다시 "
+                                "시작하세요"),
     "error.measure.no_checkpoint": ("{root}: no complete checkpoint to measure; the measures read the saves' weights",
                                     "{root}: 측정할 완전한 체크포인트가 없습니다. 측정은 저장된 가중치를 읽습니다"),
     "error.resume.not_a_run": ("--resume {resume}: not a run folder (no config.toml)",

@@ -186,7 +186,23 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ui.pause_sent": ("Pausing after this step: its checkpoint is written and the GPU is freed; Continue carries on.",
                       "이 스텝이 끝나면 체크포인트를 쓰고 GPU를 비운 뒤 일시정지합니다. 계속을 누르면 이어 갑니다."),
     "ui.continued": ("Continuing {run} from step {step}.", "{run}: {step} 스텝부터 이어 갑니다."),
-    "ui.err_no_paused": ("No paused run to continue.", "이어 갈 일시정지된 실행이 없습니다."),
+    "ui.err_no_continue": ("No paused, stopped, interrupted or failed run to continue.",
+                           "이어 갈 실행(일시정지, 정지, 중단, 실패)이 없습니다."),
+    "ui.continue_hint_paused": ("**Continue** carries `{run}` on from step {step}, where it paused.",
+                                "**계속**을 누르면 `{run}` 실행을 일시정지한 {step}스텝부터 이어 갑니다."),
+    "ui.continue_hint_stopped": ("**Continue** carries `{run}` on from step {step}, where it was stopped, to the end "
+                                 "of its plan.", "**계속**을 누르면 `{run}` 실행을 멈춘 {step}스텝부터 계획한 끝까지 "
+                                 "이어 갑니다."),
+    "ui.continue_hint_interrupted": (
+        "`{run}` was interrupted while it trained (the app, the terminal or the computer closed). **Continue** carries "
+        "it on from its last complete checkpoint, step {step}; only the steps after it are trained again.",
+        "`{run}` 실행이 학습 중에 중단됐습니다(앱, 터미널 또는 컴퓨터가 꺼짐). **계속**을 누르면 마지막 온전한 "
+        "체크포인트인 {step}스텝부터 이어 가며, 그 뒤의 스텝만 다시 학습합니다."),
+    "ui.continue_hint_failed": (
+        "`{run}` failed. Once what stopped it is mended (a full disk, the card's memory taken by another program), "
+        "**Continue** carries it on from its last complete checkpoint, step {step}.",
+        "`{run}` 실행이 실패했습니다. 원인(가득 찬 디스크, 다른 프로그램이 차지한 그래픽카드 메모리 등)을 해결한 뒤 "
+        "**계속**을 누르면 마지막 온전한 체크포인트인 {step}스텝부터 이어 갑니다."),
     "ui.sample_now_sent": ("Sample pictures will appear below after this step.", "이 스텝이 끝나면 아래에 샘플 그림이 나옵니다."),
     "ui.save_now_sent": ("A checkpoint is saved after this step.", "이 스텝이 끝나면 체크포인트를 저장합니다."),
     "ui.err_run_active": ("A training run is already active (perhaps started from another tab); stop it first or "

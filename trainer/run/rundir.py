@@ -183,16 +183,38 @@ def read_status(run_dir: str | Path) -> dict:
 
 def run_status(run_dir: str | Path) -> dict:
     """``status.json`` as a reader should take it: a run that says "running" while its process is gone (killed,
-    power cut, the app closed) is ``"interrupted"``, with ``resume_step`` (its newest complete checkpoint, or
-    None when it has none). A run on another host, or one whose status names no process (written by an older
-    version), cannot be checked and keeps what it says."""
+    power cut, the app closed) is ``"interrupted"``. An interrupted or failed run has ``resume_step`` (its newest
+    complete checkpoint, or None when it has none). A run on another host, or one whose status names no process
+    (written by an older version), cannot be checked and keeps what it says."""
     status = read_status(run_dir)
+    if status.get("status") == RunStatus.FAILED:
+        return {**status, "resume_step": _newest_checkpoint_step(run_dir)}
     if status.get("status") != RunStatus.RUNNING or status.get("host") != socket.gethostname():
         return status
     if _process_alive(status.get("pid"), status.get("pid_started")):
         return status
+    return {**status, "status": RunStatus.INTERRUPTED, "resume_step": _newest_checkpoint_step(run_dir)}
+
+
+def _newest_checkpoint_step(run_dir: str | Path) -> int | None:
     done = complete_checkpoints(RunPaths(Path(run_dir)))
-    return {**status, "status": RunStatus.INTERRUPTED, "resume_step": done[-1][0] if done else None}
+    return done[-1][0] if done else None
+
+
+CONTINUABLE = (RunStatus.PAUSED, RunStatus.STOPPED, RunStatus.INTERRUPTED, RunStatus.FAILED)
+
+
+def continue_step(run_dir: str | Path, status: dict | None = None) -> int | None:
+    """The step a run carries on from when it is continued: its newest complete checkpoint, when it is paused,
+    stopped by the user (Stop saves its step's checkpoint), interrupted (its process gone: the app, the computer or
+    the terminal closed) or failed (a full disk, the card's memory, a file that went away: once that is mended,
+    nothing is lost but the steps since that checkpoint). None for a finished run, one the numerics guard stopped
+    (its settings need a change first: a new run) and one without a complete checkpoint. ``status``:
+    :func:`run_status` when the caller has read it already."""
+    status = run_status(run_dir) if status is None else status
+    if status.get("status") not in CONTINUABLE or not RunPaths(Path(run_dir)).config.is_file():
+        return None
+    return _newest_checkpoint_step(run_dir)
 
 
 def _process_alive(pid, started: float | None) -> bool:

@@ -111,7 +111,8 @@ def open_run_folder(cfg: Config, dist: Dist, resume: str | Path | None, parent: 
     if dist.is_main:
         save_config(cfg, paths.config)
         write_worded_json(paths.plan, plan.to_json())
-        _write_journal(cfg, paths, parent)
+        if not (resume and paths.journal.is_file()):  # a continued run keeps the run it was started from
+            _write_journal(cfg, paths, parent)
         write_status(paths, RunStatus.RUNNING, pid_started=started_at)
         out = MultiSink([RunFolderSink(paths.root), TensorBoardSink(paths.root), *([sink] if sink else [])])
     return RunFolder(paths, report, plan, held_out, out)

@@ -163,15 +163,18 @@ class Runner:
         return self._send(Commands.pause)
 
     def continue_run(self, run_dir: str | Path) -> tuple[bool, Msg]:
-        """Continue a paused run from its checkpoint, in its own folder with its own settings (``config.toml``):
-        the same as :meth:`start` with ``resume``. Refuses a run that is not paused."""
+        """Continue a paused, interrupted or failed run from its newest complete checkpoint, in its own folder with
+        its own settings (``config.toml``): the same as :meth:`start` with ``resume``. Refuses any other run
+        (:func:`trainer.run.rundir.continue_step`)."""
         from trainer.config.schema import load_config
-        from trainer.run.rundir import RunPaths, run_status
+        from trainer.run.rundir import CONTINUABLE, RunPaths, continue_step, run_status
 
         paths = RunPaths(Path(run_dir))
-        status = run_status(paths.root).get("status")
-        if status != RunStatus.PAUSED:
-            raise UserError(msg("error.run.not_paused", root=paths.root, status=status or "unknown"))
+        status = run_status(paths.root)
+        if status.get("status") not in CONTINUABLE:
+            raise UserError(msg("error.run.not_continuable", root=paths.root, status=status.get("status") or "unknown"))
+        if continue_step(paths.root, status) is None:
+            raise UserError(msg("error.run.no_checkpoint", root=paths.root))
         return self.start(load_config(paths.config), resume=str(paths.root))
 
     def sample_now(self) -> bool:

@@ -39,7 +39,6 @@ from trainer.errors import UserError
 from trainer.io import json_tree_map
 from trainer.message import Msg
 from trainer.plan.steps import make_plan
-from trainer.run.rundir import run_status
 
 from .. import live, plots
 from ..binding import UI, ok_box
@@ -52,9 +51,9 @@ from .own_data import name_clash_note
 from .train_poll import (
     RUN_BUTTONS,
     RUN_POLL_S,
+    continuable_run,
     light_look,
     pace,
-    paused_run,
     poll_view,
     run_buttons,
     status_html,
@@ -167,13 +166,14 @@ def wire(ui: UI, timer: gr.Timer, loaded: Any) -> None:
         ui.on(ui[button].click, command(name, method), ["lang"], ["train_msg"], api_name=name, message="train_msg")
 
     def continue_run(*, lang: str) -> dict[str, Any]:
-        """Continue the paused run: this app's last run, or after a restart the newest paused one in runs/."""
+        """Continue the last run (this app's, or after a restart the workspace's newest) when it paused, was
+        stopped, interrupted or failed, from its newest complete checkpoint."""
         if runner.active:
             raise UserError(t("err_run_active", lang))
-        run = paused_run(ctx)
-        if run is None:
-            raise UserError(t("err_no_paused", lang))
-        step = run_status(run).get("step")
+        found = continuable_run(ctx)
+        if found is None:
+            raise UserError(t("err_no_continue", lang))
+        run, step, _ = found
         ctx.sweeps.release()  # the Review step's model makes room for the run
         ok, _ = runner.continue_run(run)
         if not ok:

@@ -15,11 +15,12 @@ import gradio as gr
 import words
 from trainer.errors import UserError
 from trainer.models.precision import resolve_device
-from trainer.run.rundir import list_runs, run_status
+from trainer.run.rundir import continue_step, list_runs, run_status
 from trainer.train.runner import TERMINAL, RunSnapshot
 
 from .. import live, plots
 from ..binding import UI
+from ..i18n import t
 from . import gates
 
 RUN_BUTTONS = ("stop_btn", "pause_btn", "sample_btn", "save_btn")  # the commands into an active run
@@ -76,14 +77,30 @@ def run_buttons(active: bool) -> dict[str, Any]:
             **({"continue_btn": gr.Button(interactive=False)} if active else {})}
 
 
-def paused_run(ctx) -> Path | None:
-    """The run Continue carries on: the last run (this app's, or after a restart the workspace's newest) when it
-    is paused; None otherwise."""
+def continuable_run(ctx) -> tuple[Path, int, str] | None:
+    """The run Continue carries on, the step it goes on from and its state: the last run (this app's, or after a
+    restart the workspace's newest) when it is paused, interrupted or failed with a complete checkpoint
+    (:func:`trainer.run.rundir.continue_step`); None otherwise."""
     last = ctx.runner.state.run_dir
     if not last:
         runs = list_runs(ctx.runs_dir)
         last = runs[-1] if runs else None
-    return Path(last) if last and run_status(last).get("status") == "paused" else None
+    if not last:
+        return None
+    status = run_status(last)
+    step = continue_step(last, status)
+    return (Path(last), step, str(status["status"])) if step is not None else None
+
+
+def train_status(ctx, snap: RunSnapshot, lang: str, run_label: str | None) -> str:
+    """The status box's words: :func:`ui.live.status_line`, and while no run trains what Continue would carry on
+    (after a restart too: a run the app, the terminal or the computer interrupted is found and offered)."""
+    status = live.status_line(snap, lang, run_label)
+    found = None if snap.active else continuable_run(ctx)
+    if found is None:
+        return status
+    run, step, state = found
+    return f"{status}\n\n{t(f'continue_hint_{state}', lang, run=ctx.run_rel(run), step=step)}"
 
 
 def live_plots(runner, snap: RunSnapshot, state: dict[str, Any], lang: str, rev: str,
@@ -158,7 +175,7 @@ def light_look(ui: UI, view: dict[str, Any]) -> dict[str, Any]:
                                run_label or "idle", whole=whole)
     if view.get("active") and not snap.active:  # paused or ended: the page draws its last points now
         message = {**(message or {}), "settle": True}
-    status = live.status_line(snap, lang, run_label)
+    status = train_status(ctx, snap, lang, run_label)
     words_hash = status_hash(status)
     moved = moved_of(snap, run_label)
     changed = whole or words_hash != view.get("status_hash")
@@ -190,7 +207,7 @@ def poll_view(ui: UI, state: dict[str, Any], lang: str, view: dict[str, Any] | N
     fresh = state.get("lang") != lang or state.get("run") != snap.run_dir
     run_label = ctx.run_rel(snap.run_dir)
     out: dict[str, Any] = {"poll_state": new}
-    status = live.status_line(snap, lang, run_label)
+    status = train_status(ctx, snap, lang, run_label)
     new["status_hash"] = hash(status)  # the words, not the version: a progress event may change nothing shown
     if fresh or (not light and new["status_hash"] != state.get("status_hash")):
         out["status_md"] = status_html(status)
@@ -221,7 +238,7 @@ def poll_view(ui: UI, state: dict[str, Any], lang: str, view: dict[str, Any] | N
     if fresh or snap.active != state.get("active"):
         out.update(run_buttons(snap.active))
     if fresh or snap.status != state.get("status"):
-        out["continue_btn"] = gr.Button(interactive=not snap.active and paused_run(ctx) is not None)
+        out["continue_btn"] = gr.Button(interactive=not snap.active and continuable_run(ctx) is not None)
     ended = snap.status in TERMINAL and snap.status != state.get("status")
     if ended:  # "Stopping after this step…" and the like are done with
         out["train_msg"] = ""
