@@ -44,6 +44,14 @@ def test_which_runs_continue_and_from_where(tmp_path):
     status = {**json.loads(RunPaths(killed).status.read_text()), "pid": dead_pid(), "pid_started": time.time()}
     RunPaths(killed).status.write_text(json.dumps(status))
     assert continue_step(killed) == 20
+    # a run stopped at its last step has nothing left to train; one whose plan cannot be read is not refused for it
+    ended = _run_folder(tmp_path / "stopped-at-end", "stopped", 20)
+    RunPaths(ended).plan.write_text(json.dumps({"total_steps": 20}))
+    assert continue_step(ended) is None
+    RunPaths(ended).plan.write_text(json.dumps({"total_steps": 40}))
+    assert continue_step(ended) == 20
+    RunPaths(ended).plan.write_text("{")
+    assert continue_step(ended) == 20
     # a run this process still trains is not offered; nor a folder that lost its settings
     assert continue_step(_run_folder(tmp_path / "alive", "running", 20, pid_started=time.time())) is None
     (tmp_path / "failed-20" / "config.toml").unlink()

@@ -5,6 +5,7 @@ parent run."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -208,13 +209,26 @@ def continue_step(run_dir: str | Path, status: dict | None = None) -> int | None
     """The step a run carries on from when it is continued: its newest complete checkpoint, when it is paused,
     stopped by the user (Stop saves its step's checkpoint), interrupted (its process gone: the app, the computer or
     the terminal closed) or failed (a full disk, the card's memory, a file that went away: once that is mended,
-    nothing is lost but the steps since that checkpoint). None for a finished run, one the numerics guard stopped
-    (its settings need a change first: a new run) and one without a complete checkpoint. ``status``:
-    :func:`run_status` when the caller has read it already."""
+    nothing is lost but the steps since that checkpoint). None for a finished run, one stopped at its last step,
+    one the numerics guard stopped (its settings need a change first: a new run) and one without a complete
+    checkpoint. ``status``: :func:`run_status` when the caller has read it already."""
     status = run_status(run_dir) if status is None else status
-    if status.get("status") not in CONTINUABLE or not RunPaths(Path(run_dir)).config.is_file():
+    paths = RunPaths(Path(run_dir))
+    if status.get("status") not in CONTINUABLE or not paths.config.is_file():
         return None
-    return _newest_checkpoint_step(run_dir)
+    step = _newest_checkpoint_step(run_dir)
+    if step is not None and status.get("status") == RunStatus.STOPPED and step >= _planned_steps(paths):
+        return None  # stopped at its end: nothing is left to train
+    return step
+
+
+def _planned_steps(paths: RunPaths) -> float:
+    """The run's total steps by its ``plan.json`` (infinite when it cannot be read: nothing is refused for it)."""
+    try:
+        total = json.loads(paths.plan.read_text(encoding="utf-8")).get("total_steps")
+    except (OSError, ValueError, AttributeError):
+        return math.inf
+    return total if isinstance(total, int) else math.inf
 
 
 def _process_alive(pid, started: float | None) -> bool:
