@@ -208,3 +208,28 @@ def test_a_run_stopped_by_its_user_continues_from_where_it_stopped(tmp_path):
     assert [r["step"] for r in read_jsonl(run / "metrics.jsonl")] == [1, 2, 3, 4]
     end = load_file(run / "final" / "lora.safetensors")
     assert end.keys() == early.keys() and any(not (end[k] == early[k]).all() for k in end)
+
+
+@pytest.mark.slow
+def test_the_command_line_continues_a_run_with_its_own_settings(tmp_path, capsys):
+    """`train --resume RUN_DIR` without a config takes the run's config.toml: it read the defaults and said
+    "dataset.path is empty"."""
+    from trainer.cli import main
+    from trainer.train.commands import Commands
+    from trainer.train.loop import run_training
+
+    commands = Commands()
+
+    class PauseAt2(Hooks):
+        def after_step(self, trainer):
+            if trainer.state.global_step == 2:
+                commands.pause()
+
+    cfg = tiny_config(write_toy_dataset(tmp_path / "data", n=4), tmp_path / "runs", {"train.max_steps": 4})
+    run = run_training(cfg, MemorySink(), commands, hooks=PauseAt2()).run_dir
+    settings = (run / "config.toml").read_text()
+    assert main(["train", "--resume", str(run), "--quiet"]) == 0
+    assert run_status(run)["status"] == "finished" and (run / "config.toml").read_text() == settings
+    assert [r["step"] for r in read_jsonl(run / "metrics.jsonl")] == [1, 2, 3, 4]
+    assert main(["train", "--resume", str(tmp_path / "nowhere")]) == 2
+    assert "not a run folder (no config.toml)" in capsys.readouterr().err

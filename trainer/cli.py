@@ -162,9 +162,15 @@ def cmd_tiny_model(args) -> int:
 
 def cmd_train(args) -> int:
     from trainer.config.schema import load_config
+    from trainer.run.rundir import RunPaths
     from trainer.train.console import run_from_cli
 
-    cfg = load_config(args.config, args.set)
+    config = args.config
+    if config is None and args.resume:  # `train --resume RUN_DIR`: the run's own settings, not the defaults
+        config = RunPaths(Path(args.resume)).config
+        if not config.is_file():
+            raise UserError(msg("error.resume.not_a_run", resume=args.resume))
+    cfg = load_config(config, args.set)
     check_output_dir(cfg.save.output_dir)
     return run_from_cli(cfg, resume=args.resume, parent=args.parent, quiet=args.quiet, say=words.say)
 
@@ -322,7 +328,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("train", help="train a LoRA")
     with_config(p)
-    p.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint")
+    p.add_argument("--resume", metavar="RUN_DIR",
+                   help="continue a run from its last checkpoint (with its own config.toml when CONFIG is omitted)")
     p.add_argument("--parent", metavar="RUN_DIR", help="record this run as a follow-up of RUN_DIR")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_train)

@@ -39,11 +39,10 @@ TEXTS = {
     "run.disk_full": ("the disk that holds {root} is full ({free} free), so the run stopped at step {step}. Free some "
                       "space (older runs' checkpoints/ folders hold the most), then go on from its last complete "
                       "checkpoint, step {resume}: Continue on the app's Train step, or python -m trainer train "
-                      "\"{root}/config.toml\" --resume \"{root}\"",
+                      "--resume \"{root}\"",
                       "{root}가 있는 디스크가 가득 차서({free} 남음) 실행이 {step}스텝에서 멈췄습니다. 공간을 비운 뒤(예전 "
                       "실행의 checkpoints/ 폴더가 가장 큼) 마지막으로 온전한 체크포인트인 {resume}스텝부터 이어서 "
-                      "학습하세요: 앱 학습 단계의 '계속' 버튼, 또는 python -m trainer train \"{root}/config.toml\" "
-                      "--resume \"{root}\""),
+                      "학습하세요: 앱 학습 단계의 '계속' 버튼, 또는 python -m trainer train --resume \"{root}\""),
     "run.disk_full_no_checkpoint": ("the disk that holds {root} is full ({free} free), so the run stopped at step "
                                     "{step}, before its first complete checkpoint. Free some space (older runs' "
                                     "checkpoints/ folders hold the most), then start it again",
