@@ -163,9 +163,9 @@ class Runner:
         return self._send(Commands.pause)
 
     def continue_run(self, run_dir: str | Path) -> tuple[bool, Msg]:
-        """Continue a paused, interrupted or failed run from its newest complete checkpoint, in its own folder with
-        its own settings (``config.toml``): the same as :meth:`start` with ``resume``. Refuses any other run
-        (:func:`trainer.run.rundir.continue_step`)."""
+        """Continue a paused, stopped, interrupted or failed run from its newest complete checkpoint, in its own
+        folder with its own settings (``config.toml``): the same as :meth:`start` with ``resume``. Refuses any other
+        run (:func:`trainer.run.rundir.continue_step`)."""
         from trainer.config.schema import load_config
         from trainer.run.rundir import CONTINUABLE, RunPaths, continue_step, run_status
 

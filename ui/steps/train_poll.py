@@ -79,7 +79,7 @@ def run_buttons(active: bool) -> dict[str, Any]:
 
 def continuable_run(ctx) -> tuple[Path, int, str] | None:
     """The run Continue carries on, the step it goes on from and its state: the last run (this app's, or after a
-    restart the workspace's newest) when it is paused, interrupted or failed with a complete checkpoint
+    restart the workspace's newest) when it is paused, stopped, interrupted or failed with a complete checkpoint
     (:func:`trainer.run.rundir.continue_step`); None otherwise."""
     last = ctx.runner.state.run_dir
     if not last:
