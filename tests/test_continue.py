@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -233,3 +234,35 @@ def test_the_command_line_continues_a_run_with_its_own_settings(tmp_path, capsys
     assert [r["step"] for r in read_jsonl(run / "metrics.jsonl")] == [1, 2, 3, 4]
     assert main(["train", "--resume", str(tmp_path / "nowhere")]) == 2
     assert "not a run folder (no config.toml)" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_review_continues_an_older_run_that_the_train_step_does_not_offer(tmp_path):
+    """A run interrupted, then another trained to its end: Train's Continue takes only the newest run (finished), and
+    Review's "Continue this run" shows for the interrupted one alone and carries it on."""
+    gradio_client = pytest.importorskip("gradio_client")
+    from tests.test_ui_flow import Api
+    from trainer.train.loop import run_training
+    from ui.steps.review import review_view
+    from ui.steps.train_poll import continuable_run
+    from ui.testing import running_app
+
+    ws = tmp_path / "ws"
+    older = interrupted_run(tmp_path, ws / "runs")
+    time.sleep(1.1)  # the newer run's folder is named by the second it started
+    newer = run_training(tiny_config(tmp_path / "data", ws / "runs", {"train.max_steps": 2}), MemorySink()).run_dir
+    with running_app(ws) as app:
+        api = Api(app, gradio_client.Client(app.url, verbose=False))
+        assert continuable_run(app.ctx) is None  # the newest run finished
+
+        def offered(run: Path) -> bool:  # (a button is not in the API's outputs: what the handler shows)
+            return review_view(SimpleNamespace(ctx=app.ctx), app.ctx.run_rel(run), "en")["review_continue"].visible
+
+        assert offered(older) and not offered(newer)
+        rel = app.ctx.run_rel(older)
+        assert f"Continuing {rel} from step 2" in api("continue_chosen", review_run=rel)["train_msg"]
+        done = api.wait()
+        assert done["status"] == "finished" and done["run"] == rel and done["rows"] == 4, done
+        assert not offered(older)
+        assert "only a paused, stopped, interrupted or failed run" in api("continue_chosen",
+                                                                          review_run=rel)["review_msg"]

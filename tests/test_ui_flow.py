@@ -56,7 +56,7 @@ def api(app):
 
 PUBLIC = {"/scan", "/import_dataset", "/save_caption", "/plan", "/preset", "/save_preset", "/write_config", "/start",
           "/stop", "/sample_now", "/save_now", "/poll", "/status", "/review", "/sweep", "/more_pictures", "/read_with_judge", "/download", "/troubleshoot",
-          "/symptom", "/start_change", "/memory", "/fit_memory", "/pause", "/continue", "/compare",
+          "/symptom", "/start_change", "/memory", "/fit_memory", "/pause", "/continue", "/continue_chosen", "/compare",
           "/caption_preview", "/caption_all", "/caption_undo", "/caption_frequency", "/caption_replace",
           "/caption_remove", "/caption_insert_trigger", "/caption_find"}
 

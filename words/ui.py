@@ -186,6 +186,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ui.pause_sent": ("Pausing after this step: its checkpoint is written and the GPU is freed; Continue carries on.",
                       "이 스텝이 끝나면 체크포인트를 쓰고 GPU를 비운 뒤 일시정지합니다. 계속을 누르면 이어 갑니다."),
     "ui.continued": ("Continuing {run} from step {step}.", "{run}: {step} 스텝부터 이어 갑니다."),
+    "ui.continue_this_run": ("Continue this run", "이 실행 이어 가기"),
     "ui.err_no_continue": ("No paused, stopped, interrupted or failed run to continue.",
                            "이어 갈 실행(일시정지, 정지, 중단, 실패)이 없습니다."),
     "ui.continue_hint_paused": ("**Continue** carries `{run}` on from step {step}, where it paused.",

@@ -28,12 +28,14 @@ from trainer.models.embedding import embedding_beside
 from trainer.review import grid as review
 from trainer.review import more, strength
 from trainer.run import contents
+from trainer.run.rundir import continue_step
 
 from ..binding import UI, ok_box
 from ..i18n import kind_label, t
 from ..verdict_view import checkpoint_labels, verdict_markdown
 from ..widgets import run_picker
 from . import compare, gates
+from .train_poll import RUN_POLL_S, pace
 
 GRID_THUMB = 256
 
@@ -41,6 +43,9 @@ GRID_THUMB = 256
 def build(ui: UI) -> None:
     lang = ui.ctx.lang
     run_picker(ui, "review_run", "review_refresh")
+    # a run that paused, stopped, was interrupted or failed goes on from here too, not only the newest (Train's)
+    ui.add("review_continue", gr.Button(t("continue_this_run", lang), visible=False, elem_id="ld-review-continue"),
+           "continue_this_run", "value")
     ui.add("review_msg", gr.HTML(""))
     ui.add("rec_md", gr.Markdown("", elem_id="ld-recommend"))
     ui.add("grid_html", gr.HTML("", elem_id="ld-grid"))
@@ -85,6 +90,22 @@ def wire(ui: UI) -> None:
     ctx = ui.ctx
     downloads = DownloadFolder()
     compare.wire(ui)
+
+    def continue_chosen(*, lang: str, review_run: str | None) -> dict[str, Any]:
+        """Continue the run chosen here from its newest complete checkpoint, and show it training."""
+        if ctx.runner.active:
+            raise UserError(t("err_run_active", lang))
+        run = ctx.run_path(review_run or "", lang)
+        step = continue_step(run)
+        ctx.sweeps.release()  # the Review step's model makes room for the run
+        ok, _ = ctx.runner.continue_run(run)  # a run that cannot go on: its one message
+        if not ok:
+            raise UserError(t("err_run_active", lang))
+        return {"train_msg": ok_box(t("continued", lang, run=ctx.run_rel(run), step=step)), "wizard": gates.go("train"),
+                "review_continue": gr.Button(visible=False), "poll_timer": pace(RUN_POLL_S)}
+
+    ui.on(ui["review_continue"].click, continue_chosen, ["lang", "review_run"],
+          ["train_msg", "wizard", "review_continue", "poll_timer"], api_name="continue_chosen", message="review_msg")
 
     def show(*, lang: str, review_run: str | None, progress=gr.Progress()) -> dict[str, Any]:  # noqa: B008
         progress(0, desc=t("review_loading", lang))
@@ -206,13 +227,13 @@ def wire(ui: UI) -> None:
           api_name="download", message="review_msg")
 
 
-VIEW_OUTPUTS = ["grid_html", "leak_df", "model_plot", "model_md", "rec_md", "ckpt", "review_msg"]
+VIEW_OUTPUTS = ["grid_html", "leak_df", "model_plot", "model_md", "rec_md", "ckpt", "review_continue", "review_msg"]
 
 
 def review_view(ui: UI, review_run: str | None, lang: str) -> dict[str, Any]:
     """Grid, measures, recommendation and the checkpoint choices of one run."""
     if not review_run:
-        return {"review_msg": "", "grid_html": t("no_runs", lang)}
+        return {"review_msg": "", "grid_html": t("no_runs", lang), "review_continue": gr.Button(visible=False)}
     run = ui.ctx.run_path(review_run, lang)
     grid = review.review_grid(run)
     rec = ui.ctx.recommend(run)
@@ -225,6 +246,7 @@ def review_view(ui: UI, review_run: str | None, lang: str) -> dict[str, Any]:
         **model_measures_view(run, rec["step"] if rec else None, lang),
         "rec_md": recommendation_markdown(rec, lang),
         "ckpt": gr.Dropdown(choices=labels, value=value),
+        "review_continue": gr.Button(visible=not ui.ctx.runner.active and continue_step(run) is not None),
         "review_msg": "",
     }
 
