@@ -168,7 +168,7 @@ def test_the_app_offers_and_continues_a_run_the_computer_interrupted(tmp_path):
         assert f"<code>{rel}</code> was interrupted while it trained" in shown
         assert "last complete checkpoint, step 2" in shown, shown
         snap = app.ctx.runner.snapshot()
-        ko = train_status(app.ctx, snap, "ko", None)
+        ko = train_status(app.ctx, snap, "ko", None, continuable_run(app.ctx))
         assert f"`{rel}` 실행이 학습 중에 중단됐습니다" in ko and "2스텝부터 이어 가며" in ko
         assert f"Continuing {rel} from step 2" in api("continue")["train_msg"]
         done = api.wait()

@@ -189,15 +189,16 @@ def run_status(run_dir: str | Path) -> dict:
     (written by an older version), cannot be checked and keeps what it says."""
     status = read_status(run_dir)
     if status.get("status") == RunStatus.FAILED:
-        return {**status, "resume_step": _newest_checkpoint_step(run_dir)}
+        return {**status, "resume_step": newest_checkpoint_step(run_dir)}
     if status.get("status") != RunStatus.RUNNING or status.get("host") != socket.gethostname():
         return status
     if _process_alive(status.get("pid"), status.get("pid_started")):
         return status
-    return {**status, "status": RunStatus.INTERRUPTED, "resume_step": _newest_checkpoint_step(run_dir)}
+    return {**status, "status": RunStatus.INTERRUPTED, "resume_step": newest_checkpoint_step(run_dir)}
 
 
-def _newest_checkpoint_step(run_dir: str | Path) -> int | None:
+def newest_checkpoint_step(run_dir: str | Path) -> int | None:
+    """The step of the run's newest complete checkpoint (what a resume starts from), or None when it has none."""
     done = complete_checkpoints(RunPaths(Path(run_dir)))
     return done[-1][0] if done else None
 
@@ -216,7 +217,7 @@ def continue_step(run_dir: str | Path, status: dict | None = None) -> int | None
     paths = RunPaths(Path(run_dir))
     if status.get("status") not in CONTINUABLE or not paths.config.is_file():
         return None
-    step = _newest_checkpoint_step(run_dir)
+    step = newest_checkpoint_step(run_dir)
     if step is not None and status.get("status") == RunStatus.STOPPED and step >= _planned_steps(paths):
         return None  # stopped at its end: nothing is left to train
     return step

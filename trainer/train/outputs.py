@@ -18,7 +18,7 @@ from trainer.io import atomic_folder, fsync_file
 from trainer.message import Msg, msg
 from trainer.models.embedding import EMBEDDING_EMA_FILE, EMBEDDING_FILE, write_embedding
 from trainer.run.events import Alert, CheckpointSaved, SampleReady, SaveRefused
-from trainer.run.rundir import complete_checkpoints, rotate_checkpoints, write_checkpoint_marker
+from trainer.run.rundir import newest_checkpoint_step, rotate_checkpoints, write_checkpoint_marker
 from trainer.run.samples import expand_prompts
 from trainer.sampling import sampling_pipeline, write_samples
 from trainer.tensor_files import NonFiniteTensorError
@@ -209,9 +209,9 @@ def disk_full_said(trainer: Trainer, error: BaseException) -> Msg | None:
 
     state = getattr(trainer, "state", None)
     step = state.global_step if state is not None else 0
-    done = complete_checkpoints(trainer.paths)
-    message = (msg("run.disk_full", root=str(root), free=gib(free), step=step, resume=done[-1][0]) if done else
-               msg("run.disk_full_no_checkpoint", root=str(root), free=gib(free), step=step))
+    resume = newest_checkpoint_step(root)
+    message = (msg("run.disk_full", root=str(root), free=gib(free), step=step, resume=resume) if resume is not None
+               else msg("run.disk_full_no_checkpoint", root=str(root), free=gib(free), step=step))
     trainer.emit(Alert(level="error", kind="disk_full", step=step, message=message))
     return message
 

@@ -35,7 +35,7 @@ from ..i18n import kind_label, t
 from ..verdict_view import checkpoint_labels, verdict_markdown
 from ..widgets import run_picker
 from . import compare, gates
-from .train_poll import RUN_POLL_S, pace
+from .train_poll import CONTINUE_OUTPUTS, continue_view
 
 GRID_THUMB = 256
 
@@ -96,16 +96,11 @@ def wire(ui: UI) -> None:
         if ctx.runner.active:
             raise UserError(t("err_run_active", lang))
         run = ctx.run_path(review_run or "", lang)
-        step = continue_step(run)
-        ctx.sweeps.release()  # the Review step's model makes room for the run
-        ok, _ = ctx.runner.continue_run(run)  # a run that cannot go on: its one message
-        if not ok:
-            raise UserError(t("err_run_active", lang))
-        return {"train_msg": ok_box(t("continued", lang, run=ctx.run_rel(run), step=step)), "wizard": gates.go("train"),
-                "review_continue": gr.Button(visible=False), "poll_timer": pace(RUN_POLL_S)}
+        return {**continue_view(ctx, run, continue_step(run), lang), "wizard": gates.go("train"),
+                "review_continue": gr.Button(visible=False)}
 
     ui.on(ui["review_continue"].click, continue_chosen, ["lang", "review_run"],
-          ["train_msg", "wizard", "review_continue", "poll_timer"], api_name="continue_chosen", message="review_msg")
+          [*CONTINUE_OUTPUTS, "wizard", "review_continue"], api_name="continue_chosen", message="review_msg")
 
     def show(*, lang: str, review_run: str | None, progress=gr.Progress()) -> dict[str, Any]:  # noqa: B008
         progress(0, desc=t("review_loading", lang))

@@ -49,9 +49,11 @@ from . import gates, review
 from .dataset import scan_for
 from .own_data import name_clash_note
 from .train_poll import (
+    CONTINUE_OUTPUTS,
     RUN_BUTTONS,
     RUN_POLL_S,
     continuable_run,
+    continue_view,
     light_look,
     pace,
     poll_view,
@@ -174,16 +176,9 @@ def wire(ui: UI, timer: gr.Timer, loaded: Any) -> None:
         if found is None:
             raise UserError(t("err_no_continue", lang))
         run, step, _ = found
-        ctx.sweeps.release()  # the Review step's model makes room for the run
-        ok, _ = runner.continue_run(run)
-        if not ok:
-            raise UserError(t("err_run_active", lang))
-        return {"train_msg": ok_box(t("continued", lang, run=ctx.run_rel(run), step=step)), **run_buttons(True),
-                "poll_timer": pace(RUN_POLL_S)}
+        return continue_view(ctx, run, step, lang)
 
-    ui.on(ui["continue_btn"].click, continue_run, ["lang"],
-          ["train_msg", "start_btn", *RUN_BUTTONS, "continue_btn", "poll_timer"],
-          api_name="continue", message="train_msg")
+    ui.on(ui["continue_btn"].click, continue_run, ["lang"], CONTINUE_OUTPUTS, api_name="continue", message="train_msg")
 
     copies = GalleryCopies(ui["samples_gallery"].GRADIO_CACHE)
 

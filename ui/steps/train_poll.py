@@ -19,7 +19,7 @@ from trainer.run.rundir import continue_step, list_runs, run_status
 from trainer.train.runner import TERMINAL, RunSnapshot
 
 from .. import live, plots
-from ..binding import UI
+from ..binding import UI, ok_box
 from ..i18n import t
 from . import gates
 
@@ -92,11 +92,32 @@ def continuable_run(ctx) -> tuple[Path, int, str] | None:
     return (Path(last), step, str(status["status"])) if step is not None else None
 
 
-def train_status(ctx, snap: RunSnapshot, lang: str, run_label: str | None) -> str:
+CONTINUE_OUTPUTS = ["train_msg", "start_btn", *RUN_BUTTONS, "continue_btn", "poll_timer"]
+
+
+def continue_view(ctx, run: Path, step: int | None, lang: str) -> dict[str, Any]:
+    """Continue ``run`` from ``step`` (Train's Continue, Review's Continue this run; the caller has refused while a
+    run trains): the Train step's message, its buttons as while a run trains and its poll's pace
+    (:data:`CONTINUE_OUTPUTS`). A run that cannot go on is the runner's one message."""
+    ctx.sweeps.release()  # the Review step's model makes room for the run
+    ok, _ = ctx.runner.continue_run(run)
+    if not ok:
+        raise UserError(t("err_run_active", lang))
+    return {"train_msg": ok_box(t("continued", lang, run=ctx.run_rel(run), step=step)), **run_buttons(True),
+            "poll_timer": pace(RUN_POLL_S)}
+
+
+def offered_now(ctx, snap: RunSnapshot) -> tuple[Path, int, str] | None:
+    """:func:`continuable_run` while no run trains; None while one does."""
+    return None if snap.active else continuable_run(ctx)
+
+
+def train_status(ctx, snap: RunSnapshot, lang: str, run_label: str | None,
+                 found: tuple[Path, int, str] | None) -> str:
     """The status box's words: :func:`ui.live.status_line`, and while no run trains what Continue would carry on
-    (after a restart too: a run the app, the terminal or the computer interrupted is found and offered)."""
+    (``found``: :func:`offered_now`; after a restart too: a run the app, the terminal or the computer interrupted is
+    found and offered)."""
     status = live.status_line(snap, lang, run_label)
-    found = None if snap.active else continuable_run(ctx)
     if found is None:
         return status
     run, step, state = found
@@ -175,7 +196,7 @@ def light_look(ui: UI, view: dict[str, Any]) -> dict[str, Any]:
                                run_label or "idle", whole=whole)
     if view.get("active") and not snap.active:  # paused or ended: the page draws its last points now
         message = {**(message or {}), "settle": True}
-    status = train_status(ctx, snap, lang, run_label)
+    status = train_status(ctx, snap, lang, run_label, offered_now(ctx, snap))
     words_hash = status_hash(status)
     moved = moved_of(snap, run_label)
     changed = whole or words_hash != view.get("status_hash")
@@ -207,7 +228,8 @@ def poll_view(ui: UI, state: dict[str, Any], lang: str, view: dict[str, Any] | N
     fresh = state.get("lang") != lang or state.get("run") != snap.run_dir
     run_label = ctx.run_rel(snap.run_dir)
     out: dict[str, Any] = {"poll_state": new}
-    status = train_status(ctx, snap, lang, run_label)
+    offered = offered_now(ctx, snap)  # read once: the status's words and Continue's state
+    status = train_status(ctx, snap, lang, run_label, offered)
     new["status_hash"] = hash(status)  # the words, not the version: a progress event may change nothing shown
     if fresh or (not light and new["status_hash"] != state.get("status_hash")):
         out["status_md"] = status_html(status)
@@ -238,7 +260,7 @@ def poll_view(ui: UI, state: dict[str, Any], lang: str, view: dict[str, Any] | N
     if fresh or snap.active != state.get("active"):
         out.update(run_buttons(snap.active))
     if fresh or snap.status != state.get("status"):
-        out["continue_btn"] = gr.Button(interactive=not snap.active and continuable_run(ctx) is not None)
+        out["continue_btn"] = gr.Button(interactive=offered is not None)
     ended = snap.status in TERMINAL and snap.status != state.get("status")
     if ended:  # "Stopping after this step…" and the like are done with
         out["train_msg"] = ""
