@@ -89,4 +89,13 @@ TEXTS = {
     "finding.judge_unreadable": ("no picture judge read the pictures, so the verdict was made without its readings. "
                                  "{problem}",
                                  "그림 판정 모델이 그림을 읽지 못해, 판정은 그 읽음 없이 내렸습니다. {problem}"),
+    "finding.run_unfinished": ("the run stopped at step {step} of the {planned} it planned ({status}): it is judged on "
+                               "what it learned so far, and Continue trains the rest from its checkpoint at step {resume}",
+                               "계획한 {planned}스텝 중 {step}스텝에서 멈춘 실행({status}): 지금까지 배운 것으로 판정했고, "
+                               "계속하면 {resume}스텝 체크포인트부터 나머지를 학습함"),
+    "finding.run_status.paused": ("paused", "일시정지됨"),
+    "finding.run_status.stopped": ("stopped by its user", "사용자가 멈춤"),
+    "finding.run_status.interrupted": ("interrupted: the app, the terminal or the computer closed while it trained",
+                                       "중단됨: 학습 중에 앱, 터미널 또는 컴퓨터가 닫힘"),
+    "finding.run_status.failed": ("failed", "실패함"),
 }  # fmt: skip

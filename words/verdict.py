@@ -78,6 +78,11 @@ TEXTS = {
     "verdict.summary.under": ("Under-trained: {last} has not learned enough. Train longer or raise the learning rate "
                               "(one of the two).",
                               "미적합: {last} 아직 덜 배웠습니다. 더 오래 학습하거나 학습률을 올리세요(둘 중 하나만)."),
+    "verdict.summary.under_unfinished": ("Under-trained so far: the run stopped at step {step} of the {planned} it "
+                                         "planned. Continue it before changing a setting: the rest of its plan may "
+                                         "be all it lacks.",
+                                         "아직 미적합: 계획한 {planned}스텝 중 {step}스텝에서 멈춘 실행입니다. 설정을 "
+                                         "바꾸기 전에 이어 하세요. 모자란 것이 남은 계획뿐일 수 있습니다."),
     "verdict.last_checkpoint": ("even the last checkpoint (step {step})", "마지막 체크포인트({step}스텝)도"),
     "verdict.the_run": ("the run", "이 실행은"),
     "verdict.summary.over": ("Over-trained: the run pushed too far.{where} Lower the dose (learning rate or steps) and "

@@ -53,7 +53,7 @@ def collect_findings(run_dir: Path, config: Config | None = None, with_samples: 
     """Every registered detector's findings on the run folder (the pictures' only ``with_samples``)."""
     paths = RunPaths(Path(run_dir))
     run = RunInputs.read(paths.root, config or _load_config(paths))
-    groups = ("guard", "numbers", *(("pictures",) if with_samples else ()), "model", "settings", "base")
+    groups = ("guard", "numbers", *(("pictures",) if with_samples else ()), "model", "settings", "base", "progress")
     return collect(run, *groups)
 
 
@@ -188,6 +188,7 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
     from trainer.doctor.verdict import LABEL_TEXT, run_verdict
 
     verdict = run_verdict(paths.root, findings=findings)
+    status = run_status(paths.root)
     kb = load_kb()
     signals: dict[str, float] = {}
     for f in findings:
@@ -216,7 +217,8 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
     why_lesser = msg("diagnosis.why_lesser", label=LABEL_TEXT[verdict.label])
     result = {
         "run_dir": str(paths.root),
-        "status": run_status(paths.root).get("status"),
+        "status": status.get("status"),
+        "resume_step": status.get("resume_step"),  # an interrupted or failed run's newest checkpoint
         "verdict": verdict.to_json(),
         "observed": [{**f.to_json(), "weak": f.signal in verdict.weak_signals} for f in findings],
         "causes": [

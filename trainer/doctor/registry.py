@@ -39,6 +39,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "model": ("trainer.doctor.model_measures",),  # the model measures at each save
     "settings": ("trainer.doctor.risks",),  # the config against its preset
     "base": ("trainer.doctor.detectors",),  # what the base model was found to be (alerts)
+    "progress": ("trainer.doctor.progress",),  # how far the run got of its plan (its status, its checkpoints)
 }
 
 

@@ -34,6 +34,7 @@ from trainer.doctor.evidence import (  # the evidence's vocabulary, used by ever
     Observation,
     decide,
 )
+from trainer.doctor.progress import unfinished
 from trainer.doctor.registry import RunInputs, collect, detector_for, detectors
 from trainer.message import Msg, msg
 
@@ -318,7 +319,7 @@ def _finding_observations(findings: list[Any]) -> list[Observation]:
 
 def run_findings(run_dir: Path, config: Config) -> list[Any]:
     """The detectors' findings on the run's events and numbers (the pictures are read by :func:`checkpoint_verdicts`)."""
-    return collect(RunInputs.read(run_dir, config), "guard", "numbers")
+    return collect(RunInputs.read(run_dir, config), "guard", "numbers", "progress")
 
 
 def run_verdict(run_dir: str | Path, findings: list[Any] | None = None) -> Verdict:
@@ -364,11 +365,12 @@ def run_verdict(run_dir: str | Path, findings: list[Any] | None = None) -> Verdi
     deciding = next((c for c in cvs if c.label == label), rec)  # the first save that shows the run's verdict
     observations = tuple(run_obs) + (rec.observations if rec else ()) + (
         deciding.observations if deciding is not None and deciding is not rec else ())
-    return Verdict(label, lines, recommended, _summary(label, recommended, cvs, broken), observations, tuple(cvs),
-                   weak_signals=weak)
+    summary = _summary(label, recommended, cvs, broken, unfinished(findings))
+    return Verdict(label, lines, recommended, summary, observations, tuple(cvs), weak_signals=weak)
 
 
-def _summary(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken: list[Observation]) -> Msg:
+def _summary(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken: list[Observation],
+             stopped_early: Any = None) -> Msg:
     later = [c.step for c in cvs if rec is not None and c.step > rec and c.label == "over"]
     if label == "broken":
         salvage = msg("verdict.salvage", step=rec) if rec is not None else ""
@@ -377,6 +379,8 @@ def _summary(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken: 
         tail = msg("verdict.later_overfit", steps=", ".join(map(str, later))) if later else ""
         use = msg("verdict.use_step", step=rec) if rec is not None else ""
         return msg("verdict.summary.fit", use=use, tail=tail)
+    if label == "under" and stopped_early is not None:  # it has not finished: Continue before any change
+        return msg("verdict.summary.under_unfinished", **{k: stopped_early.values[k] for k in ("step", "planned")})
     if label == "under":
         last = msg("verdict.last_checkpoint", step=rec) if rec is not None else msg("verdict.the_run")
         return msg("verdict.summary.under", last=last)

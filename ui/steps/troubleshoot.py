@@ -114,15 +114,24 @@ def wire(ui: UI) -> None:
     ui.on(ui["start_change"].click, start_change, ["lang", "ts_run", "rx"], ["ts_msg", "journal_df"],
           api_name="start_change", message="ts_msg")
 
-    def go(step: str):
-        def go_to() -> dict[str, Any]:
-            return {"wizard": gr.Tabs(selected=gates.STEP_IDS[step])}
+    def go_dataset() -> dict[str, Any]:
+        return {"wizard": gates.go("dataset")}
 
-        go_to.__name__ = f"go_{step}"
-        return go_to
+    def go_review(*, lang: str, ts_run: str | None) -> dict[str, Any]:
+        """Review, showing the run diagnosed here (its checkpoints to pick from, its Continue this run)."""
+        from .review import review_view  # (review → train_poll → live → troubleshoot: not at the top)
 
-    for step in ("dataset", "review"):
-        ui.on(ui[f"ts_go_{step}"].click, go(step), [], ["wizard"])
+        out: dict[str, Any] = {"wizard": gates.go("review")}
+        if ts_run:
+            out |= {"review_run": gr.Dropdown(choices=ctx.run_choices(lang), value=ts_run),
+                    **review_view(ui, ts_run, lang)}
+        return out
+
+    from .review import VIEW_OUTPUTS
+
+    ui.on(ui["ts_go_dataset"].click, go_dataset, [], ["wizard"])
+    ui.on(ui["ts_go_review"].click, go_review, ["lang", "ts_run"], ["wizard", "review_run", *VIEW_OUTPUTS],
+          message="ts_msg")
 
 
 def run_diagnosis(run: Path) -> dict[str, Any] | None:
@@ -165,7 +174,8 @@ def one_change_config(ui: UI, run: Path, rx: str, lang: str):
 def findings_markdown(diag: dict[str, Any] | None, lang: str) -> str:
     if diag is None:
         return t("no_diagnose", lang)
-    lines = [f"### {t('findings_title', lang, status=status_label({'status': diag.get('status') or '?'}, lang))}"]
+    status = {"status": diag.get("status") or "?", "resume_step": diag.get("resume_step")}
+    lines = [f"### {t('findings_title', lang, status=status_label(status, lang))}"]
     verdict = diag.get("verdict")
     if verdict:
         lines.append(verdict_markdown(verdict, lang, evidence=4) + "\n")
@@ -224,6 +234,9 @@ def _not_for_run(p: Any, cfg: Any, diag: dict[str, Any] | None, lang: str) -> st
     verdict = (diag or {}).get("verdict")
     if p.id == "earlier_checkpoint" and verdict is not None and earlier_checkpoint(verdict) is None:
         return t("no_earlier_checkpoint", lang)
+    if p.id == "continue_run" and diag is not None and not any(o.get("signal") == "run_unfinished"
+                                                              for o in diag.get("observed") or []):
+        return t("not_continuable", lang)
     if already_followed(p, cfg):  # "add prior images" to a run that had them
         return t("rx_already", lang, setting=p.unless_set, value=cfg.get(p.unless_set))
     refusal = change_refusal(cfg, p.change) if p.change is not None and cfg is not None else None

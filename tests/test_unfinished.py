@@ -1,0 +1,109 @@
+"""A run that stopped before its plan's end is judged on what it learned so far: an under-trained verdict on it says
+"continue it" before any change of a setting, Troubleshoot's first cause is that it has not finished and its first
+prescription Continue, in both languages; once continued to its end, none of that is said any more. A run that
+finished, or was stopped at its last step, is never told to continue."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import tiny_config
+from tests.test_continue import interrupted_run
+from trainer.run.events import MemorySink
+
+
+@pytest.fixture(scope="module")
+def interrupted(tmp_path_factory) -> Path:
+    """A 4-step tiny run interrupted after step 3 (checkpoint: step 2); the dataset at ``<tmp>/data``."""
+    tmp = tmp_path_factory.mktemp("unfinished")
+    return interrupted_run(tmp, tmp / "runs")
+
+
+def _first(diag: dict, kind: str) -> dict:
+    return next(x for x in diag[kind] if not x.get("lesser"))
+
+
+def test_an_interrupted_run_is_told_to_continue_before_any_change(interrupted):
+    from trainer.doctor.diagnose import diagnose
+    from ui.i18n import t
+    from ui.steps.troubleshoot import action_buttons, findings_markdown, symptom_markdown
+
+    diag = diagnose(interrupted)
+    verdict = diag["verdict"]
+    assert verdict["label"] == "under"
+    assert verdict["summary"]["en"].startswith("Under-trained so far: the run stopped at step 3 of the 4 it planned. "
+                                               "Continue it before changing a setting")
+    assert verdict["summary"]["ko"].startswith("아직 미적합: 계획한 4스텝 중 3스텝에서 멈춘 실행입니다.")
+    (found,) = [o for o in diag["observed"] if o["signal"] == "run_unfinished"]
+    assert found["level"] == "info" and diag["healthy"]  # not a problem of the run: a fact about it
+    assert found["values"] == {"step": 3, "planned": 4, "resume_step": 2, "status": "interrupted"}
+    assert "Continue trains the rest from its checkpoint at step 2" in found["message"]["en"]
+    assert "computer closed" in found["message"]["en"] and "컴퓨터가 닫힘" in found["message"]["ko"]
+    cause, rx = _first(diag, "causes"), _first(diag, "prescriptions")
+    assert cause["id"] == "unfinished" and rx["id"] == "continue_run" and rx["applicable"]
+    assert cause["title"] == {"en": "The run has not finished", "ko": "실행이 아직 끝나지 않음"}
+    # the changes of a setting come after it, still offered for a run that stays short once finished
+    assert [p["id"] for p in diag["prescriptions"]][1:3] == ["raise_steps", "raise_lr"]
+    for lang, title in (("en", "Continue this run"), ("ko", "이 실행 이어 가기")):
+        shown = findings_markdown(diag, lang)
+        label = f"{t('status_interrupted', lang)}, {t('status_resume_from', lang, step=2)}"  # not "no checkpoint"
+        assert shown.startswith(f"### {t('findings_title', lang, status=label)}"), shown
+        assert shown.index(cause["title"][lang]) < shown.index(diag["causes"][1]["title"][lang]), shown
+        button = action_buttons(diag, lang)["ts_go_review"]
+        assert button.visible and button.value == f"{title} →"
+    # picked as a symptom, Continue is offered for this run
+    shown = symptom_markdown("stopped_before_end", interrupted, "en", diag)
+    assert "~~Continue this run~~" not in shown and "- Continue this run" in shown, shown
+
+
+def test_once_continued_to_its_end_it_is_judged_as_a_finished_run(tmp_path):
+    from trainer.doctor.diagnose import diagnose
+    from trainer.train.runner import Runner
+    from ui.i18n import t
+    from ui.steps.troubleshoot import symptom_markdown
+
+    run = interrupted_run(tmp_path, tmp_path / "runs")
+    runner = Runner()
+    assert runner.continue_run(run)[0] and runner.wait(300)
+    assert runner.snapshot().status == "finished", runner.snapshot().message
+    diag = diagnose(run)
+    assert not [o for o in diag["observed"] if o["signal"] == "run_unfinished"]
+    assert "unfinished" not in [c["id"] for c in diag["causes"]]
+    assert not diag["verdict"]["summary"]["en"].startswith("Under-trained so far")
+    # a user who picks "it stopped before its end" on it is told Continue does not apply
+    for lang in ("en", "ko"):
+        assert f"~~{'Continue this run' if lang == 'en' else '이 실행 이어 가기'}~~ ({t('not_continuable', lang)})" in \
+            symptom_markdown("stopped_before_end", run, lang, diag)
+
+
+def test_a_run_stopped_at_its_last_step_is_not_unfinished(tmp_path):
+    from tests.helpers import write_toy_dataset
+    from trainer.doctor.progress import run_unfinished
+    from trainer.doctor.registry import RunInputs
+    from trainer.run.contents import load_run_config
+    from trainer.train.commands import Commands
+    from trainer.train.hooks import Hooks
+    from trainer.train.loop import run_training
+
+    commands = Commands()
+
+    class StopAt(Hooks):
+        def __init__(self, at: int):
+            self.at = at
+
+        def after_step(self, trainer):
+            if trainer.state.global_step == self.at:
+                commands.stop()
+
+    data = write_toy_dataset(tmp_path / "data", n=4)
+    for at, unfinished in ((2, True), (4, False)):
+        cfg = tiny_config(data, tmp_path / f"runs{at}", {"train.max_steps": 4})
+        run = run_training(cfg, MemorySink(), commands, hooks=StopAt(at)).run_dir
+        found = run_unfinished(*(getattr(RunInputs.read(run, load_run_config(run)), name)
+                                 for name in ("run_dir", "plan", "rows")))
+        assert (found is not None) == unfinished, (at, found)
+        if found:
+            assert found.values["status"] == "stopped" and found.values["resume_step"] == 2
+        commands = Commands()

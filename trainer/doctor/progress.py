@@ -1,0 +1,47 @@
+"""How far a run got: a run that stopped before its plan's end (paused, stopped, interrupted, failed) and can be
+continued is judged on what it learned so far, not on the run its settings would give.
+
+An under-trained verdict on such a run first means "it has not finished": Continue trains the rest of its plan from
+its newest checkpoint, with the same settings. Raising the lr or the epochs instead would change a setting the run has
+not yet been judged on (docs/doctor.md, "A run that did not finish").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from trainer.doctor.registry import Finding, detector
+from trainer.message import msg
+from trainer.run.events import StepRow
+from trainer.run.rundir import continue_step, run_status
+from trainer.run.status import RunStatus
+
+# the diagnosis's weight: on an under-trained run, "it has not finished" comes before any setting's change (the
+# non-finite failure's weight, trainer.doctor.detectors.NONFINITE_WEIGHT, still outranks it)
+UNFINISHED_WEIGHT = 4.0
+
+
+@detector("run_unfinished", group="progress", reads=("run_dir", "plan", "rows"), weight=UNFINISHED_WEIGHT)
+def run_unfinished(run_dir: Path | None, plan: dict[str, Any], rows: list[StepRow]) -> Finding | None:
+    """The run stopped before its plan's last step and can be continued: how far it got, and from where it goes on."""
+    if run_dir is None:
+        return None
+    status = run_status(run_dir)
+    resume = continue_step(run_dir, status)
+    total = plan.get("total_steps")
+    if resume is None or not isinstance(total, int):
+        return None
+    reached = max([r.step for r in rows] + [resume])
+    if reached >= total:
+        return None
+    why = RunStatus(status["status"]).value  # paused, stopped, interrupted or failed (CONTINUABLE)
+    return Finding("run_unfinished", "info",
+                   msg("finding.run_unfinished", step=reached, planned=total, resume=resume,
+                       status=msg(f"finding.run_status.{why}")),
+                   [reached], {"step": reached, "planned": total, "resume_step": resume, "status": why})
+
+
+def unfinished(findings: list[Finding]) -> Finding | None:
+    """The run's :func:`run_unfinished` finding among ``findings``, if any."""
+    return next((f for f in findings if f.signal == "run_unfinished"), None)
