@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import words
 from tests.helpers import tiny_config
 from tests.test_continue import interrupted_run
 from trainer.run.events import MemorySink
@@ -107,3 +108,30 @@ def test_a_run_stopped_at_its_last_step_is_not_unfinished(tmp_path):
         if found:
             assert found.values["status"] == "stopped" and found.values["resume_step"] == 2
         commands = Commands()
+
+
+def test_a_run_judged_while_it_trains_is_not_told_to_change_a_setting(tmp_path):
+    """Review of a run that is still training: under-trained so far, judged when it ends (it said: train longer or
+    raise the learning rate)."""
+    from tests.helpers import write_toy_dataset
+    from trainer.doctor.verdict import run_verdict
+    from trainer.train.hooks import Hooks
+    from trainer.train.loop import run_training
+
+    seen = {}
+
+    class JudgeAt3(Hooks):
+        def after_step(self, trainer):
+            if trainer.state.global_step == 3:  # its checkpoint at step 2 is written
+                seen["verdict"] = run_verdict(trainer.paths.root)
+
+    cfg = tiny_config(write_toy_dataset(tmp_path / "data", n=4), tmp_path / "runs",
+                      {"train.max_steps": 4, "save.every_steps": 2})
+    run = run_training(cfg, MemorySink(), hooks=JudgeAt3()).run_dir
+    verdict = seen["verdict"]
+    assert verdict.label == "under"
+    said = {lang: words.say(verdict.summary, lang) for lang in ("en", "ko")}
+    assert said["en"] == ("Under-trained so far: the run is still training (its last save is step 2 of the 4 it "
+                          "plans). Judge it when it ends."), said
+    assert "끝난 뒤에 판정하세요" in said["ko"] and "2스텝" in said["ko"]
+    assert not words.say(run_verdict(run).summary, "en").startswith("Under-trained so far")  # finished

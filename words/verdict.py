@@ -83,6 +83,10 @@ TEXTS = {
                                          "be all it lacks.",
                                          "아직 미적합: 계획한 {planned}스텝 중 {step}스텝에서 멈춘 실행입니다. 설정을 "
                                          "바꾸기 전에 이어 하세요. 모자란 것이 남은 계획뿐일 수 있습니다."),
+    "verdict.summary.under_training": ("Under-trained so far: the run is still training (its last save is step {step} "
+                                       "of the {planned} it plans). Judge it when it ends.",
+                                       "아직 미적합: 실행이 아직 학습 중입니다(마지막 저장은 계획한 {planned}스텝 중 "
+                                       "{step}스텝). 끝난 뒤에 판정하세요."),
     "verdict.last_checkpoint": ("even the last checkpoint (step {step})", "마지막 체크포인트({step}스텝)도"),
     "verdict.the_run": ("the run", "이 실행은"),
     "verdict.summary.over": ("Over-trained: the run pushed too far.{where} Lower the dose (learning rate or steps) and "

@@ -8,13 +8,14 @@ not yet been judged on (docs/doctor.md, "A run that did not finish").
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from trainer.doctor.registry import Finding, detector
 from trainer.message import msg
 from trainer.run.events import StepRow
-from trainer.run.rundir import continue_step, run_status
+from trainer.run.rundir import RunPaths, continue_step, run_status
 from trainer.run.status import RunStatus
 
 # the diagnosis's weight: on an under-trained run, "it has not finished" comes before any setting's change (the
@@ -40,6 +41,17 @@ def run_unfinished(run_dir: Path | None, plan: dict[str, Any], rows: list[StepRo
                    msg("finding.run_unfinished", step=reached, planned=total, resume=resume,
                        status=msg(f"finding.run_status.{why}")),
                    [reached], {"step": reached, "planned": total, "resume_step": resume, "status": why})
+
+
+def still_training(run_dir: Path) -> int | None:
+    """The steps planned for a run that is still training (its process alive); None for any other run."""
+    if run_status(run_dir).get("status") != RunStatus.RUNNING:
+        return None
+    try:
+        total = json.loads(RunPaths(run_dir).plan.read_text(encoding="utf-8")).get("total_steps")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return total if isinstance(total, int) else None
 
 
 def unfinished(findings: list[Finding]) -> Finding | None:

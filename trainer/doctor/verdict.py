@@ -34,7 +34,7 @@ from trainer.doctor.evidence import (  # the evidence's vocabulary, used by ever
     Observation,
     decide,
 )
-from trainer.doctor.progress import unfinished
+from trainer.doctor.progress import still_training, unfinished
 from trainer.doctor.registry import RunInputs, collect, detector_for, detectors
 from trainer.message import Msg, msg
 
@@ -365,12 +365,12 @@ def run_verdict(run_dir: str | Path, findings: list[Any] | None = None) -> Verdi
     deciding = next((c for c in cvs if c.label == label), rec)  # the first save that shows the run's verdict
     observations = tuple(run_obs) + (rec.observations if rec else ()) + (
         deciding.observations if deciding is not None and deciding is not rec else ())
-    summary = _summary(label, recommended, cvs, broken, unfinished(findings))
+    summary = _summary(label, recommended, cvs, broken, unfinished(findings), still_training(run_dir))
     return Verdict(label, lines, recommended, summary, observations, tuple(cvs), weak_signals=weak)
 
 
 def _summary(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken: list[Observation],
-             stopped_early: Any = None) -> Msg:
+             stopped_early: Any = None, training: int | None = None) -> Msg:
     later = [c.step for c in cvs if rec is not None and c.step > rec and c.label == "over"]
     if label == "broken":
         salvage = msg("verdict.salvage", step=rec) if rec is not None else ""
@@ -381,6 +381,8 @@ def _summary(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken: 
         return msg("verdict.summary.fit", use=use, tail=tail)
     if label == "under" and stopped_early is not None:  # it has not finished: Continue before any change
         return msg("verdict.summary.under_unfinished", **{k: stopped_early.values[k] for k in ("step", "planned")})
+    if label == "under" and training is not None and cvs:  # judged while it trains: not a reason to change anything
+        return msg("verdict.summary.under_training", step=cvs[-1].step, planned=training)
     if label == "under":
         last = msg("verdict.last_checkpoint", step=rec) if rec is not None else msg("verdict.the_run")
         return msg("verdict.summary.under", last=last)
