@@ -135,3 +135,28 @@ def test_a_run_judged_while_it_trains_is_not_told_to_change_a_setting(tmp_path):
                           "plans). Judge it when it ends."), said
     assert "끝난 뒤에 판정하세요" in said["ko"] and "2스텝" in said["ko"]
     assert not words.say(run_verdict(run).summary, "en").startswith("Under-trained so far")  # finished
+
+
+def test_a_paused_run_that_reads_fit_keeps_its_verdict_and_lists_continuing_last(tmp_path):
+    """Paused at step 30 of 60 with its pictures showing the subject: fit, use the save it recommends; that it has
+    not finished is observed and its cause comes after the others (it points to under-trained)."""
+    import torch
+
+    from tests.test_verdict import _healthy_demo, demo_run
+    from trainer.doctor.diagnose import diagnose
+    from trainer.io import atomic_write_json
+    from trainer.run.rundir import RunPaths, write_checkpoint_marker, write_status
+
+    run = demo_run(tmp_path, _healthy_demo)
+    paths = RunPaths(run)
+    folder = paths.step_dir(30)
+    torch.save({"step": 30}, folder / "state.pt")
+    write_checkpoint_marker(folder, 30)
+    atomic_write_json(paths.plan, {"total_steps": 60})
+    write_status(paths, "paused", step=30)
+    diag = diagnose(run, write=False)
+    assert diag["verdict"]["label"] == "fit" and diag["verdict"]["summary"]["en"].startswith("Fit: use step")
+    (found,) = [o for o in diag["observed"] if o["signal"] == "run_unfinished"]
+    assert found["values"] == {"step": 30, "planned": 60, "resume_step": 30, "status": "paused"}
+    (cause,) = [c for c in diag["causes"] if c["id"] == "unfinished"]
+    assert cause["lesser"] and all(c["lesser"] for c in diag["causes"][diag["causes"].index(cause):])
