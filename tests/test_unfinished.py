@@ -160,3 +160,55 @@ def test_a_paused_run_that_reads_fit_keeps_its_verdict_and_lists_continuing_last
     assert found["values"] == {"step": 30, "planned": 60, "resume_step": 30, "status": "paused"}
     (cause,) = [c for c in diag["causes"] if c["id"] == "unfinished"]
     assert cause["lesser"] and all(c["lesser"] for c in diag["causes"][diag["causes"].index(cause):])
+
+
+def test_a_run_the_device_ran_out_of_memory_for_is_told_what_to_change(tmp_path):
+    """torch's out-of-memory error at step 3 (checkpoint at 2): the run's last words say what to change and that it
+    can go on once the memory is back; the diagnosis's first cause is the memory and its first prescription
+    gradient checkpointing; that it has not finished comes next, with Continue. A failure of another kind is not
+    taken for one."""
+    import torch
+
+    from tests.helpers import write_toy_dataset
+    from trainer.doctor.diagnose import diagnose
+    from trainer.errors import is_out_of_memory
+    from trainer.io import read_jsonl
+    from trainer.train.hooks import Hooks
+    from trainer.train.loop import run_training
+
+    class OutOfMemoryAt3(Hooks):
+        def after_step(self, trainer):
+            if trainer.state.global_step == 3:
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+                                             "capacity of 7.79 GiB of which 1.02 GiB is free.")
+
+    cfg = tiny_config(write_toy_dataset(tmp_path / "data", n=4), tmp_path / "runs",
+                      {"train.max_steps": 4, "save.every_steps": 2})
+    result = run_training(cfg, MemorySink(), hooks=OutOfMemoryAt3())
+    assert result.status == "failed"
+    alerts = [e for e in read_jsonl(result.run_dir / "events.jsonl") if e.get("type") == "alert"]
+    assert [a["kind"] for a in alerts] == ["run_out_of_memory"] and alerts[0]["level"] == "error"
+    said = alerts[0]["message"]  # worded in both languages in the file; the run's last words are its English
+    assert result.message == said["en"]
+    assert said["en"].startswith("the device ran out of memory at step 3 (CUDA out of memory. Tried to allocate"), said
+    assert "gradient checkpointing on" in said["en"] and "'Fit to memory'" in said["en"]
+    assert said["en"].endswith("Continue: the run goes on from its last complete checkpoint, step 2.")
+    assert "3스텝에서 장치의 메모리가 모자랐습니다" in said["ko"] and "'메모리에 맞추기'" in said["ko"]
+
+    diag = diagnose(result.run_dir)
+    causes = [c["id"] for c in diag["causes"] if not c["lesser"]]
+    assert causes[:2] == ["out_of_memory", "unfinished"], causes
+    assert diag["causes"][0]["title"]["ko"] == "실행에 드는 메모리가 장치에 남은 메모리보다 많음"
+    first = diag["prescriptions"][0]
+    assert first["id"] == "gradient_checkpointing_on" and first["applicable"]
+    assert first["change"]["diff"] == {"train.gradient_checkpointing": [False, True]}
+    assert "continue_run" in [p["id"] for p in diag["prescriptions"]]
+    (found,) = [o for o in diag["observed"] if o["signal"] == "run_out_of_memory"]
+    assert found["level"] == "error" and "CUDA out of memory" in found["message"]["en"]
+    summary = diag["verdict"]["summary"]
+    assert diag["verdict"]["label"] == "under"  # (the tiny run's dose) not "continue it before changing a setting"
+    assert "when the device ran out of memory" in summary["en"] and "메모리가 모자라" in summary["ko"], summary
+
+    assert is_out_of_memory(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 9 bytes"))
+    assert is_out_of_memory("MPS backend out of memory (MPS allocated: 17.00 GB)")
+    assert not is_out_of_memory(RuntimeError("Expected all tensors to be on the same device"))

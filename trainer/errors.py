@@ -58,3 +58,14 @@ class BadValue(ValueError):
 def error_reason(error: BaseException) -> str:
     """An unexpected error as a message names it: its type and its text, at most 300 characters."""
     return f"{type(error).__name__}: {error}"[:300]
+
+
+# How torch says a device ran out of memory: CUDA and ROCm ("CUDA out of memory", "HIP out of memory"), Apple's
+# ("MPS backend out of memory"), the CPU allocator ("DefaultCPUAllocator: can't allocate memory"), the error's type.
+OUT_OF_MEMORY_WORDS = ("out of memory", "can't allocate memory", "OutOfMemoryError")
+
+
+def is_out_of_memory(error: BaseException | str) -> bool:
+    """Whether ``error`` (an exception, or the text a run's status.json kept of one) is a device running out of memory."""
+    text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    return any(w.lower() in text.lower() for w in OUT_OF_MEMORY_WORDS)

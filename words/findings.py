@@ -93,6 +93,8 @@ TEXTS = {
                                "what it learned so far, and Continue trains the rest from its checkpoint at step {resume}",
                                "계획한 {planned}스텝 중 {step}스텝에서 멈춘 실행({status}): 지금까지 배운 것으로 판정했고, "
                                "계속하면 {resume}스텝 체크포인트부터 나머지를 학습함"),
+    "finding.run_out_of_memory": ("the device ran out of memory at step {step}: {error}",
+                                  "{step}스텝에서 장치의 메모리가 모자람: {error}"),
     "finding.run_status.paused": ("paused", "일시정지됨"),
     "finding.run_status.stopped": ("stopped by its user", "사용자가 멈춤"),
     "finding.run_status.interrupted": ("interrupted: the app, the terminal or the computer closed while it trained",

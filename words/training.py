@@ -49,6 +49,18 @@ TEXTS = {
                                     "{root}가 있는 디스크가 가득 차서({free} 남음) 실행이 첫 온전한 체크포인트 전인 "
                                     "{step}스텝에서 멈췄습니다. 공간을 비운 뒤(예전 실행의 checkpoints/ 폴더가 가장 큼) "
                                     "다시 시작하세요"),
+    "run.out_of_memory": ("the device ran out of memory at step {step} ({error}). Lower what the run needs and start "
+                          "it again with that one change: gradient checkpointing on, half the batch (twice the "
+                          "accumulation), or a smaller resolution; the Preset step's 'Fit to memory' picks the changes "
+                          "for your card, and Troubleshoot lists them for this run.{resume}",
+                          "{step}스텝에서 장치의 메모리가 모자랐습니다({error}). 실행에 드는 메모리를 줄이는 한 가지를 바꿔 "
+                          "다시 시작하세요: 그라디언트 체크포인팅 켜기, 배치 절반(누적 두 배), 또는 더 작은 해상도. 프리셋 "
+                          "단계의 '메모리에 맞추기'가 카드에 맞게 골라 주고, 문제 해결 단계가 이 실행에 맞는 것을 "
+                          "보여 줍니다.{resume}"),
+    "run.out_of_memory_resume": (" If another program had taken the card's memory, close it and Continue: the run goes "
+                                 "on from its last complete checkpoint, step {step}.",
+                                 " 다른 프로그램이 카드 메모리를 차지했던 것이라면 그 프로그램을 닫고 '계속'을 누르세요. "
+                                 "마지막으로 온전한 체크포인트인 {step}스텝부터 이어 갑니다."),
     "run.findings_failed": ("the run is trained and saved, but reading it for findings at its end failed ({reason}); "
                             "Troubleshoot diagnoses it again when opened",
                             "학습과 저장은 끝났지만 끝에서 실행을 읽어 진단하다가 실패했습니다({reason}). 문제 해결 단계를 "

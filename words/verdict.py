@@ -83,6 +83,13 @@ TEXTS = {
                                          "be all it lacks.",
                                          "아직 미적합: 계획한 {planned}스텝 중 {step}스텝에서 멈춘 실행입니다. 설정을 "
                                          "바꾸기 전에 이어 하세요. 모자란 것이 남은 계획뿐일 수 있습니다."),
+    "verdict.summary.under_out_of_memory": ("Under-trained so far: the run stopped at step {step} of the {planned} it "
+                                            "planned, when the device ran out of memory. Start it again with a change "
+                                            "that needs less memory (Troubleshoot's first prescription), or Continue "
+                                            "it once another program no longer takes the card's memory.",
+                                            "아직 미적합: 계획한 {planned}스텝 중 {step}스텝에서 장치 메모리가 모자라 "
+                                            "멈춘 실행입니다. 메모리를 덜 쓰는 변경 하나로 다시 시작하거나(문제 해결의 "
+                                            "첫 처방), 다른 프로그램이 카드 메모리를 차지하지 않게 된 뒤에 이어 하세요."),
     "verdict.summary.under_training": ("Under-trained so far: the run is still training (its last save is step {step} "
                                        "of the {planned} it plans). Judge it when it ends.",
                                        "아직 미적합: 실행이 아직 학습 중입니다(마지막 저장은 계획한 {planned}스텝 중 "

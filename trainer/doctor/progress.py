@@ -1,4 +1,5 @@
-"""How far a run got: a run that stopped before its plan's end (paused, stopped, interrupted, failed) and can be
+"""How far a run got and what stopped it. A run that ran out of the device's memory is told what to change first. A
+run that stopped before its plan's end (paused, stopped, interrupted, failed) and can be
 continued is judged on what it learned so far, not on the run its settings would give.
 
 An under-trained verdict on such a run first means "it has not finished": Continue trains the rest of its plan from
@@ -13,11 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from trainer.doctor.registry import Finding, detector
+from trainer.errors import is_out_of_memory
 from trainer.message import msg
 from trainer.run.events import StepRow
 from trainer.run.rundir import RunPaths, continue_step, run_status
 from trainer.run.status import RunStatus
 
+# the diagnosis's weight: what stopped the run comes first, as a non-finite failure does
+# (trainer.doctor.detectors.NONFINITE_WEIGHT)
+OUT_OF_MEMORY_WEIGHT = 5.0
 # the diagnosis's weight: on an under-trained run, "it has not finished" comes before any setting's change (the
 # non-finite failure's weight, trainer.doctor.detectors.NONFINITE_WEIGHT, still outranks it)
 UNFINISHED_WEIGHT = 4.0
@@ -41,6 +46,19 @@ def run_unfinished(run_dir: Path | None, plan: dict[str, Any], rows: list[StepRo
                    msg("finding.run_unfinished", step=reached, planned=total, resume=resume,
                        status=msg(f"finding.run_status.{why}")),
                    [reached], {"step": reached, "planned": total, "resume_step": resume, "status": why})
+
+
+@detector("run_out_of_memory", group="progress", reads=("run_dir", "rows"), weight=OUT_OF_MEMORY_WEIGHT)
+def run_out_of_memory(run_dir: Path | None, rows: list[StepRow]) -> Finding | None:
+    """The run failed because the device ran out of memory (the error its status.json kept): where, and the error."""
+    status = run_status(run_dir) if run_dir is not None else {}
+    error = str(status.get("error") or "")
+    if status.get("status") != RunStatus.FAILED or not is_out_of_memory(error):
+        return None
+    step = max([r.step for r in rows], default=0)
+    return Finding("run_out_of_memory", "error",
+                   msg("finding.run_out_of_memory", step=step, error=error.split("\n")[0][:200]), [step],
+                   {"step": step})
 
 
 def still_training(run_dir: Path) -> int | None:

@@ -365,12 +365,13 @@ def run_verdict(run_dir: str | Path, findings: list[Any] | None = None) -> Verdi
     deciding = next((c for c in cvs if c.label == label), rec)  # the first save that shows the run's verdict
     observations = tuple(run_obs) + (rec.observations if rec else ()) + (
         deciding.observations if deciding is not None and deciding is not rec else ())
-    summary = _summary(label, recommended, cvs, broken, unfinished(findings), still_training(run_dir))
+    summary = _summary(label, recommended, cvs, broken, unfinished(findings), still_training(run_dir),
+                       any(f.signal == "run_out_of_memory" for f in findings))
     return Verdict(label, lines, recommended, summary, observations, tuple(cvs), weak_signals=weak)
 
 
 def _summary(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken: list[Observation],
-             stopped_early: Any = None, training: int | None = None) -> Msg:
+             stopped_early: Any = None, training: int | None = None, out_of_memory: bool = False) -> Msg:
     later = [c.step for c in cvs if rec is not None and c.step > rec and c.label == "over"]
     if label == "broken":
         salvage = msg("verdict.salvage", step=rec) if rec is not None else ""
@@ -379,8 +380,10 @@ def _summary(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken: 
         tail = msg("verdict.later_overfit", steps=", ".join(map(str, later))) if later else ""
         use = msg("verdict.use_step", step=rec) if rec is not None else ""
         return msg("verdict.summary.fit", use=use, tail=tail)
-    if label == "under" and stopped_early is not None:  # it has not finished: Continue before any change
-        return msg("verdict.summary.under_unfinished", **{k: stopped_early.values[k] for k in ("step", "planned")})
+    if label == "under" and stopped_early is not None:  # it has not finished: Continue before any change, unless
+        # the device's memory stopped it (then a change that needs less memory comes first)
+        said = "under_out_of_memory" if out_of_memory else "under_unfinished"
+        return msg(f"verdict.summary.{said}", **{k: stopped_early.values[k] for k in ("step", "planned")})
     if label == "under" and training is not None and cvs:  # judged while it trains: not a reason to change anything
         return msg("verdict.summary.under_training", step=cvs[-1].step, planned=training)
     if label == "under":

@@ -51,7 +51,7 @@ from trainer.train.hooks import Hooks
 from trainer.train.measures import StepMeasures
 from trainer.train.modelset import TrainingModels
 from trainer.train.outcomes import RunResult, StepOutcome
-from trainer.train.outputs import Checkpointer, Sampler, disk_full_said
+from trainer.train.outputs import Checkpointer, Sampler, failure_said
 from trainer.train.preparation import build_state, open_run_folder, resume_state, run_models, trim_metrics
 from trainer.train.probes import ModelMeasures
 from trainer.train.recovery import Recovery, position_of_step
@@ -388,7 +388,7 @@ class Trainer:
             torch.cuda.empty_cache()
 
     def fail(self, error: Exception) -> RunResult:
-        full = disk_full_said(self, error)  # a full disk: where, how much is free and how to go on, as an alert
+        full = failure_said(self, error)  # a full disk or the device's memory: what to do, as an alert
         self.emit(Failed(error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc()))
         root = self.paths.root if self.opened else None
         if self.dist.is_main and self.opened:

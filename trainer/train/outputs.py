@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trainer.errors import is_out_of_memory
 from trainer.export.lora_files import DIFFUSERS_TWIN, write_diffusers, write_kohya
 from trainer.io import atomic_folder, fsync_file
 from trainer.message import Msg, msg
@@ -184,6 +185,25 @@ class Sampler:
 
 
 LOW_SPACE = 64 * 2**20  # a write that failed with this little left on the run folder's disk: it filled the disk
+
+
+def failure_said(trainer: Trainer, error: BaseException) -> Msg | None:
+    """A failure the user can act on, said as an alert (a full disk, the device's memory), with the message the run
+    ends with; None for any other failure."""
+    return disk_full_said(trainer, error) or out_of_memory_said(trainer, error)
+
+
+def out_of_memory_said(trainer: Trainer, error: BaseException) -> Msg | None:
+    """When ``error`` is the device running out of memory, say what to change and from where the run can go on."""
+    if not is_out_of_memory(error):
+        return None
+    state = getattr(trainer, "state", None)
+    step = state.global_step if state is not None else 0
+    resume = newest_checkpoint_step(trainer.paths.root) if trainer.opened else None
+    where = msg("run.out_of_memory_resume", step=resume) if resume is not None else ""
+    message = msg("run.out_of_memory", step=step, error=str(error).split("\n")[0][:200], resume=where)
+    trainer.emit(Alert(level="error", kind="run_out_of_memory", step=step, message=message))
+    return message
 
 
 def disk_full_said(trainer: Trainer, error: BaseException) -> Msg | None:
