@@ -202,7 +202,9 @@ def test_a_run_the_device_ran_out_of_memory_for_is_told_what_to_change(tmp_path)
     first = diag["prescriptions"][0]
     assert first["id"] == "gradient_checkpointing_on" and first["applicable"]
     assert first["change"]["diff"] == {"train.gradient_checkpointing": [False, True]}
-    assert "continue_run" in [p["id"] for p in diag["prescriptions"]]
+    ids = [p["id"] for p in diag["prescriptions"]]
+    assert ids[:4] == ["gradient_checkpointing_on", "halve_batch_for_memory", "lower_resolution_for_memory",
+                       "continue_run"], ids
     (found,) = [o for o in diag["observed"] if o["signal"] == "run_out_of_memory"]
     assert found["level"] == "error" and "CUDA out of memory" in found["message"]["en"]
     summary = diag["verdict"]["summary"]
