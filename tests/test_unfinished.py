@@ -214,3 +214,34 @@ def test_a_run_the_device_ran_out_of_memory_for_is_told_what_to_change(tmp_path)
     assert is_out_of_memory(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 9 bytes"))
     assert is_out_of_memory("MPS backend out of memory (MPS allocated: 17.00 GB)")
     assert not is_out_of_memory(RuntimeError("Expected all tensors to be on the same device"))
+
+
+def test_the_app_says_an_out_of_memory_failure_in_its_readers_language(tmp_path, monkeypatch):
+    """Run by the app's runner, a save that runs out of memory: the Train step's status says what happened and what
+    to change in Korean for a Korean reader, not torch's English (and the English for an English one)."""
+    import torch
+
+    from tests.helpers import write_toy_dataset
+    from trainer.train import checkpoint
+    from trainer.train.runner import Runner
+    from ui.live import status_line
+
+    real, calls = checkpoint.save_state, []
+
+    def out_of_memory_at_second_save(state, path):
+        calls.append(path)
+        if len(calls) == 2:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 512.00 MiB.")
+        return real(state, path)
+
+    monkeypatch.setattr(checkpoint, "save_state", out_of_memory_at_second_save)
+    runner = Runner()
+    cfg = tiny_config(write_toy_dataset(tmp_path / "data", n=4), tmp_path / "runs",
+                      {"train.max_steps": 4, "save.every_steps": 1})
+    assert runner.start(cfg)[0] and runner.wait(300)
+    snap = runner.snapshot()
+    assert snap.status == "failed" and snap.refusal is not None
+    ko, en = status_line(snap, "ko"), status_line(snap, "en")
+    assert "2스텝에서 장치의 메모리가 모자랐습니다(CUDA out of memory. Tried to allocate 512.00 MiB.)" in ko, ko
+    assert "'계속'을 누르세요. 마지막으로 온전한 체크포인트인 1스텝부터" in ko and "the device ran out" not in ko
+    assert "the device ran out of memory at step 2" in en, en

@@ -1,6 +1,6 @@
-"""How far a run got and what stopped it. A run that ran out of the device's memory is told what to change first. A
-run that stopped before its plan's end (paused, stopped, interrupted, failed) and can be
-continued is judged on what it learned so far, not on the run its settings would give.
+"""How far a run got and what stopped it. A run that ran out of the device's memory is told what to change first.
+A run that stopped before its plan's end (paused, stopped, interrupted, failed) and can be continued is judged on
+what it learned so far, not on the run its settings would give.
 
 An under-trained verdict on such a run first means "it has not finished": Continue trains the rest of its plan from
 its newest checkpoint, with the same settings. Raising the lr or the epochs instead would change a setting the run has

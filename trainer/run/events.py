@@ -186,6 +186,10 @@ class SampleReady(RunEvent):
     seconds: float = ABSENT
 
 
+# the kinds of alert a failing run says itself with, just before it fails (trainer.train.outputs.failure_said): what
+# happened and what to do, in words; the app shows it in its reader's language in place of the error's English
+FAILURE_SAID = ("disk_full", "run_out_of_memory")
+
 @dataclass(kw_only=True)
 class Alert(RunEvent):
     """Something the user must see: a precision fallback, a distilled base, an ignored setting; a non-finite value

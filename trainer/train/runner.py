@@ -20,6 +20,7 @@ from trainer.doctor.held_out import best_so_far
 from trainer.errors import UserError
 from trainer.message import Msg, msg
 from trainer.run.events import (
+    FAILURE_SAID,
     TERMINAL,
     Alert,
     CheckpointSaved,
@@ -221,8 +222,9 @@ class Runner:
                 s.checkpoints.append(ev)
             elif isinstance(ev, FindingEvent):
                 s.findings.append(ev)
-            elif isinstance(ev, Failed):
-                s.message, s.refusal = ev.error or "", None
+            elif isinstance(ev, Failed):  # a failure the run said itself (a full disk, the memory): those words
+                said = s.alerts[-1].message if s.alerts and s.alerts[-1].kind in FAILURE_SAID else None
+                s.message, s.refusal = ev.error or "", said.plain() if isinstance(said, Msg) else None
             elif isinstance(ev, Stopped) and ev.message:
                 s.message = wording.say(ev.message)
                 s.refusal = ev.message.plain() if isinstance(ev.message, Msg) else None
