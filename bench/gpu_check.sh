@@ -5,8 +5,8 @@
 #   2. the README's demo on the GPU, as a GPU user's click runs it: scripts/demo_lora_check.py with one
 #      training seed (training on CUDA, the measuring on the CPU) - time and likeness;
 #   3. bench/bench_gpu.py: real-size SD1.5, 512 px, bf16, batch 1/4, checkpointing off/on, ours vs reference;
-#   4. the guard and training tests on CUDA (fp16 loss scaling, bf16, NaN detection, rollback, resume), and SD3.5
-#      on its tiny model (flow matching, T5 kept out of fp16, the exported files);
+#   4. the guard and training tests on CUDA (fp16 loss scaling, bf16, NaN detection, rollback, resume, a real CUDA
+#      out of memory), and SD3.5 on its tiny model (flow matching, T5 kept out of fp16, the exported files);
 #   5. the memory plan against CUDA: real-size SD1.5 (and SDXL), bf16, 512 px (SDXL 1024), batch 1/2, gradient
 #      checkpointing off/on: torch.cuda.max_memory_allocated above the step's start vs the plan's
 #      activations + LoRA gradients (the coefficients were measured on a CPU, whose bf16 autocast differs);
@@ -66,6 +66,7 @@ fi
 if want 4; then
 part "4. guard and training tests on CUDA" | tee -a "$OUT/check.log"
 timeout 240 "$PY" -m pytest -q -rfE -p no:cacheprovider tests/test_guard.py tests/test_training.py tests/test_sd3.py \
+    tests/test_unfinished.py \
     >"$OUT/pytest.txt" 2>&1
 echo "exit $?" >>"$OUT/pytest.txt"
 tail -n 25 "$OUT/pytest.txt" | tee -a "$OUT/check.log"

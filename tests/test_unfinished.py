@@ -245,3 +245,27 @@ def test_the_app_says_an_out_of_memory_failure_in_its_readers_language(tmp_path,
     assert "2스텝에서 장치의 메모리가 모자랐습니다(CUDA out of memory. Tried to allocate 512.00 MiB.)" in ko, ko
     assert "'계속'을 누르세요. 마지막으로 온전한 체크포인트인 1스텝부터" in ko and "the device ran out" not in ko
     assert "the device ran out of memory at step 2" in en, en
+
+
+def test_a_real_cuda_out_of_memory_is_recognised(tmp_path):
+    """On a CUDA device (bench/gpu_check.sh part 4): torch's own out-of-memory error, from an allocation no card
+    holds, ends the run with the words above and the diagnosis's memory cause."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("a real CUDA out of memory needs a CUDA device")
+    from tests.helpers import write_toy_dataset
+    from trainer.doctor.diagnose import diagnose
+    from trainer.train.hooks import Hooks
+    from trainer.train.loop import run_training
+
+    class Allocates(Hooks):
+        def after_step(self, trainer):
+            if trainer.state.global_step == 2:
+                torch.empty(2**50, dtype=torch.uint8, device="cuda")  # a petabyte
+
+    cfg = tiny_config(write_toy_dataset(tmp_path / "data", n=4), tmp_path / "runs",
+                      {"train.max_steps": 4, "save.every_steps": 1, "train.device": "cuda"})
+    result = run_training(cfg, MemorySink(), hooks=Allocates())
+    assert result.status == "failed" and result.message.startswith("the device ran out of memory at step 2"), result
+    assert diagnose(result.run_dir)["causes"][0]["id"] == "out_of_memory"
