@@ -53,7 +53,8 @@ def collect_findings(run_dir: Path, config: Config | None = None, with_samples: 
     """Every registered detector's findings on the run folder (the pictures' only ``with_samples``)."""
     paths = RunPaths(Path(run_dir))
     run = RunInputs.read(paths.root, config or _load_config(paths))
-    groups = ("guard", "numbers", *(("pictures",) if with_samples else ()), "model", "settings", "base", "progress")
+    # what stopped the run (the guard, the device's memory) and how far it got are read first
+    groups = ("guard", "progress", "numbers", *(("pictures",) if with_samples else ()), "model", "settings", "base")
     return collect(run, *groups)
 
 

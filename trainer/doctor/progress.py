@@ -28,6 +28,19 @@ OUT_OF_MEMORY_WEIGHT = 5.0
 UNFINISHED_WEIGHT = 4.0
 
 
+@detector("run_out_of_memory", group="progress", reads=("run_dir", "rows"), weight=OUT_OF_MEMORY_WEIGHT)
+def run_out_of_memory(run_dir: Path | None, rows: list[StepRow]) -> Finding | None:
+    """The run failed because the device ran out of memory (the error its status.json kept): where, and the error."""
+    status = run_status(run_dir) if run_dir is not None else {}
+    error = str(status.get("error") or "")
+    if status.get("status") != RunStatus.FAILED or not is_out_of_memory(error):
+        return None
+    step = max([r.step for r in rows], default=0)
+    return Finding("run_out_of_memory", "error",
+                   msg("finding.run_out_of_memory", step=step, error=error.split("\n")[0][:200]), [step],
+                   {"step": step})
+
+
 @detector("run_unfinished", group="progress", reads=("run_dir", "plan", "rows"), weight=UNFINISHED_WEIGHT)
 def run_unfinished(run_dir: Path | None, plan: dict[str, Any], rows: list[StepRow]) -> Finding | None:
     """The run stopped before its plan's last step and can be continued: how far it got, and from where it goes on."""
@@ -46,19 +59,6 @@ def run_unfinished(run_dir: Path | None, plan: dict[str, Any], rows: list[StepRo
                    msg("finding.run_unfinished", step=reached, planned=total, resume=resume,
                        status=msg(f"finding.run_status.{why}")),
                    [reached], {"step": reached, "planned": total, "resume_step": resume, "status": why})
-
-
-@detector("run_out_of_memory", group="progress", reads=("run_dir", "rows"), weight=OUT_OF_MEMORY_WEIGHT)
-def run_out_of_memory(run_dir: Path | None, rows: list[StepRow]) -> Finding | None:
-    """The run failed because the device ran out of memory (the error its status.json kept): where, and the error."""
-    status = run_status(run_dir) if run_dir is not None else {}
-    error = str(status.get("error") or "")
-    if status.get("status") != RunStatus.FAILED or not is_out_of_memory(error):
-        return None
-    step = max([r.step for r in rows], default=0)
-    return Finding("run_out_of_memory", "error",
-                   msg("finding.run_out_of_memory", step=step, error=error.split("\n")[0][:200]), [step],
-                   {"step": step})
 
 
 def still_training(run_dir: Path) -> int | None:
