@@ -190,6 +190,7 @@ class SampleReady(RunEvent):
 # happened and what to do, in words; the app shows it in its reader's language in place of the error's English
 FAILURE_SAID = ("disk_full", "run_out_of_memory")
 
+
 @dataclass(kw_only=True)
 class Alert(RunEvent):
     """Something the user must see: a precision fallback, a distilled base, an ignored setting; a non-finite value
