@@ -81,8 +81,7 @@ def test_once_continued_to_its_end_it_is_judged_as_a_finished_run(tmp_path):
 
 def test_a_run_stopped_at_its_last_step_is_not_unfinished(tmp_path):
     from tests.helpers import write_toy_dataset
-    from trainer.doctor.progress import run_unfinished
-    from trainer.doctor.registry import RunInputs
+    from trainer.doctor.registry import RunInputs, collect
     from trainer.run.contents import load_run_config
     from trainer.train.commands import Commands
     from trainer.train.hooks import Hooks
@@ -102,8 +101,8 @@ def test_a_run_stopped_at_its_last_step_is_not_unfinished(tmp_path):
     for at, unfinished in ((2, True), (4, False)):
         cfg = tiny_config(data, tmp_path / f"runs{at}", {"train.max_steps": 4})
         run = run_training(cfg, MemorySink(), commands, hooks=StopAt(at)).run_dir
-        found = run_unfinished(*(getattr(RunInputs.read(run, load_run_config(run)), name)
-                                 for name in ("run_dir", "plan", "rows")))
+        found = next((f for f in collect(RunInputs.read(run, load_run_config(run)), "progress")
+                      if f.signal == "run_unfinished"), None)
         assert (found is not None) == unfinished, (at, found)
         if found:
             assert found.values["status"] == "stopped" and found.values["resume_step"] == 2

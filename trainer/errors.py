@@ -60,6 +60,11 @@ def error_reason(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"[:300]
 
 
+def error_line(error: BaseException | str, limit: int = 200) -> str:
+    """An error's first line, at most ``limit`` characters: what a message quotes of torch's long texts."""
+    return str(error).split("\n")[0][:limit]
+
+
 # How torch says a device ran out of memory: CUDA and ROCm ("CUDA out of memory", "HIP out of memory"), Apple's
 # ("MPS backend out of memory"), the CPU allocator ("DefaultCPUAllocator: can't allocate memory"), the error's type.
 OUT_OF_MEMORY_WORDS = ("out of memory", "can't allocate memory", "OutOfMemoryError")

@@ -9,15 +9,14 @@ not yet been judged on (docs/doctor.md, "A run that did not finish").
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from trainer.doctor.registry import Finding, detector
-from trainer.errors import is_out_of_memory
+from trainer.errors import error_line, is_out_of_memory
 from trainer.message import msg
 from trainer.run.events import StepRow
-from trainer.run.rundir import RunPaths, continue_step, run_status
+from trainer.run.rundir import RunPaths, continue_step, planned_steps, run_status
 from trainer.run.status import RunStatus
 
 # the diagnosis's weight: what stopped the run comes first, as a non-finite failure does
@@ -28,25 +27,25 @@ OUT_OF_MEMORY_WEIGHT = 5.0
 UNFINISHED_WEIGHT = 4.0
 
 
-@detector("run_out_of_memory", group="progress", reads=("run_dir", "rows"), weight=OUT_OF_MEMORY_WEIGHT)
-def run_out_of_memory(run_dir: Path | None, rows: list[StepRow]) -> Finding | None:
+@detector("run_out_of_memory", group="progress", reads=("status", "rows"), weight=OUT_OF_MEMORY_WEIGHT)
+def run_out_of_memory(status: dict[str, Any], rows: list[StepRow]) -> Finding | None:
     """The run failed because the device ran out of memory (the error its status.json kept): where, and the error."""
-    status = run_status(run_dir) if run_dir is not None else {}
     error = str(status.get("error") or "")
     if status.get("status") != RunStatus.FAILED or not is_out_of_memory(error):
         return None
     step = max([r.step for r in rows], default=0)
     return Finding("run_out_of_memory", "error",
-                   msg("finding.run_out_of_memory", step=step, error=error.split("\n")[0][:200]), [step],
+                   msg("finding.run_out_of_memory", step=step, error=error_line(error)), [step],
                    {"step": step})
 
 
-@detector("run_unfinished", group="progress", reads=("run_dir", "plan", "rows"), weight=UNFINISHED_WEIGHT)
-def run_unfinished(run_dir: Path | None, plan: dict[str, Any], rows: list[StepRow]) -> Finding | None:
+@detector("run_unfinished", group="progress", reads=("run_dir", "status", "plan", "rows"),
+          weight=UNFINISHED_WEIGHT)
+def run_unfinished(run_dir: Path | None, status: dict[str, Any], plan: dict[str, Any],
+                   rows: list[StepRow]) -> Finding | None:
     """The run stopped before its plan's last step and can be continued: how far it got, and from where it goes on."""
     if run_dir is None:
         return None
-    status = run_status(run_dir)
     resume = continue_step(run_dir, status)
     total = plan.get("total_steps")
     if resume is None or not isinstance(total, int):
@@ -65,11 +64,8 @@ def still_training(run_dir: Path) -> int | None:
     """The steps planned for a run that is still training (its process alive); None for any other run."""
     if run_status(run_dir).get("status") != RunStatus.RUNNING:
         return None
-    try:
-        total = json.loads(RunPaths(run_dir).plan.read_text(encoding="utf-8")).get("total_steps")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return total if isinstance(total, int) else None
+    total = planned_steps(RunPaths(run_dir))
+    return total if isinstance(total, int) else None  # (not an unreadable plan's infinity)
 
 
 def unfinished(findings: list[Finding]) -> Finding | None:

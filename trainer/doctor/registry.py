@@ -16,6 +16,7 @@ A group's detectors run in the order they are written; a collector gives the ord
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 from collections.abc import Callable, Sequence
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from trainer.io import read_jsonl
 from trainer.message import Msg
 from trainer.run.events import FindingEvent, RunEvent, StepRow
-from trainer.run.rundir import RunPaths
+from trainer.run.rundir import RunPaths, run_status
 
 if TYPE_CHECKING:
     from trainer.config.schema import Config
@@ -88,6 +89,12 @@ class RunInputs:
     @property
     def warmup_steps(self) -> int:
         return self.plan.get("warmup_steps", 0)
+
+    @functools.cached_property
+    def status(self) -> dict[str, Any]:
+        """The run's status as a reader takes it (:func:`trainer.run.rundir.run_status`), read once; {} without a
+        folder."""
+        return run_status(self.run_dir) if self.run_dir is not None else {}
 
     @property
     def samples(self) -> Path | None:

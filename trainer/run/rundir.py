@@ -218,12 +218,12 @@ def continue_step(run_dir: str | Path, status: dict | None = None) -> int | None
     if status.get("status") not in CONTINUABLE or not paths.config.is_file():
         return None
     step = newest_checkpoint_step(run_dir)
-    if step is not None and status.get("status") == RunStatus.STOPPED and step >= _planned_steps(paths):
+    if step is not None and status.get("status") == RunStatus.STOPPED and step >= planned_steps(paths):
         return None  # stopped at its end: nothing is left to train
     return step
 
 
-def _planned_steps(paths: RunPaths) -> float:
+def planned_steps(paths: RunPaths) -> float:
     """The run's total steps by its ``plan.json`` (infinite when it cannot be read: nothing is refused for it)."""
     try:
         total = json.loads(paths.plan.read_text(encoding="utf-8")).get("total_steps")

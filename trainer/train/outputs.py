@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainer.errors import is_out_of_memory
+from trainer.errors import error_line, is_out_of_memory
 from trainer.export.lora_files import DIFFUSERS_TWIN, write_diffusers, write_kohya
 from trainer.io import atomic_folder, fsync_file
 from trainer.message import Msg, msg
@@ -197,13 +197,18 @@ def out_of_memory_said(trainer: Trainer, error: BaseException) -> Msg | None:
     """When ``error`` is the device running out of memory, say what to change and from where the run can go on."""
     if not is_out_of_memory(error):
         return None
-    state = getattr(trainer, "state", None)
-    step = state.global_step if state is not None else 0
+    step = _failed_at(trainer)
     resume = newest_checkpoint_step(trainer.paths.root) if trainer.opened else None
     where = msg("run.out_of_memory_resume", step=resume) if resume is not None else ""
-    message = msg("run.out_of_memory", step=step, error=str(error).split("\n")[0][:200], resume=where)
+    message = msg("run.out_of_memory", step=step, error=error_line(error), resume=where)
     trainer.emit(Alert(level="error", kind="run_out_of_memory", step=step, message=message))
     return message
+
+
+def _failed_at(trainer: Trainer) -> int:
+    """The step a failing run had reached (0 when it failed before its state was built)."""
+    state = getattr(trainer, "state", None)
+    return state.global_step if state is not None else 0
 
 
 def disk_full_said(trainer: Trainer, error: BaseException) -> Msg | None:
@@ -227,8 +232,7 @@ def disk_full_said(trainer: Trainer, error: BaseException) -> Msg | None:
         return None
     from trainer.plan.memory import gib
 
-    state = getattr(trainer, "state", None)
-    step = state.global_step if state is not None else 0
+    step = _failed_at(trainer)
     resume = newest_checkpoint_step(root)
     message = (msg("run.disk_full", root=str(root), free=gib(free), step=step, resume=resume) if resume is not None
                else msg("run.disk_full_no_checkpoint", root=str(root), free=gib(free), step=step))
