@@ -268,3 +268,33 @@ def test_a_real_cuda_out_of_memory_is_recognised(tmp_path):
     result = run_training(cfg, MemorySink(), hooks=Allocates())
     assert result.status == "failed" and result.message.startswith("the device ran out of memory at step 2"), result
     assert diagnose(result.run_dir)["causes"][0]["id"] == "out_of_memory"
+
+
+def test_a_thread_dying_of_a_base_exception_leaves_a_failed_run_not_a_running_one(tmp_path, monkeypatch):
+    """SystemExit raised inside the app's training thread (a library calling sys.exit): the app lives on, so its
+    run folder must not go on saying "running" (Review would show a run that never moves, and Continue would refuse
+    it); it says failed, with the checkpoint Continue carries on from, and the runner's snapshot says failed."""
+    from tests.helpers import write_toy_dataset
+    from trainer.run.rundir import continue_step, run_status
+    from trainer.train.hooks import Hooks
+    from trainer.train.runner import Runner
+
+    class ExitAt3(Hooks):
+        def after_step(self, trainer):
+            if trainer.state.global_step == 3:
+                raise SystemExit(7)
+
+    import trainer.train.loop as loop
+
+    runner = Runner()
+    cfg = tiny_config(write_toy_dataset(tmp_path / "data", n=4), tmp_path / "runs",
+                      {"train.max_steps": 4, "save.every_steps": 2})
+    real = loop.run_training
+    monkeypatch.setattr(loop, "run_training", lambda *a, **k: real(*a, **k, hooks=ExitAt3()))  # the runner has none
+    assert runner.start(cfg)[0] and runner.wait(300)
+    snap = runner.snapshot()
+    assert snap.status == "failed" and snap.message == "SystemExit: 7", snap
+    run = Path(snap.run_dir)
+    status = run_status(run)
+    assert status["status"] == "failed" and status["error"] == "SystemExit: 7" and status["resume_step"] == 2, status
+    assert continue_step(run, status) == 2

@@ -8,6 +8,7 @@ Nothing here imports a UI; nothing here calls a denoiser but through the family'
 
 from __future__ import annotations
 
+import threading
 import time
 import traceback
 from functools import partial
@@ -87,6 +88,10 @@ def run_training(
         raise
     except Exception as e:  # the run folder and the UI must learn why; re-raising would lose it in a thread
         return trainer.fail(e)
+    except BaseException as e:  # SystemExit in the app's thread: the app lives on, so the folder must not say running
+        if threading.current_thread() is not threading.main_thread():  # Ctrl-C in the CLI: read back as interrupted
+            trainer.fail(e)
+        raise
     if status is RunStatus.PAUSED:
         trainer.release_device()
     return result
@@ -377,23 +382,18 @@ class Trainer:
     def release_device(self) -> None:
         """Drop the models, optimizer and caches so a paused run gives its memory back (on CUDA to the driver
         too, for another program or the next run). The trainer cannot train after this."""
-        import gc
-
+        from trainer.train.preparation import release_parts
         self.ready = False
-        for part in ("models", "state", "feeder", "validator", "measures", "step_measures", "sampler", "checkpointer",
-                     "recovery"):
-            setattr(self, part, None)
-        gc.collect()
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
+        release_parts(self)
 
-    def fail(self, error: Exception) -> RunResult:
+    def fail(self, error: BaseException) -> RunResult:
         full = failure_said(self, error)  # a full disk or the device's memory: what to do, as an alert
-        self.emit(Failed(error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc()))
+        said = f"{type(error).__name__}: {error}"
+        self.emit(Failed(error=said, traceback=traceback.format_exc()))
         root = self.paths.root if self.opened else None
         if self.dist.is_main and self.opened:
-            write_status(self.paths, RunStatus.FAILED, error=str(error))
-        return RunResult(RunStatus.FAILED, root, None, wording.say(full) if full else f"{type(error).__name__}: {error}")
+            write_status(self.paths, RunStatus.FAILED, error=str(error) if isinstance(error, Exception) else said)
+        return RunResult(RunStatus.FAILED, root, None, wording.say(full) if full else said)
 
     def fail_quietly(self) -> None:
         if self.dist.is_main and self.opened:

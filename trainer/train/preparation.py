@@ -177,3 +177,19 @@ def trim_metrics(paths: RunPaths, step: int) -> None:
     rows = [r for r in read_jsonl(paths.metrics) if r.get("step", 0) <= step]
     atomic_write_text(paths.metrics, "".join(json.dumps(r) + "\n" for r in rows))
 
+
+
+PARTS = ("models", "state", "feeder", "validator", "measures", "step_measures", "sampler", "checkpointer", "recovery")
+
+
+def release_parts(trainer: Any) -> None:
+    """Drop a trainer's parts (:data:`PARTS`) and give the device's cached memory back (on CUDA to the driver)."""
+    import gc
+
+    import torch
+
+    for part in PARTS:
+        setattr(trainer, part, None)
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()

@@ -143,7 +143,7 @@ class Runner:
                 self.state.message = str(e)
                 self.state.refusal = e.msg.plain() if isinstance(e.msg, Msg) else None
                 self.version += 1
-        except Exception as e:  # a bug must reach the user's screen, not vanish with the thread
+        except BaseException as e:  # a bug (or SystemExit in the thread) must reach the screen, not vanish with it
             with self._lock:
                 self.state.status = RunStatus.FAILED
                 self.state.message = f"{type(e).__name__}: {e}"
