@@ -387,15 +387,19 @@ def test_a_kill_at_any_instant_of_any_save_costs_at_most_the_steps_since_the_las
         seconds = zygote.run(op="save_checkpoint")["seconds"]  # how long one takes, here and now
         shutil.rmtree(paths.step_dir(4))
         seen, good, resumed_copy = set(), 2, None
-        for t in kill_times(rng, seconds, 12):
-            ended = zygote.run(op="save_checkpoint", kill_after=t)
-            good = assert_whole_and_latest(paths, {good, 4})
-            seen.add(interrupted_state(paths))
-            if resumed_copy is None and interrupted_state(paths):
-                resumed_copy = tmp_path / "copy"
-                shutil.copytree(paths.root, resumed_copy)  # resumed below, with what the kill left
-            assert ended["exit"] in (0, -signal.SIGKILL)
-            assert_swept(paths, good)
+        for _ in range(3):  # a save timed on a busy machine can take longer or shorter later: time it again
+            for t in kill_times(rng, seconds, 12):
+                ended = zygote.run(op="save_checkpoint", kill_after=t)
+                good = assert_whole_and_latest(paths, {good, 4})
+                seen.add(interrupted_state(paths))
+                if resumed_copy is None and interrupted_state(paths):
+                    resumed_copy = tmp_path / "copy"
+                    shutil.copytree(paths.root, resumed_copy)  # resumed below, with what the kill left
+                assert ended["exit"] in (0, -signal.SIGKILL)
+                assert_swept(paths, good)
+            if len(seen) >= 3:
+                break
+            seconds, good = zygote.run(op="save_checkpoint")["seconds"], 4
         assert len(seen) >= 3, f"the kills did not land inside the saves: {seen}"
 
         # Stop right after Save now: the final save replaces step-4 and writes final/
