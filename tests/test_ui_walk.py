@@ -222,6 +222,22 @@ def test_only_the_chosen_preset_card_is_marked():
     assert preset.card_variant("sd15-style", None) == "secondary"
 
 
+def test_the_preset_cards_come_by_model_family_the_demo_first(tmp_path):
+    """The Preset step shows its cards a family at a time, in the families' order; a user's preset of a family no
+    longer registered comes last under its own name, and one that names no family is the default's."""
+    from trainer.config.presets import list_presets, presets_by_family
+
+    groups = presets_by_family(list_presets())
+    assert [label for label, _ in groups] == ["SD 1.5", "SDXL", "SD 3.5", "Flux.1", "Z-Image"]
+    ids = {label: [p.id for p in ps] for label, ps in groups}
+    assert ids["SD 1.5"][0] == "demo-character" and {"low-vram", "stability-first", "sd15-style"} <= set(ids["SD 1.5"])
+    assert set(ids["Flux.1"]) == {"flux-character", "flux-character-12gb", "flux-character-16gb"}
+    assert sum(len(v) for v in ids.values()) == len(list_presets())
+    (tmp_path / "mine.toml").write_text('[preset]\nversion = 1\nname_en = "Mine"\nname_ko = "내 것"\n'
+                                        'description_en = "x"\ndescription_ko = "x"\n[model]\nfamily = "qwen"\n')
+    assert presets_by_family(list_presets([tmp_path]))[-1][0] == "qwen"
+
+
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_the_new_words_exist_in_both_languages(lang):
     for key in ("thumbs_shown", "status_interrupted", "status_resume_from", "status_no_resume"):

@@ -30,6 +30,12 @@ CSS = """
 .ld-grid th, .ld-grid td {padding:4px;text-align:center;font-size:12px}
 .ld-grid tr.ld-rec {background:#fff8e1}
 .ld-card-text {font-size:12px;min-height:48px}
+/* a family's cards keep a card's width: a family with one preset has no card as wide as the page */
+#ld-card-families {flex-wrap:wrap;column-gap:28px}
+#ld-card-families > .ld-card-group {flex:0 1 auto !important;max-width:100%}
+.ld-cards {flex-wrap:wrap}
+.ld-cards > .column {flex:1 1 140px !important;max-width:200px;min-width:140px !important}
+.ld-cards button {flex-grow:0}
 #ld-header {flex-wrap:wrap}
 #ld-title {flex:1 1 300px;min-width:min(300px,100%)}
 #ld-title h1 {word-break:keep-all;overflow-wrap:normal}

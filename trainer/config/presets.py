@@ -33,6 +33,14 @@ class Preset:
     def blurb(self, lang: str = "en") -> str:
         return self.description.get(lang) or self.description["en"]
 
+    @property
+    def family(self) -> str:
+        """The model family it trains (``model.family``; a preset that names none, the default's)."""
+        from trainer.models.family import AUTO, DEFAULT
+
+        named = (self.overrides.get("model") or {}).get("family", AUTO)
+        return DEFAULT if named == AUTO else str(named)
+
 
 def _parse(path: Path) -> Preset:
     try:
@@ -68,6 +76,17 @@ def list_presets(extra_dirs: list[Path] | None = None) -> list[Preset]:
             for p in sorted(d.glob("*.toml")):
                 found[p.stem] = _parse(p)
     return list(found.values())
+
+
+def presets_by_family(presets: list[Preset]) -> list[tuple[str, list[Preset]]]:
+    """(a family's label, its presets) in the families' order, the demo's first in its family; a preset of a family
+    no longer registered comes last under its own name."""
+    from trainer.models.family import families
+
+    labels = {f.name: f.label for f in families()}
+    order = [*labels, *sorted({p.family for p in presets} - set(labels))]
+    demo_first = sorted(presets, key=lambda p: (p.overrides.get("model") or {}).get("base") != "demo")
+    return [(labels.get(name, name), group) for name in order if (group := [p for p in demo_first if p.family == name])]
 
 
 def load_preset(name_or_path: str, extra_dirs: list[Path] | None = None) -> Preset:

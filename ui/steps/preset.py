@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import gradio as gr
 
-from trainer.config.presets import PRESET_DIR, list_presets, load_preset, preset_config
+from trainer.config.presets import PRESET_DIR, list_presets, load_preset, preset_config, presets_by_family
 from trainer.config.schema import Config, flatten, save_config
 from trainer.data.buckets import upscaling
 from trainer.errors import UserError
@@ -37,13 +37,17 @@ def preset_choices(ui: UI, lang: str) -> list[tuple[str, str]]:
 def build(ui: UI) -> None:
     ctx, lang = ui.ctx, ui.ctx.lang
     ui.add("preset_intro", gr.Markdown(t("preset_intro", lang)), "preset_intro", "value")
-    with gr.Row(equal_height=True):
-        for p in list_presets():
-            with gr.Column(variant="panel", min_width=150):
-                ui.add(f"card_{p.id}", gr.Button(p.label(lang), variant=card_variant(p.id, ctx.defaults["preset"]),
-                                                 elem_id=f"ld-card-{p.id}"))
-                ui.add(f"card_{p.id}_md", gr.Markdown(p.blurb(lang), elem_classes="ld-card-text"))
-                ui.cards.append(p.id)
+    with gr.Row(elem_id="ld-card-families"):  # the cards by family, side by side where they fit: 15 in a row were a wall
+        for family, presets in presets_by_family(list_presets()):
+            with gr.Column(elem_classes="ld-card-group", min_width=0):
+                gr.Markdown(f"**{family}**")
+                with gr.Row(equal_height=True, elem_classes="ld-cards"):
+                    for p in presets:
+                        with gr.Column(variant="panel", min_width=150):
+                            ui.add(f"card_{p.id}", gr.Button(p.label(lang), elem_id=f"ld-card-{p.id}",
+                                                             variant=card_variant(p.id, ctx.defaults["preset"])))
+                            ui.add(f"card_{p.id}_md", gr.Markdown(p.blurb(lang), elem_classes="ld-card-text"))
+                            ui.cards.append(p.id)
     with gr.Row():
         field_widget(ui, BY_NAME["preset"], ctx.defaults["preset"], choices=preset_choices(ui, lang))
         ui.add("preset_load", gr.Button(t("preset_load", lang), scale=0), "preset_load", "value")
