@@ -11,7 +11,7 @@ from words import say
 
 from .i18n import t
 
-ICON = {"fit": "✅", "under": "🔵", "over": "🟠", "broken": "🔴"}
+ICON = {"fit": "✅", "under": "🔵", "over": "🟠", "broken": "🔴", "none": "⚪"}
 
 
 def _as_json(verdict: Verdict | dict[str, Any]) -> dict[str, Any]:

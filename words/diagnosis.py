@@ -4,6 +4,8 @@ the CLI prints it under."""
 TEXTS = {
     "diagnosis.at_step": ("Step {step}: {text}", "{step}스텝: {text}"),
     "diagnosis.why_lesser": ("this run's verdict is {label}", "이 실행의 판정은 {label}입니다"),
+    "diagnosis.why_lesser_none": ("the run trained no step that could show it",
+                                  "실행이 그것을 드러낼 스텝을 하나도 학습하지 않았습니다"),
     "diagnosis.verdict": ("verdict: ", "판정: "),
     "diagnosis.observed": ("observed:", "관찰:"),
     "diagnosis.nothing_unusual": ("nothing unusual", "특이사항 없음"),

@@ -6,6 +6,7 @@ TEXTS = {
     "verdict.label.under": ("under-trained", "미적합(덜 학습됨)"),
     "verdict.label.over": ("over-trained", "과적합(과하게 학습됨)"),
     "verdict.label.broken": ("broken (nan/inf)", "망가짐(nan/inf)"),
+    "verdict.label.none": ("nothing to judge", "판정할 것 없음"),
     "verdict.strength.strong": ("strong evidence", "강한 근거"),
     "verdict.strength.moderate": ("moderate evidence", "보통 근거"),
     "verdict.strength.weak": ("weak evidence", "약한 근거"),
@@ -90,6 +91,18 @@ TEXTS = {
                                             "아직 미적합: 계획한 {planned}스텝 중 {step}스텝에서 장치 메모리가 모자라 "
                                             "멈춘 실행입니다. 메모리를 덜 쓰는 변경 하나로 다시 시작하거나(문제 해결의 "
                                             "첫 처방), 다른 프로그램이 카드 메모리를 차지하지 않게 된 뒤에 이어 하세요."),
+    "verdict.summary.under_failed": ("Under-trained so far: the run failed at step {step} of the {planned} it "
+                                     "planned, on the error below. Mend what it names, then continue it (or start "
+                                     "it again if it saved no checkpoint) before changing a setting.",
+                                     "아직 미적합: 계획한 {planned}스텝 중 {step}스텝에서 아래 오류로 실패한 "
+                                     "실행입니다. 설정을 바꾸기 전에 오류가 가리키는 것을 고치고 이어 하세요(저장된 "
+                                     "체크포인트가 없으면 다시 시작하세요)."),
+    "verdict.summary.none": ("Nothing to judge: the run ended before it trained a step. What stopped it is below: "
+                             "mend that and start it again.",
+                             "판정할 것이 없습니다: 실행이 한 스텝도 학습하기 전에 끝났습니다. 멈춘 까닭은 아래에 "
+                             "있으니 그것을 고친 뒤 다시 시작하세요."),
+    "verdict.summary.none_training": ("Nothing to judge yet: the run has not finished its first step.",
+                                      "아직 판정할 것이 없습니다: 실행이 첫 스텝을 마치지 않았습니다."),
     "verdict.summary.under_training": ("Under-trained so far: the run is still training (its last save is step {step} "
                                        "of the {planned} it plans). Judge it when it ends.",
                                        "아직 미적합: 실행이 아직 학습 중입니다(마지막 저장은 계획한 {planned}스텝 중 "

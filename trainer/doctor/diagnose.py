@@ -24,7 +24,7 @@ from trainer.errors import UserError
 from trainer.io import atomic_write_json, read_jsonl
 from trainer.message import Msg, msg
 from trainer.run.events import StepRow, value
-from trainer.run.rundir import RunPaths, run_status
+from trainer.run.rundir import RunPaths, continue_step, run_status
 from trainer.run.worded import worded
 
 LEVEL_WEIGHT = {"error": 1.0, "warning": 0.6, "info": 0.3}  # a finding's weight, unless its detector names one:
@@ -93,7 +93,8 @@ def change_refusal(config: Config, change: Any) -> str | None:
     return None
 
 
-def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[str] = frozenset(),
+                   continuable: bool = True) -> list[dict[str, Any]]:
     from trainer.doctor.kb import apply_change, describe_change
 
     out, seen = [], set()
@@ -107,6 +108,8 @@ def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[s
             detail: Msg | dict[str, str] = {"en": p.text("detail", "en"), "ko": p.text("detail", "ko")}
             if already_followed(p, config):
                 applicable = False  # the run already does it (prior images on a run that had them)
+            if p.id == "continue_run":
+                applicable = continuable  # never a run without a checkpoint to go on from, or one at its end
             if p.id == "earlier_checkpoint" and verdict is not None:
                 step = earlier_checkpoint(verdict)
                 applicable = step is not None  # never a checkpoint the run does not have
@@ -215,7 +218,8 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
     lesser = frozenset(rc.cause.id for rc in ranked if (rc.cause.leans and verdict.label not in rc.cause.leans)
                        or all(away(leans[sym]) for _, sym in rc.evidence))
     ranked = [rc for rc in ranked if rc.cause.id not in lesser] + [rc for rc in ranked if rc.cause.id in lesser]
-    why_lesser = msg("diagnosis.why_lesser", label=LABEL_TEXT[verdict.label])
+    why_lesser = msg("diagnosis.why_lesser_none") if verdict.label == "none" else \
+        msg("diagnosis.why_lesser", label=LABEL_TEXT[verdict.label])
     result = {
         "run_dir": str(paths.root),
         "status": status.get("status"),
@@ -230,7 +234,8 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
              "evidence": [list(e) for e in rc.evidence]}
             for rc in ranked
         ],
-        "prescriptions": _prescriptions(kb, ranked, config, verdict, lesser),
+        "prescriptions": _prescriptions(kb, ranked, config, verdict, lesser,
+                                        continue_step(paths.root, status) is not None),
         "parent": compare_with_parent(paths, findings),
         "healthy": not any(f.level in ("warning", "error") for f in findings),
     }

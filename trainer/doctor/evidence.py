@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from trainer.message import Msg, msg
 
-LABELS = ("fit", "under", "over", "broken")
+LABELS = ("fit", "under", "over", "broken", "none")  # none: nothing trained to judge
 STRENGTHS = ("strong", "moderate", "weak")
 # how much a score of each strength counts when checkpoints are compared (likeness + adherence - leakage - burn)
 STRENGTH_WEIGHT = {"strong": 1.0, "moderate": 0.6, "weak": 0.25}

@@ -28,7 +28,7 @@ LANGS = ("en", "ko")
 Group = Literal["numerics", "late_blur", "prompt_specific", "pictures", "strength", "data", "speed"]
 VerdictLabel = Literal["fit", "under", "over", "broken"]
 GROUPS: tuple[str, ...] = get_args(Group)
-VERDICTS: tuple[str, ...] = get_args(VerdictLabel)  # trainer.doctor.verdict.LABELS
+VERDICTS: tuple[str, ...] = get_args(VerdictLabel)  # trainer.doctor.verdict.LABELS but "none" (nothing to lean to)
 _HANGUL = re.compile(r"[\uac00-\ud7a3]")
 _ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 

@@ -1,4 +1,5 @@
-"""How far a run got and what stopped it. A run that ran out of the device's memory is told what to change first.
+"""How far a run got and what stopped it. A run that ran out of the device's memory is told what to change first;
+one that failed on another error, or was refused before its first step, is told what stopped it.
 A run that stopped before its plan's end (paused, stopped, interrupted, failed) and can be continued is judged on
 what it learned so far, not on the run its settings would give.
 
@@ -14,7 +15,7 @@ from typing import Any
 
 from trainer.doctor.registry import Finding, detector
 from trainer.errors import error_line, is_out_of_memory
-from trainer.message import msg
+from trainer.message import Msg, msg
 from trainer.run.events import StepRow
 from trainer.run.rundir import RunPaths, continue_step, planned_steps, run_status
 from trainer.run.status import RunStatus
@@ -37,6 +38,20 @@ def run_out_of_memory(status: dict[str, Any], rows: list[StepRow]) -> Finding | 
     return Finding("run_out_of_memory", "error",
                    msg("finding.run_out_of_memory", step=step, error=error_line(error)), [step],
                    {"step": step})
+
+
+@detector("run_failed", group="progress", reads=("status", "rows"), weight=OUT_OF_MEMORY_WEIGHT)
+def run_failed(status: dict[str, Any], rows: list[StepRow]) -> Finding | None:
+    """The run failed on an error other than the device's memory (:func:`run_out_of_memory`'s), or its input was
+    refused once its folder was made: where, and the error (the refusal worded as the app words it)."""
+    error = str(status.get("error") or "")
+    if status.get("status") != RunStatus.FAILED or is_out_of_memory(error):
+        return None
+    step = max([r.step for r in rows], default=0)
+    refusal = status.get("refusal")
+    said = Msg.from_json(refusal) if isinstance(refusal, dict) and "code" in refusal else error_line(error) or "?"
+    return Finding("run_failed", "error", msg("finding.run_failed" if step else "finding.run_refused", step=step,
+                                              error=said), [step], {"step": step})
 
 
 @detector("run_unfinished", group="progress", reads=("run_dir", "status", "plan", "rows"),
@@ -66,6 +81,11 @@ def still_training(run_dir: Path) -> int | None:
         return None
     total = planned_steps(RunPaths(run_dir))
     return total if isinstance(total, int) else None  # (not an unreadable plan's infinity)
+
+
+def failure(findings: list[Finding]) -> Finding | None:
+    """What made the run fail among ``findings`` (the device's memory or another error), if anything did."""
+    return next((f for f in findings if f.signal in ("run_out_of_memory", "run_failed")), None)
 
 
 def unfinished(findings: list[Finding]) -> Finding | None:

@@ -34,9 +34,10 @@ from trainer.doctor.evidence import (  # the evidence's vocabulary, used by ever
     Observation,
     decide,
 )
-from trainer.doctor.progress import still_training, unfinished
+from trainer.doctor.progress import failure, still_training, unfinished
 from trainer.doctor.registry import RunInputs, collect, detector_for, detectors
 from trainer.message import Msg, msg
+from trainer.run.rundir import RunPaths, planned_steps
 
 LIKENESS_SHOWS = 0.5  # a judge's likeness from which the subject is there (the demo's: stripes, eyes, hat)
 # A judge's likeness read on the run's own 4 pictures a prompt lay up to 0.18 from its reading on 16 (the 1x
@@ -347,7 +348,7 @@ def run_verdict(run_dir: str | Path, findings: list[Any] | None = None) -> Verdi
             last = max(doses)
             run_obs.append(_dose_observation(doses[last], config.dose.fit_low, config.dose.fit_high, "moderate",
                                              msg("verdict.where_reached", step=last)))
-        label = decide(run_obs)
+        label = decide(run_obs) if doses else "none"  # not a step trained: nothing to call fit or under
     by_step = {c.step: c for c in cvs}
     rec = by_step.get(recommended) if recommended is not None else None
     lines: list[Msg] = [o.line() for o in broken]
@@ -366,13 +367,15 @@ def run_verdict(run_dir: str | Path, findings: list[Any] | None = None) -> Verdi
     observations = tuple(run_obs) + (rec.observations if rec else ()) + (
         deciding.observations if deciding is not None and deciding is not rec else ())
     summary = _summary(label, recommended, cvs, broken, unfinished(findings), still_training(run_dir),
-                       any(f.signal == "run_out_of_memory" for f in findings))
+                       failure(findings), planned_steps(RunPaths(run_dir)))
     return Verdict(label, lines, recommended, summary, observations, tuple(cvs), weak_signals=weak)
 
 
 def _summary(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken: list[Observation],
-             stopped_early: Any = None, training: int | None = None, out_of_memory: bool = False) -> Msg:
+             stopped_early: Any = None, training: int | None = None, failed: Any = None, planned: float = 0) -> Msg:
     later = [c.step for c in cvs if rec is not None and c.step > rec and c.label == "over"]
+    if label == "none":
+        return msg("verdict.summary.none_training" if training is not None else "verdict.summary.none")
     if label == "broken":
         salvage = msg("verdict.salvage", step=rec) if rec is not None else ""
         return msg("verdict.summary.broken", first=broken[0].text, salvage=salvage)
@@ -380,10 +383,13 @@ def _summary(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken: 
         tail = msg("verdict.later_overfit", steps=", ".join(map(str, later))) if later else ""
         use = msg("verdict.use_step", step=rec) if rec is not None else ""
         return msg("verdict.summary.fit", use=use, tail=tail)
-    if label == "under" and stopped_early is not None:  # it has not finished: Continue before any change, unless
-        # the device's memory stopped it (then a change that needs less memory comes first)
-        said = "under_out_of_memory" if out_of_memory else "under_unfinished"
-        return msg(f"verdict.summary.{said}", **{k: stopped_early.values[k] for k in ("step", "planned")})
+    if label == "under" and (stopped_early or failed) is not None:  # it has not finished: Continue (or mend what
+        # stopped it) before any change; when the device's memory stopped it, a change that needs less comes first
+        said = {None: "under_unfinished", "run_out_of_memory": "under_out_of_memory", "run_failed": "under_failed"}
+        step = (failed or stopped_early).values["step"]
+        total = stopped_early.values["planned"] if stopped_early is not None else planned
+        return msg(f"verdict.summary.{said[failed.signal if failed else None]}", step=step,
+                   planned=total if isinstance(total, int) else "?")
     if label == "under" and training is not None and cvs:  # judged while it trains: not a reason to change anything
         return msg("verdict.summary.under_training", step=cvs[-1].step, planned=training)
     if label == "under":

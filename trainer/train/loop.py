@@ -25,7 +25,7 @@ from trainer.data.scan import DatasetReport
 from trainer.doctor.guard import Decision, Guard
 from trainer.doctor.numerics import HealthTensors, StepHealth, grad_norms, weight_norm_flag
 from trainer.errors import UserError
-from trainer.message import msg
+from trainer.message import Msg, msg
 from trainer.plan.steps import Plan
 from trainer.run.events import (
     ABSENT,
@@ -83,8 +83,8 @@ def run_training(
         trainer.announce_start()
         status = trainer.train()
         result = trainer.finish(status)  # its final save failing (a full disk) is a failure the user must read too
-    except UserError:
-        trainer.fail_quietly()
+    except UserError as e:
+        trainer.fail_quietly(e)
         raise
     except Exception as e:  # the run folder and the UI must learn why; re-raising would lose it in a thread
         return trainer.fail(e)
@@ -383,8 +383,7 @@ class Trainer:
         """Drop the models, optimizer and caches so a paused run gives its memory back (on CUDA to the driver
         too, for another program or the next run). The trainer cannot train after this."""
         from trainer.train.preparation import release_parts
-        self.ready = False
-        release_parts(self)
+        release_parts(self)  # (the trainer is no longer ready)
 
     def fail(self, error: BaseException) -> RunResult:
         full = failure_said(self, error)  # a full disk or the device's memory: what to do, as an alert
@@ -395,6 +394,7 @@ class Trainer:
             write_status(self.paths, RunStatus.FAILED, error=str(error) if isinstance(error, Exception) else said)
         return RunResult(RunStatus.FAILED, root, None, wording.say(full) if full else said)
 
-    def fail_quietly(self) -> None:
+    def fail_quietly(self, error: UserError) -> None:  # bad input found once the folder was made: for the doctor
         if self.dist.is_main and self.opened:
-            write_status(self.paths, RunStatus.FAILED, error="bad input")
+            said = error.msg.plain().to_json() if isinstance(error.msg, Msg) else None
+            write_status(self.paths, RunStatus.FAILED, error=error.message, refusal=said)

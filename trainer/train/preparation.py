@@ -56,6 +56,8 @@ def scan_and_plan(cfg: Config, dist: Dist) -> tuple[DatasetReport, Plan, list[An
 
     if not cfg.dataset.path:
         raise UserError(msg("error.train.no_dataset"))
+    if cfg.lora.trigger_embedding and not cfg.dataset.trigger.strip():  # said before a run folder is made
+        raise UserError(msg("error.trigger.needed"))
     check_judge(cfg.measure.judge)  # read when the pictures are, hours later: a wrong one is said now
     report = scan_dataset(cfg.dataset)
     if not report.usable:
@@ -188,6 +190,7 @@ def release_parts(trainer: Any) -> None:
 
     import torch
 
+    trainer.ready = False
     for part in PARTS:
         setattr(trainer, part, None)
     gc.collect()
