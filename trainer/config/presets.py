@@ -84,9 +84,11 @@ def presets_by_family(presets: list[Preset]) -> list[tuple[str, list[Preset]]]:
     from trainer.models.family import families
 
     labels = {f.name: f.label for f in families()}
-    order = [*labels, *sorted({p.family for p in presets} - set(labels))]
-    demo_first = sorted(presets, key=lambda p: (p.overrides.get("model") or {}).get("base") != "demo")
-    return [(labels.get(name, name), group) for name in order if (group := [p for p in demo_first if p.family == name])]
+    groups: dict[str, list[Preset]] = {}
+    for p in sorted(presets, key=lambda p: (p.overrides.get("model") or {}).get("base") != "demo"):
+        groups.setdefault(p.family, []).append(p)
+    order = [*labels, *sorted(set(groups) - set(labels))]
+    return [(labels.get(name, name), groups[name]) for name in order if name in groups]
 
 
 def load_preset(name_or_path: str, extra_dirs: list[Path] | None = None) -> Preset:
