@@ -46,7 +46,8 @@ def test_an_interrupted_run_is_told_to_continue_before_any_change(interrupted):
     assert cause["id"] == "unfinished" and rx["id"] == "continue_run" and rx["applicable"]
     assert cause["title"] == {"en": "The run has not finished", "ko": "실행이 아직 끝나지 않음"}
     # the changes of a setting come after it, still offered for a run that stays short once finished
-    assert [p["id"] for p in diag["prescriptions"]][1:3] == ["raise_steps", "raise_lr"]
+    assert [p["id"] for p in diag["prescriptions"] if p["applicable"]][1:3] == ["raise_steps", "raise_lr"]
+    assert not next(p for p in diag["prescriptions"] if p["id"] == "restart_run")["applicable"]  # it can go on
     for lang, title in (("en", "Continue this run"), ("ko", "이 실행 이어 가기")):
         shown = findings_markdown(diag, lang)
         label = f"{t('status_interrupted', lang)}, {t('status_resume_from', lang, step=2)}"  # not "no checkpoint"
@@ -57,6 +58,40 @@ def test_an_interrupted_run_is_told_to_continue_before_any_change(interrupted):
     # picked as a symptom, Continue is offered for this run
     shown = symptom_markdown("stopped_before_end", interrupted, "en", diag)
     assert "~~Continue this run~~" not in shown and "- Continue this run" in shown, shown
+    assert f"~~Start it again with the same settings~~ ({t('continuable', 'en')})" in shown, shown
+
+
+def test_a_run_interrupted_before_its_first_checkpoint_is_told_to_start_again(tmp_path):
+    """The same interruption with no checkpoint saved yet: it is unfinished all the same ("train longer or raise
+    the lr" is still not the advice), but Continue has nothing to go on from: start it again, same settings."""
+    import shutil
+
+    from trainer.doctor.diagnose import diagnose
+    from trainer.run.rundir import RunPaths
+    from ui.i18n import t
+    from ui.steps.troubleshoot import action_buttons, symptom_markdown
+
+    run = interrupted_run(tmp_path, tmp_path / "runs")
+    shutil.rmtree(RunPaths(run).checkpoints)
+    diag = diagnose(run)
+    (found,) = [o for o in diag["observed"] if o["signal"] == "run_unfinished"]
+    assert found["values"] == {"step": 3, "planned": 4, "resume_step": None, "status": "interrupted"}
+    assert "before its first checkpoint" in found["message"]["en"] and "첫 체크포인트 전에" in found["message"]["ko"]
+    summary = diag["verdict"]["summary"]
+    assert diag["verdict"]["label"] == "under"
+    assert summary["en"].startswith("Under-trained so far: the run stopped at step 3 of the 4 it planned, before "
+                                    "its first checkpoint. Start it again with the same settings"), summary
+    assert "같은 설정으로 다시 시작하세요" in summary["ko"]
+    assert _first(diag, "causes")["id"] == "unfinished"
+    applicable = [p["id"] for p in diag["prescriptions"] if p["applicable"] and not p["lesser"]]
+    assert applicable[0] == "restart_run" and "continue_run" not in applicable
+    assert not action_buttons(diag, "en")["ts_go_review"].visible  # no Continue button to show
+    for lang in ("en", "ko"):
+        shown = symptom_markdown("stopped_before_end", run, lang, diag)
+        continue_title, restart_title = (("Continue this run", "Start it again with the same settings") if lang == "en"
+                                         else ("이 실행 이어 가기", "같은 설정으로 다시 시작"))
+        assert f"~~{continue_title}~~ ({t('not_continuable', lang)})" in shown, shown
+        assert f"- {restart_title}" in shown and f"~~{restart_title}~~" not in shown, shown
 
 
 def test_once_continued_to_its_end_it_is_judged_as_a_finished_run(tmp_path):

@@ -93,6 +93,11 @@ TEXTS = {
                                "what it learned so far, and Continue trains the rest from its checkpoint at step {resume}",
                                "계획한 {planned}스텝 중 {step}스텝에서 멈춘 실행({status}): 지금까지 배운 것으로 판정했고, "
                                "계속하면 {resume}스텝 체크포인트부터 나머지를 학습함"),
+    "finding.run_unfinished_no_checkpoint": ("the run stopped at step {step} of the {planned} it planned ({status}) "
+                                             "before its first checkpoint: it is judged on what it learned so far, "
+                                             "and it has nothing to continue from",
+                                             "계획한 {planned}스텝 중 {step}스텝에서 첫 체크포인트 전에 멈춘 "
+                                             "실행({status}): 지금까지 배운 것으로 판정했고, 이어 갈 체크포인트가 없음"),
     "finding.run_out_of_memory": ("the device ran out of memory at step {step}: {error}",
                                   "{step}스텝에서 장치의 메모리가 모자람: {error}"),
     "finding.run_failed": ("the run failed at step {step}: {error}", "{step}스텝에서 실행이 실패함: {error}"),

@@ -380,6 +380,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ui.nothing_to_fix": ("Nothing to change: use the recommended checkpoint.", "바꿀 것이 없습니다. 추천 체크포인트를 쓰세요."),
     "ui.weak_signal": ("weak evidence here", "여기서는 약한 근거"),
     "ui.not_continuable": ("this run finished its plan or cannot be continued", "이 실행은 계획을 마쳤거나 이어 갈 수 없습니다"),
+    "ui.continuable": ("this run can be continued from its checkpoint", "이 실행은 체크포인트부터 이어 갈 수 있습니다"),
     "ui.no_earlier_checkpoint": ("this run has no earlier checkpoint to use", "이 실행에는 쓸 수 있는 앞 시점 체크포인트가 없습니다"),
     "ui.rx_wrong_way": ("not for this run: it would move {setting} the other way", "이 실행에는 해당 없음: {setting} 값을 반대로 옮깁니다"),
     "ui.rx_already": ("already so in this run: {setting} is {value}", "이 실행은 이미 그렇습니다: {setting} = {value}"),

@@ -91,6 +91,12 @@ TEXTS = {
                                             "아직 미적합: 계획한 {planned}스텝 중 {step}스텝에서 장치 메모리가 모자라 "
                                             "멈춘 실행입니다. 메모리를 덜 쓰는 변경 하나로 다시 시작하거나(문제 해결의 "
                                             "첫 처방), 다른 프로그램이 카드 메모리를 차지하지 않게 된 뒤에 이어 하세요."),
+    "verdict.summary.under_restart": ("Under-trained so far: the run stopped at step {step} of the {planned} it "
+                                      "planned, before its first checkpoint. Start it again with the same settings "
+                                      "before changing one: the rest of its plan may be all it lacks.",
+                                      "아직 미적합: 계획한 {planned}스텝 중 {step}스텝에서 첫 체크포인트 전에 멈춘 "
+                                      "실행입니다. 설정을 바꾸기 전에 같은 설정으로 다시 시작하세요. 모자란 것이 "
+                                      "남은 계획뿐일 수 있습니다."),
     "verdict.summary.under_failed": ("Under-trained so far: the run failed at step {step} of the {planned} it "
                                      "planned, on the error below. Mend what it names, then continue it (or start "
                                      "it again if it saved no checkpoint) before changing a setting.",

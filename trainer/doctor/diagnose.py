@@ -108,8 +108,8 @@ def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[s
             detail: Msg | dict[str, str] = {"en": p.text("detail", "en"), "ko": p.text("detail", "ko")}
             if already_followed(p, config):
                 applicable = False  # the run already does it (prior images on a run that had them)
-            if p.id == "continue_run":
-                applicable = continuable  # never a run without a checkpoint to go on from, or one at its end
+            if p.id in ("continue_run", "restart_run"):  # Continue where a checkpoint is there to go on from
+                applicable = continuable == (p.id == "continue_run")
             if p.id == "earlier_checkpoint" and verdict is not None:
                 step = earlier_checkpoint(verdict)
                 applicable = step is not None  # never a checkpoint the run does not have

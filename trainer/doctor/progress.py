@@ -58,20 +58,23 @@ def run_failed(status: dict[str, Any], rows: list[StepRow]) -> Finding | None:
           weight=UNFINISHED_WEIGHT)
 def run_unfinished(run_dir: Path | None, status: dict[str, Any], plan: dict[str, Any],
                    rows: list[StepRow]) -> Finding | None:
-    """The run stopped before its plan's last step and can be continued: how far it got, and from where it goes on."""
+    """The run stopped before its plan's last step: how far it got, and from where Continue goes on. One that closed
+    before its first checkpoint (``resume_step`` None) is started again; a failed one without a checkpoint is
+    :func:`run_failed`'s to tell."""
     if run_dir is None:
         return None
     resume = continue_step(run_dir, status)
     total = plan.get("total_steps")
-    if resume is None or not isinstance(total, int):
+    cut_short = status.get("status") in (RunStatus.INTERRUPTED, RunStatus.PAUSED, RunStatus.STOPPED)
+    if (resume is None and not cut_short) or not isinstance(total, int):
         return None
-    reached = max([r.step for r in rows] + [resume])
-    if reached >= total:
+    reached = max([r.step for r in rows] + [resume or 0])
+    if reached >= total or reached == 0:
         return None
     why = RunStatus(status["status"]).value  # paused, stopped, interrupted or failed (CONTINUABLE)
+    said = "finding.run_unfinished" if resume is not None else "finding.run_unfinished_no_checkpoint"
     return Finding("run_unfinished", "info",
-                   msg("finding.run_unfinished", step=reached, planned=total, resume=resume,
-                       status=msg(f"finding.run_status.{why}")),
+                   msg(said, step=reached, planned=total, resume=resume, status=msg(f"finding.run_status.{why}")),
                    [reached], {"step": reached, "planned": total, "resume_step": resume, "status": why})
 
 

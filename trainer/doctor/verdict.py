@@ -385,7 +385,8 @@ def _summary(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken: 
         return msg("verdict.summary.fit", use=use, tail=tail)
     if label == "under" and (stopped_early or failed) is not None:  # it has not finished: Continue (or mend what
         # stopped it) before any change; when the device's memory stopped it, a change that needs less comes first
-        said = {None: "under_unfinished", "run_out_of_memory": "under_out_of_memory", "run_failed": "under_failed"}
+        said = {None: "under_unfinished" if stopped_early is None or stopped_early.values["resume_step"] is not None
+                else "under_restart", "run_out_of_memory": "under_out_of_memory", "run_failed": "under_failed"}
         step = (failed or stopped_early).values["step"]
         total = stopped_early.values["planned"] if stopped_early is not None else planned
         return msg(f"verdict.summary.{said[failed.signal if failed else None]}", step=step,

@@ -234,9 +234,13 @@ def _not_for_run(p: Any, cfg: Any, diag: dict[str, Any] | None, lang: str) -> st
     verdict = (diag or {}).get("verdict")
     if p.id == "earlier_checkpoint" and verdict is not None and earlier_checkpoint(verdict) is None:
         return t("no_earlier_checkpoint", lang)
-    if p.id == "continue_run" and diag is not None and not any(o.get("signal") == "run_unfinished"
-                                                              for o in diag.get("observed") or []):
-        return t("not_continuable", lang)
+    if p.id in ("continue_run", "restart_run") and diag is not None:
+        found = [o for o in diag.get("observed") or [] if o.get("signal") == "run_unfinished"]
+        resumable = bool(found) and (found[0].get("values") or {}).get("resume_step") is not None
+        if p.id == "continue_run" and not resumable:
+            return t("not_continuable", lang)
+        if p.id == "restart_run" and (resumable or not found):
+            return t("not_continuable", lang) if not found else t("continuable", lang)
     if already_followed(p, cfg):  # "add prior images" to a run that had them
         return t("rx_already", lang, setting=p.unless_set, value=cfg.get(p.unless_set))
     refusal = change_refusal(cfg, p.change) if p.change is not None and cfg is not None else None
