@@ -40,8 +40,14 @@ def test_a_run_refused_after_its_folder_was_made_has_nothing_to_judge(tmp_path, 
     assert run_status(run)["refusal"]["code"] == "error.trigger.no_tokens"
     diag = diagnose(run)
     assert diag["verdict"]["label"] == "none" and not diag["healthy"]
-    assert diag["verdict"]["summary"]["en"].startswith("Nothing to judge: the run ended before it trained a step")
-    assert diag["verdict"]["summary"]["ko"].startswith("판정할 것이 없습니다")
+    summary = diag["verdict"]["summary"]  # what stopped it, in the summary: Review shows no observations
+    assert summary["en"] == ("Nothing to judge: the run was refused before its first step: dataset.trigger 'zxc': the "
+                             "tokenizer makes no tokens of it; use a word. Mend that and start it again."), summary
+    assert summary["ko"].startswith("판정할 것이 없습니다: 첫 스텝 전에 실행이 거부됨: ") and "zxc" in summary["ko"]
+    from ui.steps.review import recommendation_markdown
+
+    shown = recommendation_markdown(None, "ko", run)  # Review, on a run without checkpoints
+    assert 'data-verdict="none"' in shown and summary["ko"] in shown and "체크포인트를 저장하지 않았습니다" in shown
     found = diag["observed"][0]  # (then what the plan foresaw: the tiny run's dose)
     assert found["signal"] == "run_failed" and found["level"] == "error"
     assert found["message"]["en"].startswith("the run was refused before its first step: ")
@@ -73,8 +79,9 @@ def test_a_run_that_failed_partway_is_told_what_stopped_it(tmp_path):
     assert diag["observed"][0]["message"]["ko"].startswith("3스텝에서 실행이 실패함: ")
     assert diag["verdict"]["label"] == "under"
     summary = diag["verdict"]["summary"]
-    assert summary["en"].startswith("Under-trained so far: the run failed at step 3 of the 4 it planned"), summary
-    assert "3스텝에서 아래 오류로 실패한" in summary["ko"]
+    assert summary["en"].startswith("Under-trained so far: the run failed at step 3: [Errno 2] No such file or "
+                                    "directory: 'data/zxc_001.png' (of the 4 steps it planned). Mend what"), summary
+    assert summary["ko"].startswith("아직 미적합: 3스텝에서 실행이 실패함: [Errno 2]") and "(계획은 4스텝)" in summary["ko"]
     assert diag["causes"][0]["id"] == "run_error"
     assert _prescribed(diag)[0] == "mend_and_restart"  # no checkpoint: nothing to continue
 

@@ -97,16 +97,14 @@ TEXTS = {
                                       "아직 미적합: 계획한 {planned}스텝 중 {step}스텝에서 첫 체크포인트 전에 멈춘 "
                                       "실행입니다. 설정을 바꾸기 전에 같은 설정으로 다시 시작하세요. 모자란 것이 "
                                       "남은 계획뿐일 수 있습니다."),
-    "verdict.summary.under_failed": ("Under-trained so far: the run failed at step {step} of the {planned} it "
-                                     "planned, on the error below. Mend what it names, then continue it (or start "
-                                     "it again if it saved no checkpoint) before changing a setting.",
-                                     "아직 미적합: 계획한 {planned}스텝 중 {step}스텝에서 아래 오류로 실패한 "
-                                     "실행입니다. 설정을 바꾸기 전에 오류가 가리키는 것을 고치고 이어 하세요(저장된 "
-                                     "체크포인트가 없으면 다시 시작하세요)."),
-    "verdict.summary.none": ("Nothing to judge: the run ended before it trained a step. What stopped it is below: "
-                             "mend that and start it again.",
-                             "판정할 것이 없습니다: 실행이 한 스텝도 학습하기 전에 끝났습니다. 멈춘 까닭은 아래에 "
-                             "있으니 그것을 고친 뒤 다시 시작하세요."),
+    "verdict.summary.under_failed": ("Under-trained so far: {why} (of the {planned} steps it planned). Mend what "
+                                     "the error names, then continue it (or start it again if it saved no "
+                                     "checkpoint) before changing a setting.",
+                                     "아직 미적합: {why} (계획은 {planned}스텝). 설정을 바꾸기 전에 오류가 가리키는 "
+                                     "것을 고치고 이어 하세요(저장된 체크포인트가 없으면 다시 시작하세요)."),
+    "verdict.summary.none": ("Nothing to judge: {why}. Mend that and start it again.",
+                             "판정할 것이 없습니다: {why}. 그것을 고친 뒤 다시 시작하세요."),
+    "verdict.no_step": ("the run ended before it trained a step", "실행이 한 스텝도 학습하기 전에 끝남"),
     "verdict.summary.none_training": ("Nothing to judge yet: the run has not finished its first step.",
                                       "아직 판정할 것이 없습니다: 실행이 첫 스텝을 마치지 않았습니다."),
     "verdict.summary.under_training": ("Under-trained so far: the run is still training (its last save is step {step} "

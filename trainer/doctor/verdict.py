@@ -1,8 +1,7 @@
-"""One judgement per run and per checkpoint: fit, under, over or broken, with the evidence that decided it.
-
-Plan, Review, Troubleshoot and the guard's alert all read it from here, so they cannot disagree. The rule is
-"judge by pictures, not by the loss" (docs/training-guide.md, "Reading the saves"), so the evidence is weighed by
-how much it can be trusted:
+"""One judgement per run and per checkpoint: fit, under, over or broken (or nothing to judge: no step trained),
+with the evidence that decided it. Plan, Review, Troubleshoot and the guard's alert all read it from here, so they
+cannot disagree. The rule is "judge by pictures, not by the loss" (docs/training-guide.md, "Reading the saves"), so
+the evidence is weighed by how much it can be trusted:
 
 - **strong**: the guard's non-finite alert (the run broke); the run's own model at each save, for any subject
   (:mod:`trainer.doctor.model_measures`: does the trigger carry the subject, did what the model draws without it
@@ -374,8 +373,9 @@ def run_verdict(run_dir: str | Path, findings: list[Any] | None = None) -> Verdi
 def _summary(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken: list[Observation],
              stopped_early: Any = None, training: int | None = None, failed: Any = None, planned: float = 0) -> Msg:
     later = [c.step for c in cvs if rec is not None and c.step > rec and c.label == "over"]
-    if label == "none":
-        return msg("verdict.summary.none_training" if training is not None else "verdict.summary.none")
+    if label == "none":  # what stopped it, said here: Review shows no observation list
+        return msg("verdict.summary.none", why=failed.message if failed else msg("verdict.no_step")) if training is None \
+            else msg("verdict.summary.none_training")
     if label == "broken":
         salvage = msg("verdict.salvage", step=rec) if rec is not None else ""
         return msg("verdict.summary.broken", first=broken[0].text, salvage=salvage)
@@ -390,7 +390,7 @@ def _summary(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken: 
         step = (failed or stopped_early).values["step"]
         total = stopped_early.values["planned"] if stopped_early is not None else planned
         return msg(f"verdict.summary.{said[failed.signal if failed else None]}", step=step,
-                   planned=total if isinstance(total, int) else "?")
+                   planned=total if isinstance(total, int) else "?", why=failed.message if failed else "")
     if label == "under" and training is not None and cvs:  # judged while it trains: not a reason to change anything
         return msg("verdict.summary.under_training", step=cvs[-1].step, planned=training)
     if label == "under":
