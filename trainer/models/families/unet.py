@@ -3,6 +3,7 @@ target, min-SNR weights) and sampled with DDIM. Not a family itself (it register
 
 from __future__ import annotations
 
+import inspect
 from typing import ClassVar
 
 from trainer.message import msg
@@ -35,7 +36,11 @@ class UNetFamily(ModelFamily):
     def sampling_pipeline(self, pipe, prediction_type):
         from diffusers import DDIMScheduler
 
-        sampler = type(pipe)(**pipe.components)
+        # the copy keeps the settings its class takes (SD 1.5's requires_safety_checker: without it diffusers warns,
+        # at every sampling, that the safety checker is off)
+        settings = {k: v for k, v in pipe.config.items() if k in inspect.signature(type(pipe)).parameters
+                    and k not in pipe.components}
+        sampler = type(pipe)(**pipe.components, **settings)
         sampler.scheduler = DDIMScheduler.from_config(pipe.scheduler.config, prediction_type=prediction_type,
                                                       clip_sample=False)
         return sampler
