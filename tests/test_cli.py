@@ -122,3 +122,18 @@ def test_tiny_model_command_writes_a_loadable_model(tmp_path, single):
     target = tmp_path / "m" / "model.safetensors" if single else tmp_path / "m"
     _, info = load_pipeline(ModelConfig(base=str(target)))
     assert info.family == "sd15" and info.kind == ("single_file" if single else "folder")
+
+
+def test_a_training_run_prints_no_library_noise(tmp_path):
+    """A short run with a sampling at its end, as a user starts it: the console carries the run's own lines, not the
+    libraries' warnings that nobody can act on (trainer/noise.py; the SD 1.5 sampling copy keeps its settings)."""
+    from tests.helpers import tiny_config, write_toy_dataset
+
+    cfg = tiny_config(write_toy_dataset(tmp_path / "data", n=4), tmp_path / "runs",
+                      {"train.max_steps": 2, "sample.enabled": True, "sample.every_steps": 2})
+    (tmp_path / "cfg.toml").write_text(cfg.to_toml())
+    proc = cli("train", str(tmp_path / "cfg.toml"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert list((tmp_path / "runs").rglob("samples/step-000002/*.png")), "no sampling ran: nothing was tested"
+    for noise in ("requires torchvision", "safety checker", "kept in float32: []", "kernels-community"):
+        assert noise not in proc.stderr, proc.stderr[-3000:]
