@@ -67,6 +67,29 @@ def test_kohya_folders_give_repeats_and_class_words(tmp_path, make_image):
     assert kinds_by_file(r) == {"10_zxc girl/nocap.png": ["missing_caption"]}
 
 
+def test_onetrainer_mask_files_are_not_trained_as_pictures(tmp_path, make_image):
+    """``x-masklabel.png`` beside ``x.png`` is OneTrainer's mask: before, the scan took each for a picture (a white
+    shape captioned with the trigger). They are left out, said once per folder; the doctor's colours skip them too."""
+    from PIL import Image
+
+    import words
+    from trainer.config.schema import Config
+    from trainer.doctor.pictures import training_pictures
+
+    for i in range(3):
+        make_image(tmp_path / "5_zxc" / f"a{i}.png", caption=f"zxc, pose {i}")
+        Image.new("L", (64, 64), 255).save(tmp_path / "5_zxc" / f"a{i}-masklabel.png")
+    Image.new("L", (64, 64), 255).save(tmp_path / "root-MaskLabel.png")
+    r = scan_dataset(cfg(tmp_path, trigger="zxc"))
+    assert r.images == 3 and not [it for it in r.items if "masklabel" in it.rel.lower()]
+    said = {p["file"]: p for p in r.problems if p["kind"] == "mask_files"}
+    assert set(said) == {"5_zxc", "."} and said["5_zxc"]["severity"] == "info" and said["5_zxc"]["excluded"]
+    assert words.say(said["5_zxc"]["message"]).startswith("3 mask file(s) in OneTrainer's naming")
+    assert "마스크 파일(이름-masklabel.png) 3개를 뺐습니다" in words.say(said["5_zxc"]["message"], "ko")
+    config = Config.model_validate({"dataset": {"path": str(tmp_path)}})
+    assert training_pictures(config, 64) and not [p for p in training_pictures(config, 64) if "mask" in p.name.lower()]
+
+
 def test_missing_path_file_path_and_empty_folder_are_user_errors(tmp_path):
     with pytest.raises(UserError, match="not found"):
         scan_dataset(cfg(tmp_path / "nope"))

@@ -19,6 +19,7 @@ IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif"})
 # Formats people drop in by mistake (phone photos, layered files): named, so they are not silently ignored.
 UNSUPPORTED_SUFFIXES = frozenset({".tif", ".tiff", ".heic", ".heif", ".avif", ".jxl", ".psd", ".svg", ".dng"})
 KOHYA_FOLDER = re.compile(r"^(\d+)_(.*)$")
+MASK_SUFFIX = "-masklabel"  # OneTrainer's mask of ``x.png``, beside it: ``x-masklabel.png``; a mask, not a picture
 PRIOR_PREFIX = "reg/"  # prior images' folders and files are named reg/<folder>/... in a report
 
 
@@ -38,6 +39,11 @@ def check_root(path: str, key: str = "dataset.path") -> Path:
     except OSError as e:
         raise UserError(msg("error.folder.unreadable", what=what, root=root, reason=e.strerror or e)) from None
     return root.resolve()
+
+
+def is_mask(path: Path) -> bool:
+    """A mask beside its picture (:data:`MASK_SUFFIX`), not a picture to train on or to read colours from."""
+    return path.suffix.lower() in IMAGE_SUFFIXES and path.stem.lower().endswith(MASK_SUFFIX)
 
 
 def _hidden(name: str) -> bool:
@@ -71,20 +77,25 @@ def discover_folders(root: Path, cfg: DatasetConfig, prefix: str = "") -> tuple[
     folders: list[Folder] = []
     unsupported: list[str] = []
 
-    def pick(paths: list[Path]) -> list[Path]:
-        out = []
+    def pick(paths: list[Path], where: str, probs: list[dict[str, Any]]) -> list[Path]:
+        out, masks = [], 0
         for p in sorted(paths):
             s = p.suffix.lower()
-            if s in IMAGE_SUFFIXES:
+            if is_mask(p):
+                masks += 1  # trained as a picture it would teach the trigger a white shape on black
+            elif s in IMAGE_SUFFIXES:
                 out.append(p)
             elif s in UNSUPPORTED_SUFFIXES:
                 unsupported.append(prefix + p.relative_to(root).as_posix())
+        if masks:
+            probs.append(problem("mask_files", where, n=masks))
         return out
 
     entries = sorted(e for e in root.iterdir() if not _hidden(e.name))
-    root_files = pick([e for e in entries if e.is_file()])
-    if root_files:
-        folders.append(Folder(prefix.rstrip("/") or ".", cfg.repeats, "", root_files, [], root, prefix))
+    root_probs: list[dict[str, Any]] = []
+    root_files = pick([e for e in entries if e.is_file()], prefix.rstrip("/") or ".", root_probs)
+    if root_files or root_probs:
+        folders.append(Folder(prefix.rstrip("/") or ".", cfg.repeats, "", root_files, root_probs, root, prefix))
     for d in (e for e in entries if e.is_dir()):
         m = KOHYA_FOLDER.match(d.name)
         repeats, words, probs = cfg.repeats, "", []
@@ -99,6 +110,6 @@ def discover_folders(root: Path, cfg: DatasetConfig, prefix: str = "") -> tuple[
         for dirpath, dirnames, filenames in os.walk(d):
             dirnames[:] = sorted(n for n in dirnames if not _hidden(n))
             files.extend(Path(dirpath) / n for n in filenames if not _hidden(n))
-        files = pick(files) if repeats > 0 else []
+        files = pick(files, prefix + d.name, probs) if repeats > 0 else []
         folders.append(Folder(prefix + d.name, repeats, words, files, probs, root, prefix))
     return folders, unsupported

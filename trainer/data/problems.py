@@ -18,6 +18,7 @@ PROBLEM_KINDS: dict[str, tuple[str, bool]] = {
     "unsupported_format": ("warning", True),
     "duplicate": ("warning", True),
     "zero_repeats": ("warning", True),
+    "mask_files": ("info", True),
     "high_repeats": ("warning", False),
     "low_resolution": ("warning", False),
     "extreme_aspect": ("warning", False),

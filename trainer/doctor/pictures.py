@@ -231,12 +231,12 @@ def judge_rows(run_dir: Path, reader_of: Callable[[Config | None, list[SamplePic
 def training_pictures(config: Config | None, most: int) -> list[Path]:
     """At most ``most`` of the run's training pictures, spread over its dataset folder (none when the folder is
     not here: a run from another machine)."""
-    from trainer.data.folders import IMAGE_SUFFIXES
+    from trainer.data.folders import IMAGE_SUFFIXES, is_mask
 
     root = Path(config.dataset.path) if config is not None else None
     if root is None or not root.is_dir():
         return []
-    files = sorted(p for p in root.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
+    files = sorted(p for p in root.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file() and not is_mask(p))
     return files[:: max(1, len(files) // most)][:most]
 
 
