@@ -69,7 +69,8 @@ def test_kohya_folders_give_repeats_and_class_words(tmp_path, make_image):
 
 def test_onetrainer_mask_files_are_not_trained_as_pictures(tmp_path, make_image):
     """``x-masklabel.png`` beside ``x.png`` is OneTrainer's mask: before, the scan took each for a picture (a white
-    shape captioned with the trigger). They are left out, said once per folder; the doctor's colours skip them too."""
+    shape captioned with the trigger). They are no pictures, said once per folder; the doctor's colours skip them
+    too. (What masked training does with them: tests/test_masked_loss.py.)"""
     from PIL import Image
 
     import words
@@ -85,7 +86,7 @@ def test_onetrainer_mask_files_are_not_trained_as_pictures(tmp_path, make_image)
     said = {p["file"]: p for p in r.problems if p["kind"] == "mask_files"}
     assert set(said) == {"5_zxc", "."} and said["5_zxc"]["severity"] == "info" and said["5_zxc"]["excluded"]
     assert words.say(said["5_zxc"]["message"]).startswith("3 mask file(s) in OneTrainer's naming")
-    assert "마스크 파일(이름-masklabel.png) 3개를 뺐습니다" in words.say(said["5_zxc"]["message"], "ko")
+    assert "마스크 파일(이름-masklabel.png) 3개: 그림으로 학습하지 않습니다" in words.say(said["5_zxc"]["message"], "ko")
     config = Config.model_validate({"dataset": {"path": str(tmp_path)}})
     assert training_pictures(config, 64) and not [p for p in training_pictures(config, 64) if "mask" in p.name.lower()]
 

@@ -101,6 +101,8 @@ FIELDS: tuple[Field, ...] = (
     _f("trigger_embedding", "lora.trigger_embedding", "check", "advanced"),
     _f("embedding_lr", "optim.embedding_lr", "float", "advanced"),
     _f("prior_loss_weight", "dataset.prior_loss_weight", "float", "advanced"),
+    _f("masked_loss", "dataset.masked_loss", "check", "advanced"),
+    _f("unmasked_weight", "dataset.unmasked_weight", "float", "advanced"),
     _f("tag_dropout", "dataset.tag_dropout", "float", "advanced"),
     _f("shuffle_tags", "dataset.shuffle_tags", "check", "advanced"),
     _f("noise_offset", "train.noise_offset", "float", "advanced"),

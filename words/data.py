@@ -37,10 +37,14 @@ TEXTS = {
                      "CMYK(인쇄용) 색이라 RGB로 바꿉니다. 색이 조금 달라질 수 있으니 정확한 색이 필요하면 RGB로 내보내세요."),
     "problem.high_bit_depth": ("{bits}-bit picture, reduced to 8 bits per channel",
                                "{bits}비트 그림이라 채널당 8비트로 줄입니다."),
-    "problem.mask_files": ("{n} mask file(s) in OneTrainer's naming (name-masklabel.png) left out: a mask is not a "
-                           "picture to train on, and training here uses each whole picture",
-                           "OneTrainer 방식의 마스크 파일(이름-masklabel.png) {n}개를 뺐습니다. 마스크는 학습할 그림이 "
-                           "아니며, 여기서는 그림 전체로 학습합니다."),
+    "problem.mask_files": ("{n} mask file(s) in OneTrainer's naming (name-masklabel.png): not trained as pictures; "
+                           "with masked training on (dataset.masked_loss) each one marks the part of its picture "
+                           "that teaches",
+                           "OneTrainer 방식의 마스크 파일(이름-masklabel.png) {n}개: 그림으로 학습하지 않습니다. 마스크 "
+                           "학습(dataset.masked_loss)을 켜면 각 마스크가 그 그림에서 배울 부분을 정합니다."),
+    "problem.no_mask": ("masked training is on, but it has no mask beside it (name-masklabel.png) and no "
+                        "transparency: the whole picture trains",
+                        "마스크 학습이 켜져 있지만 옆에 마스크(이름-masklabel.png)도 투명도도 없어 그림 전체로 학습합니다."),
     "problem.alpha_channel": ("has transparency; transparent areas are filled with white",
                               "투명한 부분이 있어 흰색으로 채웁니다."),
     "problem.exif_rotated": ("the camera marked it as rotated (EXIF orientation {orientation}); it is turned upright to {w}×{h}",

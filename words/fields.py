@@ -60,6 +60,14 @@ TEXTS = {
         '피벗 튜닝: LoRA가 묶일 뚜렷한 신호를 준다. embedding.safetensors로 저장',
     ),
     "field.embedding_lr": ('Trigger-embedding lr (0 = same)', '트리거 임베딩 학습률 (0 = 같게)'),
+    "field.masked_loss": ("Masked training (each picture's mask or transparency)", "마스크 학습 (그림마다 마스크나 투명도)"),
+    "field.masked_loss.info": (
+        "only the masked part of a picture teaches: its mask beside it (name-masklabel.png, white learns) or its "
+        "transparency (opaque learns); one with neither trains whole",
+        "그림의 마스크 부분만 배운다. 옆에 둔 마스크(이름-masklabel.png, 흰 부분을 배움)나 투명도(불투명한 부분을 배움)를 "
+        "쓰고, 둘 다 없는 그림은 전체로 학습",
+    ),
+    "field.unmasked_weight": ("Weight outside the mask (0 = none)", '마스크 밖의 가중치 (0 = 없음)'),
     "field.prior_loss_weight": ("Prior images' loss weight", '사전 보존 그림의 손실 가중치'),
     "field.tag_dropout": ('Tag dropout (the trigger stays)', '태그 드롭아웃 (트리거는 남김)'),
     "field.shuffle_tags": ('Shuffle tags (the trigger stays first)', '태그 섞기 (트리거는 맨 앞에 둠)'),

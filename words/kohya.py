@@ -158,6 +158,8 @@ TEXTS: dict[str, tuple[str, str]] = {
     "kohya.ours.repeats": ("num_repeats of folders without an N_ prefix", "N_ 접두어 없는 폴더의 num_repeats로"),
     "kohya.ours.targets": ("sd-scripts' networks.lora trains attention and feed-forward layers (our attn_ff)",
                            "sd-scripts의 networks.lora는 어텐션과 피드포워드 층을 학습(우리 attn_ff)"),
+    "kohya.ours.unmasked_weight": ("sd-scripts' masked loss counts nothing outside the mask (our 0)",
+                                   "sd-scripts의 마스크 손실은 마스크 밖을 전혀 세지 않음(우리의 0)"),
     "kohya.ours.conv_blocks": ("sd-scripts puts convolution LoRA on every block", "sd-scripts는 모든 블록에 합성곱 LoRA를 닮"),
     "kohya.ours.not_in_train_network": ("not offered by train_network.py", "train_network.py에는 없음"),
     "kohya.ours.optimizer_args": ("in optimizer_args", "optimizer_args에"),

@@ -15,6 +15,11 @@ TEXTS: dict[str, tuple[str, str]] = {
     "kohya.row.reg_data_dir": ("or the parent of the is_reg subsets; sd-scripts balances them to the "
                                "dataset's count, ours uses their folders' repeats",
                                "또는 is_reg subset들의 상위 폴더. sd-scripts는 데이터셋 수에 맞춰 늘리고 우리는 폴더의 반복 수를 씀"),
+    "kohya.row.masked_loss": ("sd-scripts reads each mask from conditioning_data_dir (the same names) or, with "
+                              "alpha_mask, from the alpha channel; ours from name-masklabel.png beside each picture "
+                              "or its transparency",
+                              "sd-scripts는 마스크를 conditioning_data_dir(같은 이름)이나 alpha_mask일 때 알파 채널에서 "
+                              "읽고, 우리는 각 그림 옆의 이름-masklabel.png나 투명도에서 읽음"),
     "kohya.row.max_resolution": ('"512,512" in the GUI; one number (or [w, h]) in a dataset config',
                                  'GUI에서는 "512,512", 데이터셋 설정에서는 숫자 하나(또는 [w, h])'),
     "kohya.row.conv_dim": ('read only for LoRA_type "Kohya LoCon" / "LyCORIS/LoCon", as kohya_ss does',

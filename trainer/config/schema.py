@@ -25,12 +25,8 @@ from trainer.toml_writer import dumps_toml
 CONFIG_VERSION = 1
 
 # The seed's four sample-prompt kinds. "{trigger}" is replaced by dataset.trigger at run time.
-DEFAULT_SAMPLE_PROMPTS = [
-    "{trigger}",
-    "{trigger}, sitting on a bench in a park, from the side",
-    "{trigger}, wearing a red raincoat",
-    "a person standing in a city street",
-]
+DEFAULT_SAMPLE_PROMPTS = ["{trigger}", "{trigger}, sitting on a bench in a park, from the side",
+                          "{trigger}, wearing a red raincoat", "a person standing in a city street"]
 
 
 class _Section(BaseModel):
@@ -84,6 +80,8 @@ class DatasetConfig(_Section):
     dataset's count: their folders' repeats say how often they come."""
     prior_loss_weight: float = Field(1.0, ge=0.0, le=10.0)
     """Loss weight of prior images (sd-scripts' ``prior_loss_weight``)."""
+    masked_loss: bool = False  # each picture's masked part teaches (trainer/data/masks.py; sd-scripts' masked_loss)
+    unmasked_weight: float = Field(0.1, ge=0.0, le=1.0)  # what outside a mask still counts (OneTrainer's)
 
     @field_validator("caption_ext")
     @classmethod

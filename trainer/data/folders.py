@@ -46,6 +46,18 @@ def is_mask(path: Path) -> bool:
     return path.suffix.lower() in IMAGE_SUFFIXES and path.stem.lower().endswith(MASK_SUFFIX)
 
 
+def mask_file(picture: str | Path) -> Path | None:
+    """The mask beside ``picture`` (``x-masklabel.png`` as OneTrainer writes it, or another picture format), or
+    None."""
+    picture = Path(picture)
+    for suffix in sorted(IMAGE_SUFFIXES):
+        for ext in (suffix, suffix.upper()):
+            candidate = picture.with_name(picture.stem + MASK_SUFFIX + ext)
+            if candidate.is_file():
+                return candidate
+    return None
+
+
 def _hidden(name: str) -> bool:
     # macOS litters copies with "._x.png" resource forks and __MACOSX; they are not pictures.
     return name.startswith(".") or name == "__MACOSX"

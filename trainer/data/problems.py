@@ -30,6 +30,7 @@ PROBLEM_KINDS: dict[str, tuple[str, bool]] = {
     "cmyk": ("info", False),
     "high_bit_depth": ("info", False),
     "alpha_channel": ("info", False),
+    "no_mask": ("info", False),
     "exif_rotated": ("info", False),
 }
 

@@ -23,7 +23,7 @@ from trainer.config.invalid import input_reason
 from trainer.config.schema import DatasetConfig
 from trainer.data.buckets import Bucket, assign_bucket, buckets_for, upscale_factor
 from trainer.data.caption_doctor import check_captions
-from trainer.data.folders import PRIOR_PREFIX, Folder, check_root, discover_folders
+from trainer.data.folders import PRIOR_PREFIX, Folder, check_root, discover_folders, mask_file
 from trainer.data.images import bit_depth, exif_orientation, has_transparency
 from trainer.data.problems import problem as _problem
 from trainer.data.problems import tag_weld
@@ -285,6 +285,8 @@ def _scan_image(
         notes.append(_problem(status, rel, fallback=shown, caption=cap_name))
     elif cfg.trigger and not contains_trigger(caption, cfg.trigger):
         notes.append(_problem("no_trigger", rel, trigger=cfg.trigger))
+    if cfg.masked_loss and not folder.prior and mask_file(path) is None and "alpha_channel" not in {n["kind"] for n in notes}:
+        notes.append(_problem("no_mask", rel))
     item = ImageItem(str(path), rel, folder.name, folder.repeats, caption, w, h, bucket, source, folder.prior)
     return item, notes, text
 

@@ -29,6 +29,7 @@ OURS_ONLY: dict[str, Msg] = {
     "dataset.trigger": msg("kohya.ours.trigger", placeholder="{trigger}"),
     "dataset.repeats": msg("kohya.ours.repeats"),
     "lora.targets": msg("kohya.ours.targets"),
+    "dataset.unmasked_weight": msg("kohya.ours.unmasked_weight"),
     "lora.conv_blocks": msg("kohya.ours.conv_blocks"),
     "lora.trigger_embedding": _NOT_IN_TRAIN_NETWORK, "optim.embedding_lr": _NOT_IN_TRAIN_NETWORK,
     "optim.weight_decay": _IN_OPTIMIZER_ARGS, "optim.beta1": _IN_OPTIMIZER_ARGS,

@@ -240,6 +240,8 @@ ROWS: tuple[Row, ...] = (
     R("cache_latents", "cache_latents", "dataset.cache_latents", as_bool, sd_default=False),
     R("cache_latents_to_disk", "cache_latents_to_disk", "dataset.cache_to_disk", as_bool, sd_default=False),
     R("prior_loss_weight", "prior_loss_weight", "dataset.prior_loss_weight", as_float, sd_default=1.0),
+    R("masked_loss", "masked_loss", "dataset.masked_loss", as_bool, note=msg("kohya.row.masked_loss"),
+      sd_default=False),
     # network
     R("network_dim", "network_dim", "lora.rank", as_int, sd_default=4),
     R("network_alpha", "network_alpha", "lora.alpha", as_float, sd_default=1.0),

@@ -10,9 +10,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 
 from trainer.config.schema import Config
 from trainer.data.batches import LatentCache, Sample, image_tensor
+from trainer.data.masks import mask_tensor, masked_mean
 from trainer.train.distributed import Dist
 from trainer.train.modelset import TrainingModels
 
@@ -27,6 +29,7 @@ class Feeder:
         self._loader: ThreadPoolExecutor | None = None
         self._pixels: dict[tuple[int, int], Future] = {}
         self._encoder: LatentCache | None = None  # the VAE encoder of steps whose latents are not cached
+        self._weights: dict[tuple, torch.Tensor] = {}  # (picture, flip, latent size) → its loss weights (masked loss)
 
     def cache_latents(self, progress: Callable[[int, int, float], None]) -> None:
         """Encode every picture (and its flip, when flips are on) once, into memory or the disk cache; the VAE
@@ -74,6 +77,26 @@ class Feeder:
             self._encoder = LatentCache(self.models.pipe.vae, self.models.device, self.models.precision.vae_dtype, None)
         with torch.no_grad():
             return LatentCache.encode(self._encoder, pixels)
+
+    def loss(self, pred: torch.Tensor, target: torch.Tensor, batch: list[Sample], flips: list[bool]) -> torch.Tensor:
+        """Each picture's loss: the mean squared error, over its mask's part when the loss is masked
+        (:mod:`trainer.data.masks`)."""
+        err = F.mse_loss(pred.float(), target.float(), reduction="none")
+        if not self.config.dataset.masked_loss:
+            return err.mean(dim=(1, 2, 3))
+        return masked_mean(err, self.loss_weights(batch, flips, tuple(err.shape[-2:])).to(err.device))
+
+    def loss_weights(self, batch: list[Sample], flips: list[bool], size: tuple[int, ...]) -> torch.Tensor:
+        """(B, 1, H, W): 1 inside each picture's mask, ``dataset.unmasked_weight`` outside; 1 without a mask."""
+        floor = self.config.dataset.unmasked_weight
+        out = []
+        for s, flip in zip(batch, flips):
+            key = (s.path, flip, size)
+            if key not in self._weights:
+                m = None if s.prior else mask_tensor(s.path, s.bucket, flip, (size[0], size[1]))
+                self._weights[key] = torch.ones(1, *size) if m is None else floor + (1.0 - floor) * m
+            out.append(self._weights[key])
+        return torch.stack(out)
 
     def set_vae_dtype(self, dtype: torch.dtype) -> None:
         for cache in (self.cache, self._encoder):

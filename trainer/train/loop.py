@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from codes import wording
 from trainer.config.schema import Config
@@ -238,7 +237,7 @@ class Trainer:
             hidden, pooled = m.text(captions)
             pred = m.adapter.predict(m.denoiser, noisy.to(m.precision.weight_dtype), m.schedule.model_timesteps(timesteps),
                                      hidden, pooled, [s.bucket for s in batch])
-        loss = F.mse_loss(pred.float(), target.float(), reduction="none").mean(dim=(1, 2, 3))
+        loss = self.feeder.loss(pred, target, batch, flips)  # (over the masked part, with dataset.masked_loss)
         weights = m.schedule.weights(timesteps, cfg.train.min_snr_gamma)
         if weights is not None:
             loss = loss * weights
