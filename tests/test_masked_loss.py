@@ -33,6 +33,9 @@ def test_a_mask_is_fitted_to_the_bucket_as_its_picture_and_flipped_with_it(tmp_p
     assert torch.allclose(m[0, :, :4], torch.ones(8, 4)) and torch.allclose(m[0, :, 4:], torch.zeros(8, 4))
     flipped = mask_tensor(pic, (64, 64), True, (8, 8))
     assert torch.equal(flipped, m.flip(-1))
+    # found in another case too (a mask is never a picture, so it must be found as a mask)
+    pic.with_name("a-masklabel.png").rename(pic.with_name("a-MaskLabel.PNG"))
+    assert torch.equal(mask_tensor(pic, (64, 64), False, (8, 8)), m)
     # no mask file and no transparency: none; transparency: the opaque part
     Image.new("RGB", (64, 64)).save(tmp_path / "b.png")
     assert mask_tensor(tmp_path / "b.png", (64, 64), False, (8, 8)) is None

@@ -4,6 +4,7 @@ folders with their repeats, and the picture files in them; formats it cannot rea
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -47,15 +48,24 @@ def is_mask(path: Path) -> bool:
 
 
 def mask_file(picture: str | Path) -> Path | None:
-    """The mask beside ``picture`` (``x-masklabel.png`` as OneTrainer writes it, or another picture format), or
+    """The mask beside ``picture`` (``x-masklabel.png`` as OneTrainer writes it, in any case and picture format), or
     None."""
     picture = Path(picture)
-    for suffix in sorted(IMAGE_SUFFIXES):
-        for ext in (suffix, suffix.upper()):
-            candidate = picture.with_name(picture.stem + MASK_SUFFIX + ext)
-            if candidate.is_file():
-                return candidate
-    return None
+    try:
+        listed = picture.parent.stat().st_mtime_ns
+    except OSError:
+        return None
+    found = _masks_in(picture.parent, listed).get((picture.stem + MASK_SUFFIX).lower())
+    return found if found is not None and found.is_file() else None  # (a folder time coarser than its changes)
+
+
+@functools.lru_cache(maxsize=64)
+def _masks_in(folder: Path, mtime_ns: int) -> dict[str, Path]:
+    """The masks in ``folder`` by their lower-case stem: read once per state of the folder, not once per picture."""
+    try:
+        return {p.stem.lower(): p for p in folder.iterdir() if is_mask(p) and p.is_file()}
+    except OSError:
+        return {}
 
 
 def _hidden(name: str) -> bool:
