@@ -98,3 +98,20 @@ def test_sd_scripts_masked_loss_maps_to_ours():
     (row,) = [r for r in ROWS if r.ours == "dataset.masked_loss"]
     assert (row.gui, row.sd, row.sd_default) == ("masked_loss", "masked_loss", False)
     assert "conditioning_data_dir" in words.say(row.note)
+
+
+def test_troubleshoot_offers_masked_training_for_backgrounds_that_stick():
+    """'It resembles, but pose and background never change': the monotonous data's prescriptions now include
+    masked training, one change (dataset.masked_loss on), struck through for a run that trained masked already."""
+    from trainer.config.schema import Config
+    from trainer.doctor.changes import apply_change
+    from trainer.doctor.diagnose import change_refusal
+    from trainer.doctor.kb import load_kb
+
+    kb = load_kb()
+    assert "masked_loss_on" in [p.id for p in kb.prescriptions_for("data_monotonous")]
+    rx = kb.prescription("masked_loss_on")
+    assert apply_change(Config(), rx.change).dataset.masked_loss
+    masked = Config.model_validate({"dataset": {"masked_loss": True}})
+    assert change_refusal(Config(), rx.change) is None and change_refusal(masked, rx.change) == "already"
+    assert "masklabel" in rx.text("detail", "en") and "마스크 학습" in rx.text("title", "ko")
