@@ -115,3 +115,19 @@ def test_troubleshoot_offers_masked_training_for_backgrounds_that_stick():
     masked = Config.model_validate({"dataset": {"masked_loss": True}})
     assert change_refusal(Config(), rx.change) is None and change_refusal(masked, rx.change) == "already"
     assert "masklabel" in rx.text("detail", "en") and "마스크 학습" in rx.text("title", "ko")
+
+
+def test_check_dataset_masked_names_the_pictures_without_a_mask(tmp_path, capsys):
+    import json
+
+    from trainer.cli import main
+
+    data = write_toy_dataset(tmp_path / "data", n=3)
+    pictures = sorted(data.rglob("*.png"))
+    _left_half_mask(pictures[0], Image.open(pictures[0]).size)
+    assert main(["check-dataset", str(data), "--trigger", "zxc", "--resolution", "64", "--masked", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    named = sorted(p["file"] for p in report["problems"] if p["kind"] == "no_mask")
+    assert named == sorted(p.relative_to(data).as_posix() for p in pictures[1:])
+    assert main(["check-dataset", str(data), "--trigger", "zxc", "--resolution", "64", "--json"]) == 0
+    assert not [p for p in json.loads(capsys.readouterr().out)["problems"] if p["kind"] == "no_mask"]

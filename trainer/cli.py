@@ -127,7 +127,7 @@ def cmd_check_dataset(args) -> int:
 
     try:
         ds = DatasetConfig(path=args.dir, trigger=args.trigger, resolution=args.resolution,
-                           caption_ext=args.caption_ext, repeats=args.repeats)
+                           caption_ext=args.caption_ext, repeats=args.repeats, masked_loss=args.masked)
     except ValidationError as e:
         err = e.errors()[0]
         field = str(err["loc"][0]) if err["loc"] else "path"
@@ -317,6 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resolution", type=int, default=512)
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--caption-ext", default=".txt")
+    p.add_argument("--masked", action="store_true", help="masked training: name the pictures without a mask")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_check_dataset)
 
