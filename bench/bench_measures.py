@@ -24,20 +24,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
 
-CHILD = r"""
-import json, sys, time
-from pathlib import Path
-sys.path.insert(0, {repo!r})
-import torch
-torch.set_num_threads({threads})
-from trainer.config.schema import from_dict
-from trainer.demo.datasets import write_character_dataset, write_prior_dataset
-from trainer.train.loop import run_training
-root = Path({root!r})
-if not (root / "data").is_dir():
-    write_character_dataset(root / "data")
-    write_prior_dataset(root / "prior")
+from demo_child import HEAD  # noqa: E402
+
+CHILD = HEAD + r"""
 raw = {{"preset": "demo-character", "dataset": {{"path": str(root / "data"), "trigger": "zxc",
        "reg_path": str(root / "prior")}}, "save": {{"output_dir": str(root / "runs-{label}")}},
        "measure": {measure}, "train": {{"seed": {seed}}}}}
