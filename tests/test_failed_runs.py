@@ -84,6 +84,10 @@ def test_a_run_that_failed_partway_is_told_what_stopped_it(tmp_path):
     assert summary["ko"].startswith("아직 미적합: 3스텝에서 실행이 실패함: [Errno 2]") and "(계획은 4스텝)" in summary["ko"]
     assert diag["causes"][0]["id"] == "run_error"
     assert _prescribed(diag)[0] == "mend_and_restart"  # no checkpoint: nothing to continue
+    from ui.steps.troubleshoot import symptom_markdown
+
+    shown = symptom_markdown("stopped_before_end", result.run_dir, "en", diag)  # picked by hand: start it again
+    assert "~~Continue this run~~" in shown and "- Start it again with the same settings" in shown, shown
 
 
 def test_a_failed_run_with_a_checkpoint_is_told_to_continue_once_mended(tmp_path):

@@ -239,8 +239,9 @@ def _not_for_run(p: Any, cfg: Any, diag: dict[str, Any] | None, lang: str) -> st
         resumable = bool(found) and (found[0].get("values") or {}).get("resume_step") is not None
         if p.id == "continue_run" and not resumable:
             return t("not_continuable", lang)
-        if p.id == "restart_run" and (resumable or not found):
-            return t("not_continuable", lang) if not found else t("continuable", lang)
+        ended_early = bool(found) or diag.get("status") == "failed"  # a failed one without a checkpoint: run_failed
+        if p.id == "restart_run" and (resumable or not ended_early):
+            return t("continuable", lang) if resumable else t("not_continuable", lang)
     if already_followed(p, cfg):  # "add prior images" to a run that had them
         return t("rx_already", lang, setting=p.unless_set, value=cfg.get(p.unless_set))
     refusal = change_refusal(cfg, p.change) if p.change is not None and cfg is not None else None
