@@ -13,10 +13,6 @@ processes on 2 cores slow each other far more than 2x. Nothing is asserted.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -25,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from demo_child import HEAD  # noqa: E402
+from demo_child import HEAD, demo_parser, run_child  # noqa: E402
 
 CHILD = HEAD + r"""
 from PIL import Image, ImageDraw
@@ -48,16 +44,11 @@ print(json.dumps({{"wall": time.perf_counter() - t0, "status": result.status}}))
 
 def one(label: str, masked: bool, root: Path, threads: int, steps: int) -> dict:
     code = CHILD.format(repo=str(REPO), threads=threads, root=str(root), label=label, masked=masked, steps=steps)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(threads)}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child(code, threads)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--pairs", type=int, default=1)
-    ap.add_argument("--steps", type=int, default=0)
+    ap = demo_parser(__doc__)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -14,10 +14,6 @@ Measure alone: two torch processes on 2 cores slow each other far more than 2x. 
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -26,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from demo_child import HEAD  # noqa: E402
+from demo_child import HEAD, demo_parser, run_child  # noqa: E402
 
 CHILD = HEAD + r"""
 raw = {{"preset": "demo-character", "dataset": {{"path": str(root / "data"), "trigger": "zxc",
@@ -49,16 +45,11 @@ def one(label: str, enabled: bool, root: Path, threads: int, steps: int, edge: b
                else {"enabled": enabled, "edge_pictures": 0})  # the measures alone: no larger draw in either
     code = CHILD.format(repo=str(REPO), threads=threads, root=str(root), label=label, measure=repr(measure),
                         steps=steps, seed=seed)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(threads)}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child(code, threads)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--pairs", type=int, default=1)
-    ap.add_argument("--steps", type=int, default=0)
+    ap = demo_parser(__doc__)
     ap.add_argument("--edge", action="store_true", help="compare the larger draw at the end instead of the measures")
     ap.add_argument("--seed", type=int, default=42)
     args = ap.parse_args()

@@ -1,6 +1,15 @@
-"""The start of a demo-run child process that the side-by-side benchmarks share (``bench_measures``,
-``bench_masked``): torch's threads, and the demo world's character and prior pictures written once into ``root``.
-A template for ``str.format`` with ``repo``, ``threads`` and ``root``; each benchmark adds its own run after it."""
+"""What the side-by-side demo-run benchmarks share (``bench_measures``, ``bench_masked``): the start of a child
+process (``HEAD``: torch's threads, the demo world's character and prior pictures written once into ``root``; a
+template for ``str.format`` with ``repo``, ``threads`` and ``root``, each benchmark adding its own run after it), how
+a child is run, and the options every such benchmark takes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
 
 HEAD = r"""
 import json, sys, time
@@ -16,3 +25,19 @@ if not (root / "data").is_dir():
     write_character_dataset(root / "data")
     write_prior_dataset(root / "prior")
 """
+
+
+def run_child(code: str, threads: int) -> dict:
+    """Run one child in its own process (offline, ``threads`` threads): the JSON its last line prints."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(threads)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def demo_parser(doc: str | None) -> argparse.ArgumentParser:
+    """The options of a side-by-side demo benchmark: threads, pairs of runs, and steps (0: the preset's)."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--pairs", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=0)
+    return ap

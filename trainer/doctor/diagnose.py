@@ -24,7 +24,7 @@ from trainer.errors import UserError
 from trainer.io import atomic_write_json, read_jsonl
 from trainer.message import Msg, msg
 from trainer.run.events import StepRow, value
-from trainer.run.rundir import RunPaths, continue_step, run_status
+from trainer.run.rundir import RunPaths, run_status
 from trainer.run.worded import worded
 
 LEVEL_WEIGHT = {"error": 1.0, "warning": 0.6, "info": 0.3}  # a finding's weight, unless its detector names one:
@@ -188,6 +188,7 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
         raise UserError(msg("error.run.not_a_run", run_dir=run_dir))
     config = _load_config(paths)
     findings = collect_findings(paths.root, config)
+    from trainer.doctor.progress import continuable
     from trainer.doctor.symptoms import symptom_lean
     from trainer.doctor.verdict import LABEL_TEXT, run_verdict
 
@@ -234,8 +235,7 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
              "evidence": [list(e) for e in rc.evidence]}
             for rc in ranked
         ],
-        "prescriptions": _prescriptions(kb, ranked, config, verdict, lesser,
-                                        continue_step(paths.root, status) is not None),
+        "prescriptions": _prescriptions(kb, ranked, config, verdict, lesser, continuable(findings)),
         "parent": compare_with_parent(paths, findings),
         "healthy": not any(f.level in ("warning", "error") for f in findings),
     }

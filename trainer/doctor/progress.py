@@ -91,6 +91,13 @@ def failure(findings: list[Finding]) -> Finding | None:
     return next((f for f in findings if f.signal in ("run_out_of_memory", "run_failed")), None)
 
 
+def continuable(findings: list[Finding]) -> bool:
+    """Whether Continue has a checkpoint to go on from, as :func:`run_unfinished` found (Troubleshoot reads the
+    same finding)."""
+    found = unfinished(findings)
+    return found is not None and found.values.get("resume_step") is not None
+
+
 def unfinished(findings: list[Finding]) -> Finding | None:
     """The run's :func:`run_unfinished` finding among ``findings``, if any."""
     return next((f for f in findings if f.signal == "run_unfinished"), None)

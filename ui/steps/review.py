@@ -239,7 +239,7 @@ def review_view(ui: UI, review_run: str | None, lang: str) -> dict[str, Any]:
         "grid_html": grid_html(grid, rec["step"] if rec else None, lang, verdicts),
         "leak_df": measures_table(run, lang, rec),
         **model_measures_view(run, rec["step"] if rec else None, lang),
-        "rec_md": recommendation_markdown(rec, lang, run),
+        "rec_md": recommendation_markdown(rec, lang, run, saved=bool(labels)),
         "ckpt": gr.Dropdown(choices=labels, value=value),
         "review_continue": gr.Button(visible=not ui.ctx.runner.active and continue_step(run) is not None),
         "review_msg": "",
@@ -351,15 +351,16 @@ def _num(v: float | None) -> str:
     return "—" if v is None else f"{v:.3g}"
 
 
-def recommendation_markdown(rec: dict[str, Any] | None, lang: str, run: Path | None = None) -> str:
-    """The verdict and the checkpoint to use; for a run without checkpoints, its verdict all the same (what stopped a
-    failed run, "nothing to judge" for one that trained no step, a run still training)."""
+def recommendation_markdown(rec: dict[str, Any] | None, lang: str, run: Path | None = None, saved: bool = False) -> str:
+    """The verdict and the checkpoint to use; with none to recommend, the run's verdict all the same (what stopped a
+    failed run, "nothing to judge" for one that trained no step, a run still training, a broken one), and that it
+    saved no checkpoint when it saved none (``saved``)."""
     if rec is None:
         if run is None:
             return t("no_checkpoints", lang)
         from trainer.doctor.verdict import run_verdict
 
-        return f"{verdict_markdown(run_verdict(run), lang)}\n\n{t('no_checkpoints', lang)}"
+        return verdict_markdown(run_verdict(run), lang) + ("" if saved else f"\n\n{t('no_checkpoints', lang)}")
     verdict = rec.get("verdict")
     head = f"{verdict_markdown(verdict, lang)}\n\n" if verdict is not None else ""
     return f"{head}**⭐ {t('recommended', lang, label=rec['label'])}**" + ("" if head else f"\n\n{words.say(rec['reason'], lang)}")
