@@ -24,6 +24,18 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     torch.set_num_threads(1)
 
 
+@pytest.fixture(scope="module")
+def wizard_api(tmp_path_factory):
+    """``api(name, **inputs) -> {output: value}``: the wizard's named endpoints on a running app of its own (one per
+    test file), called through gradio_client as a browser's requests are."""
+    gradio_client = pytest.importorskip("gradio_client")
+    from ui.testing import call, running_app
+
+    with running_app(tmp_path_factory.mktemp("ws")) as app:
+        client = gradio_client.Client(app.url, verbose=False)
+        yield lambda name, **kw: call(client, app.ctx, name, **kw)
+
+
 @pytest.fixture
 def make_image() -> Callable[..., Path]:
     """``make_image(path, size=(64, 64), mode="RGB", caption=None, fmt=None, **save_kw) -> Path``.

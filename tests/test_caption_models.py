@@ -59,13 +59,8 @@ def test_the_cli_captions_with_each_kind_and_undo_restores(kind, models, tmp_pat
 
 
 @pytest.fixture(scope="module")
-def api(tmp_path_factory):
-    gradio_client = pytest.importorskip("gradio_client")
-    from ui.testing import call, running_app
-
-    with running_app(tmp_path_factory.mktemp("ws")) as app:
-        client = gradio_client.Client(app.url, verbose=False)
-        yield lambda name, **kw: call(client, app.ctx, name, **kw)
+def api(wizard_api):
+    return wizard_api
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -58,7 +58,7 @@ PUBLIC = {"/scan", "/import_dataset", "/save_caption", "/plan", "/preset", "/sav
           "/stop", "/sample_now", "/save_now", "/poll", "/status", "/review", "/sweep", "/more_pictures", "/read_with_judge", "/download", "/troubleshoot",
           "/symptom", "/start_change", "/memory", "/fit_memory", "/pause", "/continue", "/continue_chosen", "/compare",
           "/caption_preview", "/caption_all", "/caption_undo", "/caption_frequency", "/caption_replace",
-          "/caption_remove", "/caption_insert_trigger", "/caption_find"}
+          "/caption_remove", "/caption_insert_trigger", "/caption_find", "/mask_preview", "/mask_all", "/mask_undo"}
 
 
 def test_only_the_named_handlers_are_in_the_api(api):

@@ -369,6 +369,9 @@ def build_parser() -> argparse.ArgumentParser:
     from trainer.caption.command import add_commands
 
     add_commands(sub)  # caption, tiny-captioner
+    from trainer.masking.command import add_commands as add_mask_commands
+
+    add_mask_commands(sub)  # mask, tiny-masker
     return parser
 
 

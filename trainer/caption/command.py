@@ -81,7 +81,7 @@ def cmd_caption(args: argparse.Namespace) -> int:
         run = caption_folder(args.folder, captioner, mode=args.mode, trigger=" ".join(args.trigger.split()),
                              exclude=parse_words(args.exclude), caption_ext=args.caption_ext,
                              batch_size=settings.batch_size,
-                             progress=_progress if sys.stderr.isatty() and not args.json else None)
+                             progress=print_progress if sys.stderr.isatty() and not args.json else None)
     finally:
         captioner.close()
     if args.json:
@@ -100,7 +100,7 @@ def cmd_caption(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress(done: int, total: int, seconds_left: float | None) -> None:
+def print_progress(done: int, total: int, seconds_left: float | None) -> None:
     left = f", ~{seconds_left:.0f} s left" if seconds_left is not None and done < total else ""
     print(f"\r{done}/{total}{left}   ", end="" if done < total else "\n", file=sys.stderr, flush=True)
 

@@ -3,7 +3,8 @@ Undo restores exactly what was there (byte for byte, or no file at all) and a st
 either old or new, never cut.
 
 The journal is a hidden folder inside the dataset (``.lora-doctor/captions/``; the scan skips hidden names), one
-JSON file per change set, newest last. Undo takes back the newest change set and removes its file.
+JSON file per change set, newest last. Undo takes back the newest change set and removes its file. The mask maker
+keeps its own journal the same way (``.lora-doctor/masks/``, whole files as they are): each has its own Undo.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from trainer.io import atomic_write_bytes, atomic_write_json, fsync_dir
 from trainer.message import Msg, msg
 
 JOURNAL_DIR = Path(".lora-doctor") / "captions"
+JOURNALS = ("captions", "masks")
 VERSION = 1
 
 
@@ -32,8 +34,9 @@ class ChangeSet:
     files: list[str]
 
 
-def journal_dir(root: Path) -> Path:
-    return Path(root) / JOURNAL_DIR
+def journal_dir(root: Path, journal: str = "captions") -> Path:
+    assert journal in JOURNALS, journal
+    return Path(root) / JOURNAL_DIR.parent / journal
 
 
 def _b64(data: bytes | None) -> str | None:
@@ -52,37 +55,39 @@ def caption_bytes(text: str) -> bytes:
     return (text.strip() + "\n").encode("utf-8")
 
 
-def apply_changes(root: Path, changes: dict[Path, str], what: Msg) -> ChangeSet | None:
-    """Write each caption of ``changes`` (caption path → new text) that differs from the file, after journaling
-    what every one of them held. None when nothing changes (no journal entry, nothing to undo)."""
+def apply_changes(root: Path, changes: dict[Path, str] | dict[Path, bytes], what: Msg,
+                  journal: str = "captions") -> ChangeSet | None:
+    """Write each file of ``changes`` (path → a caption's new text, or a file's new bytes as they are) that differs
+    from the file, after journaling what every one of them held. None when nothing changes (no journal entry,
+    nothing to undo)."""
     root = Path(root)
     entries = []
     for path, text in changes.items():
-        before, after = _read(path), caption_bytes(text)
+        before, after = _read(path), text if isinstance(text, bytes) else caption_bytes(text)
         if before != after:
             entries.append((path, before, after))
     if not entries:
         return None
-    folder = journal_dir(root)
+    folder = journal_dir(root, journal)
     folder.mkdir(parents=True, exist_ok=True)
     n = 1 + max((int(p.stem.split("-")[0]) for p in _entries(folder)), default=0)
     record = {"version": VERSION, "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "what": what.to_json(),
               "files": [{"path": p.relative_to(root).as_posix(), "before": _b64(b), "after": _b64(a)}
                         for p, b, a in entries]}
-    journal = folder / f"{n:05d}-changes.json"
-    atomic_write_json(journal, record)  # first: a stop after this leaves files old or new, all undoable
+    written = folder / f"{n:05d}-changes.json"
+    atomic_write_json(written, record)  # first: a stop after this leaves files old or new, all undoable
     for path, _, after in entries:
         atomic_write_bytes(path, after)
-    return ChangeSet(journal, what, [p.relative_to(root).as_posix() for p, _, _ in entries])
+    return ChangeSet(written, what, [p.relative_to(root).as_posix() for p, _, _ in entries])
 
 
 def _entries(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("[0-9]*-changes.json") if p.is_file()) if folder.is_dir() else []
 
 
-def last_change(root: Path) -> ChangeSet | None:
+def last_change(root: Path, journal: str = "captions") -> ChangeSet | None:
     """The newest change set Undo would take back, or None."""
-    entries = _entries(journal_dir(root))
+    entries = _entries(journal_dir(root, journal))
     if not entries:
         return None
     record = _load(entries[-1])
@@ -99,13 +104,14 @@ def _load(path: Path) -> dict[str, Any]:
         raise UserError(msg("caption.error.journal", path=path, reason=str(e).splitlines()[0][:200])) from None
 
 
-def undo_last(root: Path) -> ChangeSet:
-    """Put back every caption the newest change set wrote, exactly as it was (a file that did not exist is
+def undo_last(root: Path, journal: str = "captions") -> ChangeSet:
+    """Put back every file the newest change set wrote, exactly as it was (a file that did not exist is
     removed), then drop that change set. Refused with a :class:`UserError` when there is nothing to undo."""
     root = Path(root)
-    entries = _entries(journal_dir(root))
+    entries = _entries(journal_dir(root, journal))
     if not entries:
-        raise UserError(msg("caption.error.nothing_to_undo", root=root))
+        raise UserError(msg("caption.error.nothing_to_undo" if journal == "captions" else "mask.error.nothing_to_undo",
+                            root=root))
     record = _load(entries[-1])
     for f in record["files"]:
         path = (root / f["path"]).resolve()

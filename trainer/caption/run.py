@@ -36,15 +36,16 @@ class Picture:
 
 
 @dataclass
-class CaptionRun:
-    """What a run did: each picture's old and new caption, the pictures it could not read, the change set."""
+class FolderRun:
+    """What a run over a dataset's pictures did (a captioner's or a mask maker's): a result per picture, the
+    pictures it could not read, the change set Undo takes back."""
 
     root: str
     mode: str
-    results: list[dict[str, str]] = field(default_factory=list)
-    """``{"file", "old", "new"}`` for every picture captioned (written or, in a preview, proposed)."""
+    results: list[dict[str, Any]] = field(default_factory=list)
+    """One per picture done (written or, in a preview, proposed): ``{"file", ...}``."""
     kept: int = 0
-    """Pictures left as they were: fill mode and a caption already there."""
+    """Pictures left as they were: fill mode and a caption (a mask) already there."""
     failed: list[dict[str, str]] = field(default_factory=list)
     """``{"file", "reason"}`` for each picture that could not be read."""
     change: ChangeSet | None = None
@@ -59,6 +60,11 @@ class CaptionRun:
         return {"root": self.root, "mode": self.mode, "written": self.written, "kept": self.kept,
                 "failed": self.failed, "stopped": self.stopped, "seconds": round(self.seconds, 3),
                 "journal": str(self.change.path) if self.change else None, "results": self.results}
+
+
+@dataclass
+class CaptionRun(FolderRun):
+    """A caption run: its results are ``{"file", "old", "new"}``."""
 
 
 def read_caption(path: Path) -> str:

@@ -85,7 +85,7 @@ def _result_headers(lang: str) -> list[str]:
     return [t("col_file", lang), t("cap_col_old", lang), t("cap_col_new", lang)]
 
 
-def _config(ui: UI, values: dict[str, Any], lang: str) -> Config:
+def config_of(ui: UI, values: dict[str, Any], lang: str) -> Config:
     """The settings, with the dataset folder resolved (and, while shared, kept inside the workspace)."""
     cfg = config_from_values(values, ui.ctx.runs_dir, [ui.ctx.presets_dir])
     ui.ctx.policy.resolve_folders(cfg, lang)
@@ -114,7 +114,7 @@ def wire(ui: UI) -> None:
 
     def captioned(lang: str, values: dict[str, Any], cap_mode: str, cap_exclude: str, preview: bool,
                   progress: Any = None, stop: threading.Event | None = None) -> CaptionRun:
-        cfg = _config(ui, values, lang)
+        cfg = config_of(ui, values, lang)
         pictures_of(cfg.dataset.path, cfg.dataset.caption_ext)  # a folder without pictures is named first
         c = cfg.caption
         captioner = load_captioner(choose(c.captioner, c.model, cfg.model.base, c.general_threshold,
@@ -162,7 +162,7 @@ def wire(ui: UI) -> None:
     ui.on(ui["cap_stop_btn"].click, stop_run, ["lang"], [], message="cap_msg", concurrency_limit=None)
 
     def undo(*, lang: str, **values: Any) -> dict[str, Any]:
-        cfg = _config(ui, values, lang)
+        cfg = config_of(ui, values, lang)
         change = undo_last(Path(cfg.dataset.path))
         out = scan_view(ui, lang, values)
         out["cap_msg"] = ok_box(words.say("caption.undone", lang, what=change.what, n=len(change.files)))
@@ -172,7 +172,7 @@ def wire(ui: UI) -> None:
           message="cap_msg")
 
     def table(*, lang: str, cap_freq_by: str, **values: Any) -> dict[str, Any]:
-        cfg = _config(ui, values, lang)
+        cfg = config_of(ui, values, lang)
         _, pictures = pictures_of(cfg.dataset.path, cfg.dataset.caption_ext)
         rows = [[k, n, f"{100 * share:.0f}%"] for k, n, share in frequency(pictures, cap_freq_by)[:MAX_ROWS]]
         head = t("col_tag", lang) if cap_freq_by == "tag" else t("cap_col_word", lang)
@@ -189,17 +189,17 @@ def wire(ui: UI) -> None:
         return out
 
     def replace(*, lang: str, cap_tag: str, cap_tag_new: str, **values: Any) -> dict[str, Any]:
-        cfg = _config(ui, values, lang)
+        cfg = config_of(ui, values, lang)
         if not (cap_tag_new or "").strip():
             raise UserError(t("cap_err_no_new", lang))
         return edited(lang, values, replace_tag(cfg.dataset.path, cap_tag or "", cap_tag_new, cfg.dataset.caption_ext))
 
     def remove(*, lang: str, cap_tag: str, **values: Any) -> dict[str, Any]:
-        cfg = _config(ui, values, lang)
+        cfg = config_of(ui, values, lang)
         return edited(lang, values, replace_tag(cfg.dataset.path, cap_tag or "", "", cfg.dataset.caption_ext))
 
     def add_trigger(*, lang: str, **values: Any) -> dict[str, Any]:
-        cfg = _config(ui, values, lang)
+        cfg = config_of(ui, values, lang)
         return edited(lang, values, insert_trigger(cfg.dataset.path, cfg.dataset.trigger, cfg.dataset.caption_ext))
 
     ui.on(ui["cap_replace_btn"].click, replace, ["lang", "cap_tag", "cap_tag_new", *NAMES], REPORT_OUTPUTS,
@@ -210,7 +210,7 @@ def wire(ui: UI) -> None:
           api_name="caption_insert_trigger", message="cap_msg")
 
     def search(*, lang: str, cap_find_text: str, **values: Any) -> dict[str, Any]:
-        cfg = _config(ui, values, lang)
+        cfg = config_of(ui, values, lang)
         _, pictures = pictures_of(cfg.dataset.path, cfg.dataset.caption_ext)
         rows = [[p.rel, p.old] for p in find(pictures, cap_find_text or "")[:MAX_ROWS]]
         return {"cap_found": gr.Dataframe(value=rows, headers=[t("col_file", lang), t("caption_text", lang)]),

@@ -22,7 +22,7 @@ from ..i18n import t
 from ..paths import import_uploads, safe_name
 from ..step_charts import histogram_figure
 from ..widgets import field_widgets
-from . import captioning, gates, own_data
+from . import captioning, gates, masking, own_data
 
 MAX_THUMBS = 48
 THUMB_SIDE = 160
@@ -66,6 +66,7 @@ def build(ui: UI) -> None:
         ui.add("cap_text", gr.Textbox(label=t("caption_text", lang), scale=3, elem_id="ld-cap-text"), "caption_text")
         ui.add("cap_save", gr.Button(t("caption_save", lang), scale=0), "caption_save", "value")
     captioning.build(ui)
+    masking.build(ui)
     own_data.build(ui)
 
 
@@ -187,6 +188,7 @@ def wire(ui: UI) -> None:
     ui.on(ui["ds_next"].click, next_step, ["lang", "report_state", *NAMES], ["wizard", *gates.UNLOCKS],
           message="ds_msg")
     captioning.wire(ui)
+    masking.wire(ui)
 
 
 def rerender_on(ui: UI, trigger: Any) -> None:
