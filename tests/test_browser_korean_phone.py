@@ -37,6 +37,7 @@ NAMES = {
     "resnet", "scripts", "reg", "demo",  # sd-scripts; kohya's reg folder; the built-in base model "demo"
     "flux", "turbo", "bitsandbytes", "nf",  # model and library names (Flux.1, SDXL / Z-Image Turbo), NF4
     "siglip",  # the picture judge's model kinds (CLIP, SigLIP)
+    "clipseg", "onnx", "onetrainer",  # the mask makers (CLIPSeg, an ONNX background remover); OneTrainer's mask files
 }
 MODEL_NAMES = {"z-image", "z-image-turbo"}  # a model's name, hyphen and all
 VISIBLE_TEXT_JS = """() => {

@@ -52,7 +52,7 @@ TEXTS = {
                    "마스크 학습을 켜면 그림에서 마스크 부분만 배웁니다. 배경이 아니라 대상만 배우는 것입니다. "
                    "마스크는 그림 옆에 이름-masklabel.png(흰 부분을 배움)로 저장되며 OneTrainer와 같은 위치이고, "
                    "어떤 그림 프로그램으로도 고칠 수 있습니다. **CLIPSeg**는 단어가 가리키는 것을 찾고, **배경 "
-                   "제거기**(RMBG-1.4, U²-Net 같은 ONNX 모델)는 앞에 있는 것을 잡습니다. 먼저 몇 장 미리 보고, "
+                   "제거기**(RMBG-1.4 같은 ONNX 모델)는 앞에 있는 것을 잡습니다. 먼저 몇 장 미리 보고, "
                    "되돌리기는 마지막 실행을 되돌립니다."),
     "ui.mask_kind": ("Mask maker", "마스크 생성기"),
     "ui.mask_model": ("Model (folder, .onnx file or hub id; empty: the usual one)",
