@@ -131,3 +131,26 @@ def test_check_dataset_masked_names_the_pictures_without_a_mask(tmp_path, capsys
     assert named == sorted(p.relative_to(data).as_posix() for p in pictures[1:])
     assert main(["check-dataset", str(data), "--trigger", "zxc", "--resolution", "64", "--json"]) == 0
     assert not [p for p in json.loads(capsys.readouterr().out)["problems"] if p["kind"] == "no_mask"]
+
+
+@pytest.mark.parametrize("floor", [0.0, 0.1])
+def test_the_doctors_measures_weigh_a_masked_picture_as_training_does(tmp_path, floor):
+    """The model measures' per-picture loss on a masked run is training's loss: the background a masked run is
+    told not to learn would otherwise stay in every reading and pull the trigger's gain down on a healthy run."""
+    from trainer.data.masks import mask_weights
+    from trainer.train.feeding import Feeder
+    from trainer.train.probes import _per_step
+
+    pic = tmp_path / "a.png"
+    Image.new("RGB", (64, 64)).save(pic)
+    _left_half_mask(pic, (64, 64))
+    cfg = tiny_config(tmp_path, tmp_path / "runs", {"dataset.masked_loss": True, "dataset.unmasked_weight": floor})
+    batch = [Sample(0, str(pic), "a.png", (64, 64), "zxc", 1)]
+    gen = torch.Generator().manual_seed(0)
+    pred, target = torch.randn(1, 4, 8, 8, generator=gen), torch.randn(1, 4, 8, 8, generator=gen)
+    trained = Feeder(cfg, None, None, []).loss(pred, target, batch, [False]).item()
+    w = mask_weights(pic, (64, 64), False, (8, 8), floor)
+    measured = _per_step(pred[:, None], target[:, None], [w[None]])[0][0]  # one picture, one timestep
+    assert measured == pytest.approx(trained, abs=1e-5)
+    whole = _per_step(pred[:, None], target[:, None])[0][0]
+    assert whole == pytest.approx((pred - target).pow(2).mean().item(), abs=1e-5) and abs(whole - measured) > 0.01

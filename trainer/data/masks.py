@@ -49,6 +49,14 @@ def mask_tensor(picture: str | Path, bucket: tuple[int, int], flip: bool, size: 
     return torch.from_numpy(np.asarray(m, dtype=np.float32) / 255.0)[None]
 
 
+def mask_weights(picture: str | Path, bucket: tuple[int, int], flip: bool, size: tuple[int, int],
+                 floor: float) -> torch.Tensor | None:
+    """The loss weights of ``picture`` as (1, height, width): 1 inside its mask, ``floor`` outside (the training
+    loss and the doctor's measures weigh alike); None without a mask."""
+    m = mask_tensor(picture, bucket, flip, size)
+    return None if m is None else floor + (1.0 - floor) * m
+
+
 def masked_mean(err: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """Each picture's loss as the mean of ``err`` (B, C, H, W) weighted by ``weights`` (B, 1, H, W)."""
     return (err * weights).mean(dim=(1, 2, 3)) / weights.mean(dim=(1, 2, 3)).clamp_min(1e-6)

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from trainer.config.schema import Config
 from trainer.data.batches import LatentCache, Sample, image_tensor
-from trainer.data.masks import mask_tensor, masked_mean
+from trainer.data.masks import mask_weights, masked_mean
 from trainer.train.distributed import Dist
 from trainer.train.modelset import TrainingModels
 
@@ -93,8 +93,8 @@ class Feeder:
         for s, flip in zip(batch, flips):
             key = (s.path, flip, size)
             if key not in self._weights:
-                m = None if s.prior else mask_tensor(s.path, s.bucket, flip, (size[0], size[1]))
-                self._weights[key] = torch.ones(1, *size) if m is None else floor + (1.0 - floor) * m
+                w = None if s.prior else mask_weights(s.path, s.bucket, flip, (size[0], size[1]), floor)
+                self._weights[key] = torch.ones(1, *size) if w is None else w
             out.append(self._weights[key])
         return torch.stack(out)
 

@@ -16,6 +16,10 @@ weights did:
 - **held_out**: the held-out pictures, where there are some, at the same timesteps: training pictures against
   held-out ones tell memorising from learning.
 
+With masked training on, the subject's and the held-out pictures' losses are weighed as training weighs them (the
+mask, ``dataset.unmasked_weight`` outside it): the background a masked run was told not to learn would otherwise
+stay unlearnt in every reading and pull the trigger's gain down on a healthy run.
+
 One row per measured step goes to ``measures.jsonl``; :mod:`trainer.doctor.model_measures` reads the verdict's
 numbers from it. Nothing here depends on what the pictures show, so it holds for any family's subject.
 """
@@ -24,12 +28,14 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from trainer.data.batches import LatentCache, image_tensor, samples_from_report, without_trigger
+from trainer.data.masks import mask_weights
 from trainer.io import append_jsonl
 from trainer.models.lora import set_lora_scale
 from trainer.run.samples import expand_prompts
@@ -63,16 +69,22 @@ class ProbeSet:
     bare: list[str]  # the captions with the trigger taken out (the subject set) or the same captions
     buckets: list[tuple[int, int]]
     noise: list[torch.Tensor]  # (len(timesteps), C, h, w) each
+    weights: list[torch.Tensor | None] = field(default_factory=list)
+    """Masked training: each picture's loss weights (1, 1, h, w) as training weighs it; None (or none): whole."""
+
+    def weight(self, i: int) -> torch.Tensor | None:
+        return self.weights[i] if self.weights else None
 
     def __len__(self) -> int:
         return len(self.keys)
 
 
 def build_probe_set(pictures: list[tuple[str, Any, tuple[int, int], str]], encoder: LatentCache, timesteps: int,
-                    seed: int, device: torch.device, trigger: str = "") -> ProbeSet:
+                    seed: int, device: torch.device, trigger: str = "", unmasked: float | None = None) -> ProbeSet:
     """``pictures``: (key, path or PIL image, bucket, caption). The noise of each picture comes from ``seed`` and
-    its key on the CPU, so a resumed run, another device or a later read gets the same numbers."""
-    latents, noise, keys, captions, buckets = [], [], [], [], []
+    its key on the CPU, so a resumed run, another device or a later read gets the same numbers. ``unmasked``
+    (masked training: the weight outside a mask) weighs each picture that has a mask as training does."""
+    latents, noise, keys, captions, buckets, weights = [], [], [], [], [], []
     for key, source, bucket, caption in pictures:
         with torch.no_grad():
             lat = LatentCache.encode(encoder, image_tensor(source, bucket).unsqueeze(0))
@@ -82,7 +94,11 @@ def build_probe_set(pictures: list[tuple[str, Any, tuple[int, int], str]], encod
         keys.append(key)
         captions.append(caption)
         buckets.append(bucket)
-    return ProbeSet(keys, latents, captions, bare_captions(captions, trigger), buckets, noise)
+        w = None
+        if unmasked is not None and isinstance(source, str | Path):
+            w = mask_weights(source, bucket, False, (lat.shape[-2], lat.shape[-1]), unmasked)
+        weights.append(None if w is None else w[None].to(device))
+    return ProbeSet(keys, latents, captions, bare_captions(captions, trigger), buckets, noise, weights)
 
 
 def bare_captions(captions: list[str], trigger: str) -> list[str]:
@@ -133,9 +149,17 @@ class Denoiser:
             pset.buckets[idx[0]])
 
 
-def _per_step(a: torch.Tensor, b: torch.Tensor) -> list[list[float]]:
-    """Mean squared difference per picture and timestep of (n, T, C, h, w) tensors, rounded for the file."""
-    return [[round(v, 6) for v in row] for row in (a - b).pow(2).flatten(2).mean(dim=2).tolist()]
+def _per_step(a: torch.Tensor, b: torch.Tensor, weights: list[torch.Tensor | None] | None = None) -> list[list[float]]:
+    """Mean squared difference per picture and timestep of (n, T, C, h, w) tensors, rounded for the file; a
+    picture with weights (1, 1, h, w) the weighted mean, as masked training's loss."""
+    err = (a - b).pow(2)
+    rows = []
+    for j in range(err.shape[0]):
+        w = weights[j] if weights else None
+        per = err[j].flatten(1).mean(dim=1) if w is None else \
+            (err[j] * w).flatten(1).mean(dim=1) / w.mean().clamp_min(1e-6)
+        rows.append([round(v, 6) for v in per.tolist()])
+    return rows
 
 
 SUBJECT_CAPTIONS = ("caption", "bare", "trigger")  # what each subject picture is denoised with
@@ -153,7 +177,7 @@ def subject_losses(pset: ProbeSet, denoise: Denoiser, timesteps: list[int], trig
         target = None
         for name in SUBJECT_CAPTIONS:
             pred, target = denoise.run(pset, idx, timesteps, texts[name])
-            per[name] = _per_step(pred, target)
+            per[name] = _per_step(pred, target, [pset.weight(i) for i in idx])
         for j, i in enumerate(idx):
             out[pset.keys[i]] = {name: per[name][j] for name in SUBJECT_CAPTIONS}
     return out
@@ -182,7 +206,7 @@ def plain_losses(pset: ProbeSet, denoise: Denoiser, timesteps: list[int]) -> dic
     out = {}
     for idx in denoise.batches(pset):
         pred, target = denoise.run(pset, idx, timesteps, pset.captions)
-        for i, loss in zip(idx, _per_step(pred, target)):
+        for i, loss in zip(idx, _per_step(pred, target, [pset.weight(i) for i in idx])):
             out[pset.keys[i]] = loss
     return out
 
@@ -231,9 +255,11 @@ class ModelMeasures:
         self.timesteps = fixed_timesteps(config.measure.timesteps, models.schedule.num_timesteps)
         encoder = LatentCache(models.pipe.vae, models.device, models.precision.vae_dtype, None)
         m = config.measure
+        masked = config.dataset.unmasked_weight if config.dataset.masked_loss else None
         for name, (chosen, trigger) in probe_pictures(config, samples, report, held_out).items():
             self.sets[name] = build_probe_set([(s.rel, s.path, s.bucket, s.caption) for s in chosen], encoder,
-                                              m.timesteps, m.seed, models.device, trigger)
+                                              m.timesteps, m.seed, models.device, trigger,
+                                              masked if name in ("subject", "held_out") else None)
         self.add_base_samples()  # a resumed run: step 0 was sampled before
 
     @property
