@@ -145,6 +145,49 @@ def test_the_model_decides_the_save_and_the_dose_only_supports(tmp_path):
     assert "prior_drift" in {o.signal for c in v.checkpoints if c.step == 30 for o in c.observations}
 
 
+@pytest.mark.parametrize("masked", [False, True])
+def test_on_a_masked_run_a_drift_past_the_line_points_to_the_captions_background_words(tmp_path, masked):
+    """Masked training leaves the backgrounds out of the loss while the captions still name them; on the demo world
+    with masks five of six seeds leaked, and captions naming the subject alone stopped it (docs/doctor.md): the
+    same drift on a masked run is worded so, and its first cause and prescription are the captions, not the dose."""
+    from tests.test_review import _world, fake_run
+    from trainer.doctor.diagnose import diagnose
+
+    run = fake_run(tmp_path, [10, 20], lambda step, kind: _world(), lr=1e-4, fit=(0.005, 0.05))
+    drift, hold = verdict.DRIFT_LIMIT, verdict.HOLD_SHOWS
+    flag = {"masked": True} if masked else {}
+    _write_measures(run, [
+        {"step": 0, "subject": _subject(0.10, 0.10), "base_samples": {"s.png": _moved(0.2, 0.2, 0.0)}, **flag},
+        *({"step": s, "subject": _subject(0.10 * (1 - hold * 1.2), 0.10),
+           "base_samples": {"s.png": _moved(0.2, 0.2, 0.2 * drift * 1.3)}, **flag} for s in (10, 20)),
+    ])
+    v = run_verdict(run)
+    signal = "masked_drift" if masked else "prior_drift"
+    assert v.label == "over" and {o.signal for c in v.checkpoints for o in c.observations if o.points_to == "over"} == {signal}
+    assert v.summary.code == ("verdict.summary.over_masked" if masked else "verdict.summary.over")
+    dg = diagnose(run, write=False)
+    first = next(c for c in dg["causes"] if not c["lesser"])
+    rx = next(p for p in dg["prescriptions"] if p["applicable"] and not p["lesser"])
+    assert [f["signal"] for f in dg["observed"] if f["signal"].endswith("drift")] == [signal]
+    if masked:
+        assert first["id"] == "masked_background_words" and rx["id"] == "caption_subject_only"
+        assert "caption the subject alone" in words.say(v.summary, "en")
+        assert "캡션에 대상만" in words.say(v.summary, "ko") and "배경 단어" in first["title"]["ko"]
+    else:
+        assert first["id"] != "masked_background_words" and "caption_subject_only" not in [p["id"] for p in dg["prescriptions"]]
+
+
+def test_a_masked_runs_drift_gives_way_to_a_judges_reading():
+    """On the demo world's masked runs the drift passed its line on leaking and healthy saves alike (1.2-1.7): where
+    a picture judge read the save (its likeness, and its leakage of the no-trigger pictures), the judge decides."""
+    seen = {"trigger_hold": 0.9, "prior_drift": 1.5}
+    def strength(**m):
+        return {o.signal: o.strength for o in verdict.model_observations({**seen, **m})}
+    assert strength(masked=True)["masked_drift"] == "strong"
+    assert strength(masked=True, likeness=0.8)["masked_drift"] == "weak"
+    assert strength(likeness=0.8)["prior_drift"] == "strong"  # an unmasked run's drift stays strong
+
+
 @pytest.mark.slow
 def test_a_run_measures_its_own_model_at_step_0_each_save_and_the_end(tmp_path):
     from trainer.train.loop import Hooks, run_training

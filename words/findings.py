@@ -64,6 +64,12 @@ TEXTS = {
     "finding.slowdown_free": (", {free:.2f} GiB left free on the device", ", 장치에 남은 메모리 {free:.2f} GiB"),
     "finding.sample_burn": ("samples are more saturated or harsher than the training pictures (burn {burn:.2f} at step {step}, {kind})",
                             "샘플의 채도·대비가 학습 그림보다 과해짐 ({step}스텝 {kind}, 탐 지수 {burn:.2f})"),
+    "finding.masked_drift": ("what the model draws without the trigger moved: prior drift {drift:.2f} at step {step} "
+                             "(limit {limit:g}) on a masked run; with the backgrounds masked out, the words that named "
+                             "them in the captions can learn the subject: look at the no-trigger samples",
+                             "트리거 없이 그리는 것이 움직임: {step}스텝 기반 이탈 {drift:.2f} (한도 {limit:g}), 마스크 "
+                             "학습. 배경을 가리면 캡션에서 배경을 적은 단어가 대상을 배울 수 있으니 트리거 없는 "
+                             "샘플을 보세요"),
     "finding.prior_drift": ("what the model draws without the trigger moved: prior drift {drift:.2f} at step {step} "
                             "(limit {limit:g}); prompts without the trigger are changing",
                             "트리거 없이 그리는 것이 움직임: {step}스텝 기반 이탈 {drift:.2f} (한도 {limit:g}). 트리거 "

@@ -59,6 +59,11 @@ TEXTS = {
                              "트리거만으로 대상이 나옴: 트리거 장악 {hold:.3f}"),
     "verdict.prior_drift": ("what the model draws without the trigger moved: prior drift {drift:.2f} (limit {limit:g})",
                             "트리거 없이 그리는 것이 움직임: 기반 이탈 {drift:.2f} (한도 {limit:g})"),
+    "verdict.masked_drift": ("what the model draws without the trigger moved: prior drift {drift:.2f} (limit {limit:g}) "
+                             "on a masked run, where the caption words that named the backgrounds may have learnt the "
+                             "subject",
+                             "트리거 없이 그리는 것이 움직임: 기반 이탈 {drift:.2f} (한도 {limit:g}). 마스크 학습이라 "
+                             "배경을 적은 캡션 단어가 대상을 배웠을 수 있음"),
     "verdict.prior_kept": ("what the model draws without the trigger stays the base model's: prior drift {drift:.2f}",
                            "트리거 없이 그리는 것은 기반 모델 그대로: 기반 이탈 {drift:.2f}"),
     "verdict.memorising": ("the training pictures' loss fell away from the held-out pictures': memorisation {mem:+.0%} (limit {limit:+.0%})",
@@ -116,6 +121,14 @@ TEXTS = {
     "verdict.summary.over": ("Over-trained: the run pushed too far.{where} Lower the dose (learning rate or steps) and "
                              "train again.",
                              "과적합: 너무 멀리 끌고 갔습니다.{where} 학습량(학습률이나 스텝)을 낮춰 다시 학습하세요."),
+    "verdict.summary.over_masked": (
+        "Over-trained, or the captions' background words learnt the subject: what prompts without the trigger draw "
+        "moved.{where} On a masked run look at the no-trigger samples first: if the subject shows in them, caption "
+        "the subject alone (the words that named the backgrounds have no background left to learn) and train again "
+        "before lowering the dose.",
+        "과적합이거나, 캡션의 배경 단어가 대상을 배웠습니다. 트리거 없는 프롬프트가 그리는 것이 움직였습니다.{where} "
+        "마스크 학습에서는 트리거 없는 샘플부터 보세요. 거기에 대상이 나오면 캡션에 대상만 적고(배경을 적은 "
+        "단어에게는 배울 배경이 남아 있지 않습니다) 학습량을 낮추기 전에 다시 학습하세요."),
     "verdict.least_pushed": (" Step {step} is the least pushed save.", " {step}스텝이 가장 덜 밀린 체크포인트입니다."),
     # a symptom the run's evidence reads otherwise
     "verdict.reading": ("Your run's measures say {label} ({why}), so “{title}” more likely means {meaning}. "

@@ -120,7 +120,8 @@ def measures_by_step(run_dir: str | Path) -> dict[int, dict[str, Any]]:
                      "plain_hold": None if ratio_s is None else 1.0 - ratio_s,
                      "trigger_gain": None if gain is None or gain0 is None else gain - gain0,
                      "prior_drift": _drift(r[source]) if source else None, "prior_source": source,
-                     "memorisation": None if ratio is None or ratio0 is None else ratio / ratio0 - 1.0}
+                     "memorisation": None if ratio is None or ratio0 is None else ratio / ratio0 - 1.0,
+                     "masked": bool(r.get("masked"))}
     return out
 
 
@@ -170,7 +171,7 @@ def picture_outliers(run_dir: str | Path, step: int | None = None) -> list[dict[
     return sorted(out, key=lambda o: -abs(o["z"]))
 
 
-@detector(("prior_drift", "memorising", "picture_outlier"), group="model", reads=("run_dir",))
+@detector(("prior_drift", "masked_drift", "memorising", "picture_outlier"), group="model", reads=("run_dir",))
 def model_findings(run_dir: str | Path) -> list[Any]:
     """What the model measures warn of, as the detectors' findings (live after each measured step, and in the
     diagnosis): no-trigger predictions that moved past the verdict's line, training pictures pulling away from
@@ -183,7 +184,8 @@ def model_findings(run_dir: str | Path) -> list[Any]:
     drifted = [(s, m["prior_drift"]) for s, m in measured.items() if (m["prior_drift"] or 0.0) > DRIFT_LIMIT]
     if drifted:
         step, drift = drifted[0]
-        out.append(Finding("prior_drift", "warning", msg("finding.prior_drift", drift=drift, step=step, limit=DRIFT_LIMIT),
+        signal = "masked_drift" if measured[step].get("masked") else "prior_drift"
+        out.append(Finding(signal, "warning", msg(f"finding.{signal}", drift=drift, step=step, limit=DRIFT_LIMIT),
                            [s for s, _ in drifted], {"prior_drift": [[s, v] for s, v in drifted]}))
     memorised = [(s, m["memorisation"]) for s, m in measured.items() if (m["memorisation"] or 0.0) > MEMO_LIMIT]
     if memorised:

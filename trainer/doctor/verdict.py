@@ -35,6 +35,7 @@ from trainer.doctor.evidence import (  # the evidence's vocabulary, used by ever
 )
 from trainer.doctor.progress import failure, still_training, unfinished
 from trainer.doctor.registry import RunInputs, collect, detector_for, detectors
+from trainer.doctor.verdict_summary import summary_of
 from trainer.message import Msg, msg
 from trainer.run.rundir import RunPaths, planned_steps
 
@@ -211,9 +212,11 @@ def model_observations(m: dict[str, Any], dose_reached_zone: bool = True) -> lis
         else:
             obs.append(Observation("model", "fit", "strong", msg("verdict.trigger_hold", hold=hold)))
     if drift is not None:
-        if drift > DRIFT_LIMIT:
-            obs.append(Observation("model", "over", "strong", msg("verdict.prior_drift", drift=drift, limit=DRIFT_LIMIT),
-                                   "prior_drift"))
+        if drift > DRIFT_LIMIT:  # on a masked run it passes the line leaking or not: a judge's leakage then decides
+            moved = "masked_drift" if m.get("masked") else "prior_drift"
+            strength = "weak" if moved == "masked_drift" and m.get("likeness") is not None else "strong"
+            obs.append(Observation("model", "over", strength, msg(f"verdict.{moved}", drift=drift, limit=DRIFT_LIMIT),
+                                   moved))
         else:
             obs.append(Observation("model", "fit", "moderate", msg("verdict.prior_kept", drift=drift)))
     if mem is not None and mem > MEMO_LIMIT:
@@ -248,7 +251,7 @@ def checkpoint_verdicts(run_dir: str | Path, config: Config | None = None) -> li
     for step in steps:
         obs: list[Observation] = []
         mrow = {k: v for k, v in model.get(step, {}).items()
-                if k in ("trigger_hold", "trigger_gain", "prior_drift", "memorisation")}
+                if k in ("trigger_hold", "trigger_gain", "prior_drift", "memorisation", "masked")}
         mrow["hold_before"] = max((m["trigger_hold"] for s, m in model.items()
                                    if 0 < s < step and m.get("trigger_hold") is not None), default=None)
         row = {**measured.get(step, {}), **mrow, **({"val_loss": vals[step]} if step in vals else {})} or None
@@ -365,36 +368,6 @@ def run_verdict(run_dir: str | Path, findings: list[Any] | None = None) -> Verdi
     deciding = next((c for c in cvs if c.label == label), rec)  # the first save that shows the run's verdict
     observations = tuple(run_obs) + (rec.observations if rec else ()) + (
         deciding.observations if deciding is not None and deciding is not rec else ())
-    summary = _summary(label, recommended, cvs, broken, unfinished(findings), still_training(run_dir),
-                       failure(findings), planned_steps(RunPaths(run_dir)))
+    summary = summary_of(label, recommended, cvs, broken, unfinished(findings), still_training(run_dir),
+                         failure(findings), planned_steps(RunPaths(run_dir)))
     return Verdict(label, lines, recommended, summary, observations, tuple(cvs), weak_signals=weak)
-
-
-def _summary(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken: list[Observation],
-             stopped_early: Any = None, training: int | None = None, failed: Any = None, planned: float = 0) -> Msg:
-    later = [c.step for c in cvs if rec is not None and c.step > rec and c.label == "over"]
-    if label == "none":  # what stopped it, said here: Review shows no observation list
-        return msg("verdict.summary.none", why=failed.message if failed else msg("verdict.no_step")) if training is None \
-            else msg("verdict.summary.none_training")
-    if label == "broken":
-        salvage = msg("verdict.salvage", step=rec) if rec is not None else ""
-        return msg("verdict.summary.broken", first=broken[0].text, salvage=salvage)
-    if label == "fit":
-        tail = msg("verdict.later_overfit", steps=", ".join(map(str, later))) if later else ""
-        use = msg("verdict.use_step", step=rec) if rec is not None else ""
-        return msg("verdict.summary.fit", use=use, tail=tail)
-    if label == "under" and (stopped_early or failed) is not None:  # it has not finished: Continue (or mend what
-        # stopped it) before any change; when the device's memory stopped it, a change that needs less comes first
-        said = {None: "under_unfinished" if stopped_early is None or stopped_early.values["resume_step"] is not None
-                else "under_restart", "run_out_of_memory": "under_out_of_memory", "run_failed": "under_failed"}
-        step = (failed or stopped_early).values["step"]
-        total = stopped_early.values["planned"] if stopped_early is not None else planned
-        return msg(f"verdict.summary.{said[failed.signal if failed else None]}", step=step,
-                   planned=total if isinstance(total, int) else "?", why=failed.message if failed else "")
-    if label == "under" and training is not None and cvs:  # judged while it trains: not a reason to change anything
-        return msg("verdict.summary.under_training", step=cvs[-1].step, planned=training)
-    if label == "under":
-        last = msg("verdict.last_checkpoint", step=rec) if rec is not None else msg("verdict.the_run")
-        return msg("verdict.summary.under", last=last)
-    where = msg("verdict.least_pushed", step=rec) if rec is not None else ""
-    return msg("verdict.summary.over", where=where)

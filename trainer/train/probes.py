@@ -303,6 +303,8 @@ class ModelMeasures:
         with preserved_training_state(m.modules()):
             if "subject" in self.sets:
                 row["subject"] = subject_losses(self.sets["subject"], denoise, ts, self.config.dataset.trigger)
+                if any(w is not None for w in self.sets["subject"].weights):
+                    row["masked"] = True  # a masked run: its prior drift reads otherwise (docs/doctor.md)
             # the base model's own samples where there are some (never trained on); else the prior pictures
             for name in ("base_samples", "prior"):
                 if name in self.sets:

@@ -1,0 +1,104 @@
+#!/usr/bin/env python
+"""Masked training on the demo character's pictures as a user's folder: how does the doctor read it?
+
+    python scripts/doctor_masked.py                          # train what is missing, then print the table
+    python scripts/doctor_masked.py --print-only
+    python scripts/doctor_masked.py --seeds 42 1 2 3 4 5 --subject-seeds 2 42
+
+The character's 20 pictures get a mask each (``name-masklabel.png``: the pixels unlike the picture's flat background,
+as a mask maker would give them) and the ``demo-character`` preset trains on them with ``dataset.masked_loss`` on
+at 1x its lr and the given training seeds; ``--subject-seeds`` trains the same with captions that name the subject
+alone (the trigger and its hat: no background, place or size). The truth is the demo's own picture measures read on
+16 pictures a prompt (``scripts/doctor_calibration.py``'s, kept in WORK/truth/). Printed per save: the trigger hold
+and prior drift (the run's own model, with the masks weighing the subject's pictures as training does), likeness,
+adherence and leakage, the truth's verdict and the app's; then each run's verdict and first cause.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np
+from doctor_calibration import VERDICT_HEADER, cached_truth, run_config, verdict_row, write_plain_folders
+from PIL import Image
+
+import words  # noqa: F401  run folders hold their messages worded, as the app and the CLI write them
+
+
+def masked_folder(data: Path, out: Path, subject_only: bool) -> Path:
+    """A copy of ``data`` with a mask beside each picture (and, ``subject_only``, captions cut to the subject)."""
+    if out.is_dir():
+        return out
+    shutil.copytree(data, out)
+    for p in sorted(out.rglob("*.png")):
+        a = np.asarray(Image.open(p).convert("RGB"), np.int16)
+        corners = np.concatenate([a[:2, :2], a[:2, -2:], a[-2:, :2], a[-2:, -2:]]).reshape(-1, 3)
+        ground = np.median(corners, axis=0)  # the demo world's backgrounds are one flat colour
+        mask = (np.abs(a - ground).max(axis=2) > 14).astype(np.uint8) * 255
+        Image.fromarray(mask, "L").save(p.with_name(p.stem + "-masklabel.png"))
+        if subject_only:  # "zxc, wearing a red hat, on sky, center, small" -> "zxc, wearing a red hat"
+            cap = p.with_suffix(".txt")
+            cap.write_text(", ".join(cap.read_text(encoding="utf-8").strip().split(", ")[:2]) + "\n", encoding="utf-8")
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--work", type=Path, default=Path("runs/doctor-calibration"))
+    ap.add_argument("--seeds", type=int, nargs="+", default=[42, 1, 2, 3, 4, 5])
+    ap.add_argument("--subject-seeds", type=int, nargs="*", default=[2, 42])
+    ap.add_argument("--print-only", action="store_true")
+    args = ap.parse_args()
+    from trainer.demo.judge import demo_labels
+    from trainer.doctor.model_measures import measures_by_step
+    from trainer.doctor.verdict import checkpoint_verdicts
+    from trainer.train.loop import run_training
+
+    data, prior = write_plain_folders(args.work)
+    todo = [(f"masked-seed{s}", False, s) for s in args.seeds] + [(f"masked-subject-seed{s}", True, s)
+                                                                   for s in args.subject_seeds]
+    lines = ["| run | step | trigger hold | prior drift | likeness | adherence | leakage | truth | app |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    verdicts = list(VERDICT_HEADER)
+    agree = total = 0
+    for name, subject_only, seed in todo:
+        folder = args.work / "runs" / name
+        if not args.print_only and not any(folder.glob("*/*/final/lora.safetensors")):
+            shutil.rmtree(folder, ignore_errors=True)
+            source = masked_folder(data, args.work / ("my-character-masked" + ("-subject" if subject_only else "")),
+                                   subject_only)
+            t0 = time.perf_counter()
+            result = run_training(run_config(source, prior, folder, 1.0, seed, {"dataset.masked_loss": True}))
+            print(f"{name}: {result.status} in {time.perf_counter() - t0:.0f} s", flush=True)
+        finished = sorted(folder.glob("*/*/final/lora.safetensors"))
+        if not finished:
+            print(f"{name}: no finished run in {args.work}", file=sys.stderr)
+            continue
+        run_dir = finished[-1].parent.parent
+        truth = cached_truth(args.work, run_dir, 16)
+        labels = demo_labels([{"step": step, **r} for step, r in sorted(truth.items())])
+        model = measures_by_step(run_dir)
+        for cv in checkpoint_verdicts(run_dir):
+            m, t = model.get(cv.step, {}), truth.get(cv.step, {})
+            ok = labels.get(cv.step) == cv.label
+            agree, total = agree + ok, total + (cv.step in labels)
+            cells = [m.get("trigger_hold"), m.get("prior_drift"), t.get("likeness"), t.get("adherence"), t.get("leakage")]
+            lines.append(f"| {name} | {cv.step} | " + " | ".join("—" if v is None else f"{v:.2f}" for v in cells)
+                         + f" | {labels.get(cv.step)} | {cv.label}{'' if ok else ' ✗'} |")
+        verdicts.append(verdict_row(name, run_dir))
+    print("\n".join(lines) + "\n\n" + "\n".join(verdicts))
+    print(f"\nthe app's verdict = the truth's at {agree} of {total} saves")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,43 @@
+"""The verdict's one-paragraph summary: what the run is, which save to use, what to do first (Review shows it
+without the observation list, so it quotes what decided where that matters)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from trainer.message import Msg, msg
+
+if TYPE_CHECKING:
+    from trainer.doctor.evidence import Observation
+    from trainer.doctor.verdict import CheckpointVerdict
+
+
+def summary_of(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken: list[Observation],
+               stopped_early: Any = None, training: int | None = None, failed: Any = None, planned: float = 0) -> Msg:
+    later = [c.step for c in cvs if rec is not None and c.step > rec and c.label == "over"]
+    if label == "none":  # what stopped it, said here: Review shows no observation list
+        return msg("verdict.summary.none", why=failed.message if failed else msg("verdict.no_step")) if training is None \
+            else msg("verdict.summary.none_training")
+    if label == "broken":
+        salvage = msg("verdict.salvage", step=rec) if rec is not None else ""
+        return msg("verdict.summary.broken", first=broken[0].text, salvage=salvage)
+    if label == "fit":
+        tail = msg("verdict.later_overfit", steps=", ".join(map(str, later))) if later else ""
+        use = msg("verdict.use_step", step=rec) if rec is not None else ""
+        return msg("verdict.summary.fit", use=use, tail=tail)
+    if label == "under" and (stopped_early or failed) is not None:  # it has not finished: Continue (or mend what
+        # stopped it) before any change; when the device's memory stopped it, a change that needs less comes first
+        said = {None: "under_unfinished" if stopped_early is None or stopped_early.values["resume_step"] is not None
+                else "under_restart", "run_out_of_memory": "under_out_of_memory", "run_failed": "under_failed"}
+        step = (failed or stopped_early).values["step"]
+        total = stopped_early.values["planned"] if stopped_early is not None else planned
+        return msg(f"verdict.summary.{said[failed.signal if failed else None]}", step=step,
+                   planned=total if isinstance(total, int) else "?", why=failed.message if failed else "")
+    if label == "under" and training is not None and cvs:  # judged while it trains: not a reason to change anything
+        return msg("verdict.summary.under_training", step=cvs[-1].step, planned=training)
+    if label == "under":
+        last = msg("verdict.last_checkpoint", step=rec) if rec is not None else msg("verdict.the_run")
+        return msg("verdict.summary.under", last=last)
+    where = msg("verdict.least_pushed", step=rec) if rec is not None else ""
+    masked = any(o.signal == "masked_drift" for c in cvs if c.label == "over" for o in c.observations)
+    return msg("verdict.summary.over_masked" if masked else "verdict.summary.over", where=where)
