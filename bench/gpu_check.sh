@@ -15,12 +15,14 @@
 #   7. model.base_quant and model.block_swap: bench/bench_lowmem.py, four of SD3.5 Large's blocks at full width,
 #      1024 px, bf16, checkpointing: each storage's step time against bf16, block swap's copy bandwidth and the
 #      bytes placed against the plan; its last line replaces the plan's provisional factors
-#      (trainer/plan/memory_lowmem.py).
+#      (trainer/plan/memory_lowmem.py);
+#   8. the mask maker on CUDA: CLIPSeg (tiny, the real class) masks the demo character's pictures through
+#      `python -m trainer mask` with the model on the GPU; the masks' sizes and coverage are printed.
 #
 # Here, once:  bash bench/gpu_wheels.sh                  (our stack's wheels for CPython 3.12 into .whl/)
-# There:       bash bench/gpu_check.sh [PART ...]        (with .whl carried; parts 1-7, default all)
+# There:       bash bench/gpu_check.sh [PART ...]        (with .whl carried; parts 1-8, default all)
 # Parts 1+3 take at most ~5 minutes and parts 2+4 ~6, so a 10-minute call limit fits each pair: run "1 3"
-# first (the benchmark's figures), then "2 4", then "5 6" (about 4 minutes each), then "7" (about 3).
+# first (the benchmark's figures), then "2 4", then "5 6" (about 4 minutes each), then "7 8" (about 3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/gpu_check}"
@@ -32,7 +34,7 @@ if [ -d .whl ]; then
         || { echo "installing the carried wheels failed"; exit 1; }
     export PYTHONPATH=/tmp/site
 fi
-PARTS="${*:-1 2 3 4 5 6 7}"
+PARTS="${*:-1 2 3 4 5 6 7 8}"
 want() { [[ " $PARTS " == *" $1 "* ]]; }
 t0=$(date +%s)
 part() { echo; echo "== $* ($(( $(date +%s) - t0 )) s)"; }
@@ -122,5 +124,15 @@ if want 7; then
 part "7. quantized base weights and block swap on the GPU (SD3.5 Large's blocks, 1024 px)" | tee -a "$OUT/check.log"
 timeout 300 "$PY" bench/bench_lowmem.py --blocks 4 --steps 3 2>&1 | grep -v -E "gemm_4bit|torchvision" \
     | tee "$OUT/lowmem.txt" | tee -a "$OUT/check.log"
+fi
+if want 8; then
+part "8. the mask maker on CUDA (tiny CLIPSeg of the real class, the demo character's pictures)" | tee -a "$OUT/check.log"
+masks="$(mktemp -d)"
+timeout 120 "$PY" -m trainer tiny-masker clipseg "$masks/clipseg" > /dev/null 2>&1
+timeout 60 "$PY" -c "from trainer.demo.datasets import write_character_dataset as w; w('$masks/data')" > /dev/null 2>&1
+timeout 180 "$PY" -c "import torch; from trainer.caption.models import torch_device; print('device', torch_device())" \
+    2>&1 | tee -a "$OUT/check.log"
+timeout 180 "$PY" -m trainer mask "$masks/data" --model "$masks/clipseg" --prompt "a character, a hat" --json 2>&1 \
+    | grep -v -E "gemm_4bit|torchvision" | tee "$OUT/masks.json" | grep -E '"written"|"seconds"' | tee -a "$OUT/check.log"
 fi
 part "done" | tee -a "$OUT/check.log"
