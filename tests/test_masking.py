@@ -81,6 +81,27 @@ def test_the_remover_masks_the_subject_where_training_reads_it(makers, tmp_path)
     assert stopped.stopped and stopped.written == 1 and (np.asarray(mask_image(b)) == np.asarray(mb)).all()
 
 
+def test_a_maker_that_fails_part_way_keeps_the_masks_it_made(makers, tmp_path):
+    for i in range(3):
+        square(tmp_path / f"p{i}.png")
+    remover = load_masker(choose("rembg", str(makers["rembg"])))
+    made = []
+
+    class Failing:
+        kind, model = remover.kind, remover.model
+
+        def probabilities(self, images, prompt):
+            if len(made) == 2:
+                raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+            made.append(1)
+            return remover.probabilities(images, prompt)
+
+    with pytest.raises(UserError, match=r"failed on p2\.png \(CUDA out of memory.*the 2 mask\(s\) made before it"):
+        mask_folder(tmp_path, Failing(), threshold=0.5)
+    assert (tmp_path / "p1-masklabel.png").is_file() and not (tmp_path / "p2-masklabel.png").exists()
+    assert len(last_change(tmp_path, "masks").files) == 2  # one Undo takes them back
+
+
 def test_fill_keeps_masks_already_there_and_undo_puts_back_each_byte(makers, tmp_path):
     square(tmp_path / "1_thing" / "own.png")
     own = tmp_path / "1_thing" / "own-MaskLabel.png"

@@ -29,6 +29,10 @@ TEXTS = {
                               "masked. Save them again as PNG/JPG or delete them",
                               "그림 {n}장을 읽지 못해 새 마스크가 없습니다: {files}. 나머지는 마스크를 만들었습니다. "
                               "PNG/JPG로 다시 저장하거나 지우세요."),
+    "mask.error.failed": ("the mask maker failed on {file} ({reason}); the {n} mask(s) made before it are written "
+                          "(Undo takes them back) and the rest have none yet",
+                          "마스크 생성기가 {file}에서 실패했습니다({reason}). 그 전에 만든 마스크 {n}개는 저장했고"
+                          "(되돌리기로 되돌릴 수 있음) 나머지에는 아직 마스크가 없습니다."),
     "mask.change.run": ("{kind} ({model}) masks, {mode} mode", "{kind}({model}) 마스크, {mode} 방식"),
     "mask.undone": ("undone: {what} ({n} mask files put back as they were)",
                     "되돌림: {what}(마스크 파일 {n}개를 원래대로 돌려놓음)"),

@@ -116,6 +116,7 @@ def mask_folder(root: str | Path, masker: Masker, *, prompt: str = "", mode: Mod
     if limit is not None:
         todo = todo[:limit]
     changes: dict[Path, bytes] = {}
+    what = msg("mask.change.run", kind=msg(f"mask.kind.{masker.kind}"), model=masker.model, mode=mode)
     for i, p in enumerate(todo):
         if stop is not None and stop():
             run.stopped = True
@@ -125,7 +126,17 @@ def mask_folder(root: str | Path, masker: Masker, *, prompt: str = "", mode: Mod
         except Exception as e:  # named and skipped; the rest is still masked
             run.failed.append({"file": p.rel, "reason": (str(e).strip() or type(e).__name__)[:200]})
             continue
-        mask = finish(masker.probabilities([image], prompt)[0], threshold, expand)
+        try:
+            prob = masker.probabilities([image], prompt)[0]
+        except UserError:
+            raise
+        except Exception as e:  # the maker itself failed (out of memory, a broken graph): keep what it made
+            if not write or not changes:
+                raise
+            apply_changes(folder, changes, what, journal="masks")
+            raise UserError(msg("mask.error.failed", file=p.rel, n=len(changes),
+                                reason=(str(e).strip().splitlines() or [type(e).__name__])[0][:200])) from e
+        mask = finish(prob, threshold, expand)
         target = mask_path(p.path)
         run.results.append({"file": p.rel, "mask": target.relative_to(folder).as_posix(),
                             "coverage": round(float(mask.mean()) / 255.0, 4)})
@@ -135,7 +146,6 @@ def mask_folder(root: str | Path, masker: Masker, *, prompt: str = "", mode: Mod
         if progress is not None:
             progress(i + 1, len(todo), seconds_left(i + 1, len(todo), time.monotonic() - start))
     if write:
-        what = msg("mask.change.run", kind=msg(f"mask.kind.{masker.kind}"), model=masker.model, mode=mode)
         run.change = apply_changes(folder, changes, what, journal="masks")
     run.seconds = time.monotonic() - start
     return run
