@@ -153,13 +153,12 @@ def _per_step(a: torch.Tensor, b: torch.Tensor, weights: list[torch.Tensor | Non
     """Mean squared difference per picture and timestep of (n, T, C, h, w) tensors, rounded for the file; a
     picture with weights (1, 1, h, w) the weighted mean, as masked training's loss."""
     err = (a - b).pow(2)
-    rows = []
-    for j in range(err.shape[0]):
-        w = weights[j] if weights else None
-        per = err[j].flatten(1).mean(dim=1) if w is None else \
-            (err[j] * w).flatten(1).mean(dim=1) / w.mean().clamp_min(1e-6)
-        rows.append([round(v, 6) for v in per.tolist()])
-    return rows
+    if weights and any(w is not None for w in weights):  # pictures without a mask weigh 1 everywhere
+        w = torch.stack([torch.ones_like(err[0, :1, :1]) if x is None else x for x in weights])  # (n, 1, 1, h, w)
+        per = (err * w).flatten(2).mean(dim=2) / w.flatten(2).mean(dim=2).clamp_min(1e-6)
+    else:
+        per = err.flatten(2).mean(dim=2)
+    return [[round(v, 6) for v in row] for row in per.tolist()]  # one copy to the host for the whole batch
 
 
 SUBJECT_CAPTIONS = ("caption", "bare", "trigger")  # what each subject picture is denoised with

@@ -10,6 +10,7 @@ captions show what is now on disk.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,33 @@ def build(ui: UI) -> None:
         ui.add("cap_found", gr.Dataframe(interactive=False, wrap=True, label=t("cap_found", lang)), "cap_found")
 
 
+class TabStops:
+    """Each browser tab's stop flag for the folder run it started (captioning, masks): Stop sets that one."""
+
+    def __init__(self) -> None:
+        self._flags: dict[str, threading.Event] = {}
+
+    def start(self, request: gr.Request) -> threading.Event:
+        flag = self._flags[request.session_hash or ""] = threading.Event()
+        return flag
+
+    def stop(self, request: gr.Request) -> None:
+        flag = self._flags.get(request.session_hash or "")
+        if flag is not None:
+            flag.set()
+
+
+def picture_progress(progress: Any, lang: str) -> Callable[[int, int, float | None], None]:
+    """A folder run's ``progress(done, total, seconds_left)`` shown on gradio's progress bar."""
+
+    def tell(done: int, total: int, left: float | None) -> None:
+        desc = t("cap_progress", lang, done=done, total=total) + (
+            t("cap_time_left", lang, s=f"{left:.0f}") if left is not None else "")
+        progress((done, total), desc=desc, unit=t("col_images", lang))
+
+    return tell
+
+
 def _mode_choices(lang: str) -> list[tuple[str, str]]:
     return [(t(f"cap_mode_{m}", lang), m) for m in MODES]
 
@@ -110,7 +138,7 @@ def _run_message(run: CaptionRun, lang: str) -> str:
 def wire(ui: UI) -> None:
     from .dataset import REPORT_OUTPUTS, scan_view
 
-    stops: dict[str, threading.Event] = {}  # browser tab → its captioning run's stop flag
+    stops = TabStops()
 
     def captioned(lang: str, values: dict[str, Any], cap_mode: str, cap_exclude: str, preview: bool,
                   progress: Any = None, stop: threading.Event | None = None) -> CaptionRun:
@@ -137,15 +165,10 @@ def wire(ui: UI) -> None:
 
     def run_all(request: gr.Request, *, lang: str, cap_mode: str, cap_exclude: str, progress=gr.Progress(),  # noqa: B008
                 **values: Any) -> dict[str, Any]:
-        stop = stops[request.session_hash or ""] = threading.Event()
-
-        def tell(done: int, total: int, left: float | None) -> None:
-            desc = t("cap_progress", lang, done=done, total=total) + (
-                t("cap_time_left", lang, s=f"{left:.0f}") if left is not None else "")
-            progress((done, total), desc=desc, unit=t("col_images", lang))
-
+        stop = stops.start(request)
         progress(0, desc=t("cap_loading", lang))
-        run = captioned(lang, values, cap_mode, cap_exclude, preview=False, progress=tell, stop=stop)
+        run = captioned(lang, values, cap_mode, cap_exclude, preview=False, progress=picture_progress(progress, lang),
+                        stop=stop)
         out = scan_view(ui, lang, values)
         out.update({"cap_results": _results_table(run, lang), "cap_msg": ok_box(_run_message(run, lang))})
         return out
@@ -154,9 +177,7 @@ def wire(ui: UI) -> None:
           [*REPORT_OUTPUTS, "cap_results"], api_name="caption_all", message="cap_msg")
 
     def stop_run(request: gr.Request, *, lang: str) -> dict[str, Any]:
-        flag = stops.get(request.session_hash or "")
-        if flag is not None:
-            flag.set()
+        stops.stop(request)
         return {"cap_msg": ok_box(t("cap_stopping", lang))}
 
     ui.on(ui["cap_stop_btn"].click, stop_run, ["lang"], [], message="cap_msg", concurrency_limit=None)

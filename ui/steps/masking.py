@@ -26,7 +26,7 @@ from trainer.message import msg
 from ..binding import UI, ok_box
 from ..fields import NAMES
 from ..i18n import t
-from .captioning import PREVIEW_PICTURES, config_of
+from .captioning import PREVIEW_PICTURES, TabStops, config_of, picture_progress
 
 INPUTS = ["mask_kind", "mask_model", "mask_prompt", "mask_threshold", "mask_expand", "mask_mode"]
 
@@ -100,7 +100,7 @@ def _shown(run: MaskRun, root: Path) -> list[tuple[Any, str]]:
 def wire(ui: UI) -> None:
     from .dataset import REPORT_OUTPUTS, scan_view
 
-    stops: dict[str, threading.Event] = {}  # browser tab → its mask run's stop flag
+    stops = TabStops()
 
     def masked(lang: str, values: dict[str, Any], settings: dict[str, Any], preview: bool,
                progress: Any = None, stop: threading.Event | None = None) -> tuple[MaskRun, Path]:
@@ -132,15 +132,9 @@ def wire(ui: UI) -> None:
 
     def run_all(request: gr.Request, *, lang: str, progress=gr.Progress(), **values: Any) -> dict[str, Any]:  # noqa: B008
         settings = {k: values.pop(k) for k in INPUTS}
-        stop = stops[request.session_hash or ""] = threading.Event()
-
-        def tell(done: int, total: int, left: float | None) -> None:
-            desc = t("cap_progress", lang, done=done, total=total) + (
-                t("cap_time_left", lang, s=f"{left:.0f}") if left is not None else "")
-            progress((done, total), desc=desc, unit=t("col_images", lang))
-
+        stop = stops.start(request)
         progress(0, desc=t("mask_loading", lang))
-        run, root = masked(lang, values, settings, preview=False, progress=tell, stop=stop)
+        run, root = masked(lang, values, settings, preview=False, progress=picture_progress(progress, lang), stop=stop)
         out = scan_view(ui, lang, values)
         out.update({"mask_gallery": _shown(run, root), "mask_msg": ok_box(_message(run, lang, preview=False))})
         return out
@@ -149,9 +143,7 @@ def wire(ui: UI) -> None:
           api_name="mask_all", message="mask_msg")
 
     def stop_run(request: gr.Request, *, lang: str) -> dict[str, Any]:
-        flag = stops.get(request.session_hash or "")
-        if flag is not None:
-            flag.set()
+        stops.stop(request)
         return {"mask_msg": ok_box(t("mask_stopping", lang))}
 
     ui.on(ui["mask_stop_btn"].click, stop_run, ["lang"], [], message="mask_msg", concurrency_limit=None)
