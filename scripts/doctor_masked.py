@@ -4,14 +4,17 @@
     python scripts/doctor_masked.py                          # train what is missing, then print the table
     python scripts/doctor_masked.py --print-only
     python scripts/doctor_masked.py --seeds 42 1 2 3 4 5 --subject-seeds 2 42
+    python scripts/doctor_masked.py --seeds 42 --subject-seeds 42 --factors 0.1 10
 
 The character's 20 pictures get a mask each (``name-masklabel.png``: the pixels unlike the picture's flat background,
 as a mask maker would give them) and the ``demo-character`` preset trains on them with ``dataset.masked_loss`` on
-at 1x its lr and the given training seeds; ``--subject-seeds`` trains the same with captions that name the subject
-alone (the trigger and its hat: no background, place or size). The truth is the demo's own picture measures read on
-16 pictures a prompt (``scripts/doctor_calibration.py``'s, kept in WORK/truth/). Printed per save: the trigger hold
-and prior drift (the run's own model, with the masks weighing the subject's pictures as training does), likeness,
-adherence and leakage, the truth's verdict and the app's; then each run's verdict and first cause.
+at 1x its lr (``--factors``: other multiples) and the given training seeds; ``--subject-seeds`` trains the same with
+captions that name the subject alone (the trigger and its hat: no background, place or size). The truth is the
+demo's own picture measures read on 16 pictures a prompt (``scripts/doctor_calibration.py``'s, kept in WORK/truth/).
+Printed per save: the trigger hold, prior drift and trigger share (the run's own model, with the masks weighing the
+subject's pictures as training does), likeness, adherence and leakage, the truth's verdict and the app's; then each
+run's verdict and first cause. A run measured before the trigger share existed shows "—" there until
+``python -m trainer measure RUN_DIR`` measures it again.
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ def main() -> int:
     ap.add_argument("--work", type=Path, default=Path("runs/doctor-calibration"))
     ap.add_argument("--seeds", type=int, nargs="+", default=[42, 1, 2, 3, 4, 5])
     ap.add_argument("--subject-seeds", type=int, nargs="*", default=[2, 42])
+    ap.add_argument("--factors", type=float, nargs="+", default=[1.0],
+                    help="the preset's lr times these (1: the runs above; 0.1 and 10 name their runs masked-lr10x-...)")
     ap.add_argument("--print-only", action="store_true")
     args = ap.parse_args()
     from trainer.demo.judge import demo_labels
@@ -64,20 +69,20 @@ def main() -> int:
     from trainer.train.loop import run_training
 
     data, prior = write_plain_folders(args.work)
-    todo = [(f"masked-seed{s}", False, s) for s in args.seeds] + [(f"masked-subject-seed{s}", True, s)
-                                                                   for s in args.subject_seeds]
-    lines = ["| run | step | trigger hold | prior drift | likeness | adherence | leakage | truth | app |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    todo = [(f"masked{'-subject' if sub else ''}{'' if f == 1 else f'-lr{f:g}x'}-seed{s}", sub, s, f)
+            for f in args.factors for sub, seeds in ((False, args.seeds), (True, args.subject_seeds)) for s in seeds]
+    lines = ["| run | step | trigger hold | prior drift | trigger share | likeness | adherence | leakage | truth | app |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     verdicts = list(VERDICT_HEADER)
     agree = total = 0
-    for name, subject_only, seed in todo:
+    for name, subject_only, seed, factor in todo:
         folder = args.work / "runs" / name
         if not args.print_only and not any(folder.glob("*/*/final/lora.safetensors")):
             shutil.rmtree(folder, ignore_errors=True)
             source = masked_folder(data, args.work / ("my-character-masked" + ("-subject" if subject_only else "")),
                                    subject_only)
             t0 = time.perf_counter()
-            result = run_training(run_config(source, prior, folder, 1.0, seed, {"dataset.masked_loss": True}))
+            result = run_training(run_config(source, prior, folder, factor, seed, {"dataset.masked_loss": True}))
             print(f"{name}: {result.status} in {time.perf_counter() - t0:.0f} s", flush=True)
         finished = sorted(folder.glob("*/*/final/lora.safetensors"))
         if not finished:
@@ -91,7 +96,8 @@ def main() -> int:
             m, t = model.get(cv.step, {}), truth.get(cv.step, {})
             ok = labels.get(cv.step) == cv.label
             agree, total = agree + ok, total + (cv.step in labels)
-            cells = [m.get("trigger_hold"), m.get("prior_drift"), t.get("likeness"), t.get("adherence"), t.get("leakage")]
+            cells = [m.get("trigger_hold"), m.get("prior_drift"), m.get("trigger_share"), t.get("likeness"),
+                     t.get("adherence"), t.get("leakage")]
             lines.append(f"| {name} | {cv.step} | " + " | ".join("—" if v is None else f"{v:.2f}" for v in cells)
                          + f" | {labels.get(cv.step)} | {cv.label}{'' if ok else ' ✗'} |")
         verdicts.append(verdict_row(name, run_dir))

@@ -80,7 +80,8 @@ def test_a_short_run_trains_with_masks_and_the_scan_names_the_pictures_without(t
     for p in pictures[:3]:
         _left_half_mask(p, Image.open(p).size)
     cfg = tiny_config(data, tmp_path / "runs", {"train.max_steps": 3, "dataset.masked_loss": True,
-                                                "dataset.unmasked_weight": 0.0})
+                                                "dataset.unmasked_weight": 0.0, "measure.enabled": True,
+                                                "sample.enabled": True})
     report = scan_dataset(cfg.dataset)
     assert report.images == 4
     no_mask = [p for p in report.problems if p["kind"] == "no_mask"]
@@ -90,6 +91,15 @@ def test_a_short_run_trains_with_masks_and_the_scan_names_the_pictures_without(t
     assert result.status == "finished", result.message
     losses = [r["loss"] for r in read_jsonl(result.run_dir / "metrics.jsonl")]
     assert len(losses) == 3 and all(np.isfinite(losses))
+    # the model measures know the run is masked and read what the trigger adds to its no-trigger pictures
+    from trainer.doctor.model_measures import measures_by_step
+
+    rows = read_jsonl(result.run_dir / "measures.jsonl")
+    assert rows and all(r.get("masked") for r in rows)
+    others = [r.get("base_samples") or r["prior"] for r in rows]
+    assert all({"reach", "add"} <= set(v) for o in others for v in o.values())
+    shares = [m["trigger_share"] for m in measures_by_step(result.run_dir).values()]
+    assert all(s is not None and 0.0 <= s < 10.0 for s in shares)
 
 
 def test_sd_scripts_masked_loss_maps_to_ours():

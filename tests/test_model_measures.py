@@ -145,27 +145,49 @@ def test_the_model_decides_the_save_and_the_dose_only_supports(tmp_path):
     assert "prior_drift" in {o.signal for c in v.checkpoints if c.step == 30 for o in c.observations}
 
 
-@pytest.mark.parametrize("masked", [False, True])
-def test_on_a_masked_run_a_drift_past_the_line_points_to_the_captions_background_words(tmp_path, masked):
+def _with_trigger(row: dict, share: float, reach: float = 0.3) -> dict:
+    """A masked run's base-sample row with the trigger put in: it moves the prediction ``reach`` from the base's, and
+    adds ``share`` of that to the LoRA's own prediction without it."""
+    return {**row, "reach": [reach] * 2, "add": [reach * share] * 2}
+
+
+@pytest.mark.parametrize("kind", ["unmasked", "masked", "masked_leaking", "masked_subject_only"])
+def test_on_a_masked_run_a_drift_past_the_line_points_to_the_captions_background_words(tmp_path, kind):
     """Masked training leaves the backgrounds out of the loss while the captions still name them; on the demo world
     with masks five of six seeds leaked, and captions naming the subject alone stopped it (docs/doctor.md): the
-    same drift on a masked run is worded so, and its first cause and prescription are the captions, not the dose."""
+    same drift on a masked run is worded so, and its first cause and prescription are the captions, not the dose.
+    Where the run measured what the trigger adds to a no-trigger prompt (``masked_leaking``: little, the captions'
+    other words draw the subject; ``masked_subject_only``: much, the trigger carries it), that decides: the second
+    is fit, with no warning and no caption advice."""
     from tests.test_review import _world, fake_run
     from trainer.doctor.diagnose import diagnose
 
     run = fake_run(tmp_path, [10, 20], lambda step, kind: _world(), lr=1e-4, fit=(0.005, 0.05))
-    drift, hold = verdict.DRIFT_LIMIT, verdict.HOLD_SHOWS
+    drift, hold, line = verdict.DRIFT_LIMIT, verdict.HOLD_SHOWS, verdict.SHARE_LINE
+    masked = kind != "unmasked"
     flag = {"masked": True} if masked else {}
+    share = {"masked_leaking": line * 0.5, "masked_subject_only": line * 1.6}.get(kind)
+    def moved(m):
+        row = _moved(0.2, 0.2, m)
+        return row if share is None else _with_trigger(row, share)
     _write_measures(run, [
-        {"step": 0, "subject": _subject(0.10, 0.10), "base_samples": {"s.png": _moved(0.2, 0.2, 0.0)}, **flag},
+        {"step": 0, "subject": _subject(0.10, 0.10), "base_samples": {"s.png": moved(0.0)}, **flag},
         *({"step": s, "subject": _subject(0.10 * (1 - hold * 1.2), 0.10),
-           "base_samples": {"s.png": _moved(0.2, 0.2, 0.2 * drift * 1.3)}, **flag} for s in (10, 20)),
+           "base_samples": {"s.png": moved(0.2 * drift * 1.3)}, **flag} for s in (10, 20)),
     ])
     v = run_verdict(run)
+    dg = diagnose(run, write=False)
+    if kind == "masked_subject_only":
+        assert v.label == "fit" and v.summary.code != "verdict.summary.over_masked"
+        text = " ".join(words.say(e, "en") for e in v.evidence)
+        assert "backgrounds the masks leave free moved, not the subject" in text
+        assert "마스크 밖의 배경이 움직인 것" in " ".join(words.say(e, "ko") for e in v.evidence)
+        assert not [f for f in dg["observed"] if f["signal"].endswith("drift")]
+        assert "caption_subject_only" not in [p["id"] for p in dg["prescriptions"] if p["applicable"]]
+        return
     signal = "masked_drift" if masked else "prior_drift"
     assert v.label == "over" and {o.signal for c in v.checkpoints for o in c.observations if o.points_to == "over"} == {signal}
     assert v.summary.code == ("verdict.summary.over_masked" if masked else "verdict.summary.over")
-    dg = diagnose(run, write=False)
     first = next(c for c in dg["causes"] if not c["lesser"])
     rx = next(p for p in dg["prescriptions"] if p["applicable"] and not p["lesser"])
     assert [f["signal"] for f in dg["observed"] if f["signal"].endswith("drift")] == [signal]
@@ -173,6 +195,9 @@ def test_on_a_masked_run_a_drift_past_the_line_points_to_the_captions_background
         assert first["id"] == "masked_background_words" and rx["id"] == "caption_subject_only"
         assert "caption the subject alone" in words.say(v.summary, "en")
         assert "캡션에 대상만" in words.say(v.summary, "ko") and "배경 단어" in first["title"]["ko"]
+        if kind == "masked_leaking":  # the share it measured is said
+            assert "the trigger adds only 12%" in " ".join(words.say(e, "en") for e in v.evidence)
+            assert "캡션의 다른 단어도 대상을 그림" in " ".join(words.say(e, "ko") for e in v.evidence)
     else:
         assert first["id"] != "masked_background_words" and "caption_subject_only" not in [p["id"] for p in dg["prescriptions"]]
 

@@ -64,6 +64,19 @@ TEXTS = {
                              "subject",
                              "트리거 없이 그리는 것이 움직임: 기반 이탈 {drift:.2f} (한도 {limit:g}). 마스크 학습이라 "
                              "배경을 적은 캡션 단어가 대상을 배웠을 수 있음"),
+    "verdict.masked_drift_words": ("what the model draws without the trigger moved: prior drift {drift:.2f} (limit "
+                                   "{limit:g}) on a masked run, and the trigger adds only {share:.0%} of what a prompt "
+                                   "with it draws (a run whose trigger carries the subject: from {line:.0%}): the "
+                                   "captions' other words draw the subject too",
+                                   "트리거 없이 그리는 것이 움직임: 기반 이탈 {drift:.2f} (한도 {limit:g}), 마스크 학습. "
+                                   "트리거를 넣은 프롬프트가 그리는 것 중 트리거가 더하는 몫은 {share:.0%}뿐 (트리거가 대상을 "
+                                   "맡은 학습은 {line:.0%}부터): 캡션의 다른 단어도 대상을 그림"),
+    "verdict.masked_drift_free": ("the no-trigger prompts moved (prior drift {drift:.2f}), but the trigger still adds "
+                                  "{share:.0%} of what a prompt with it draws (from {line:.0%}): on this masked run the "
+                                  "backgrounds the masks leave free moved, not the subject",
+                                  "트리거 없는 프롬프트가 움직임 (기반 이탈 {drift:.2f}). 그래도 트리거를 넣은 프롬프트가 "
+                                  "그리는 것의 {share:.0%}를 트리거가 더함 ({line:.0%}부터): 마스크 학습에서 마스크 밖의 "
+                                  "배경이 움직인 것이지 대상이 샌 것이 아님"),
     "verdict.prior_kept": ("what the model draws without the trigger stays the base model's: prior drift {drift:.2f}",
                            "트리거 없이 그리는 것은 기반 모델 그대로: 기반 이탈 {drift:.2f}"),
     "verdict.memorising": ("the training pictures' loss fell away from the held-out pictures': memorisation {mem:+.0%} (limit {limit:+.0%})",

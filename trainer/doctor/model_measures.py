@@ -18,6 +18,12 @@
 - ``prior_drift``: how far the LoRA moved the prediction on pictures without the trigger (the base model's own
   step-0 no-trigger samples, which it never trains on; without them the prior pictures), as a share of the base
   model's own error on them (0 at step 0).
+- ``trigger_share`` (masked runs): on the same pictures, the no-trigger prompt with the trigger put in, against
+  the base model's prediction: the share of that move the trigger itself adds beyond the LoRA's prediction without
+  it. Masked training leaves the backgrounds free to move, so a masked run's prior drift passes its line whether
+  or not the subject leaks; where the captions' other words (place, size, background) learnt the subject, the
+  trigger adds little to a prompt that already draws it (the demo world's masked runs with their captions as
+  written: 0.07-0.18), where the captions name the subject alone it adds much (0.33-0.62).
 - ``memorisation``: the held-out pictures' loss against the training pictures' at the same timesteps, as a change
   from step 0's ratio (None without held-out pictures).
 - per picture: each training picture's own trigger gain, so one the trigger learned unlike the rest (a picture
@@ -89,6 +95,15 @@ def _drift(prior: dict[str, dict]) -> float | None:
     return _total(prior, "move") / base if base > 0 else None
 
 
+def _trigger_share(prior: dict[str, dict]) -> float | None:
+    """Of how far a no-trigger prompt with the trigger put in moves the prediction from the base model's, the share
+    the trigger itself adds (None where the row has no such reading: an unmasked run, an older file)."""
+    if not prior or any("reach" not in v or "add" not in v for v in prior.values()):
+        return None
+    reach = _total(prior, "reach")
+    return _total(prior, "add") / reach if reach > 0 else None
+
+
 def _mean_loss(pictures: dict[str, Any], name: str | None = "caption") -> float | None:
     values = [x for v in pictures.values() for x in (v[name] if name else v)]
     return sum(values) / len(values) if values else None
@@ -120,6 +135,7 @@ def measures_by_step(run_dir: str | Path) -> dict[int, dict[str, Any]]:
                      "plain_hold": None if ratio_s is None else 1.0 - ratio_s,
                      "trigger_gain": None if gain is None or gain0 is None else gain - gain0,
                      "prior_drift": _drift(r[source]) if source else None, "prior_source": source,
+                     "trigger_share": _trigger_share(r[source]) if source else None,
                      "memorisation": None if ratio is None or ratio0 is None else ratio / ratio0 - 1.0,
                      "masked": bool(r.get("masked"))}
     return out
@@ -177,11 +193,12 @@ def model_findings(run_dir: str | Path) -> list[Any]:
     diagnosis): no-trigger predictions that moved past the verdict's line, training pictures pulling away from
     the held-out ones, and pictures that learn unlike the rest."""
     from trainer.doctor.detectors import Finding
-    from trainer.doctor.verdict import DRIFT_LIMIT, MEMO_LIMIT
+    from trainer.doctor.verdict import DRIFT_LIMIT, MEMO_LIMIT, backgrounds_moved
 
     measured = measures_by_step(run_dir)
     out = []
-    drifted = [(s, m["prior_drift"]) for s, m in measured.items() if (m["prior_drift"] or 0.0) > DRIFT_LIMIT]
+    drifted = [(s, m["prior_drift"]) for s, m in measured.items()
+               if (m["prior_drift"] or 0.0) > DRIFT_LIMIT and not backgrounds_moved(m)]
     if drifted:
         step, drift = drifted[0]
         signal = "masked_drift" if measured[step].get("masked") else "prior_drift"

@@ -56,6 +56,12 @@ HOLD_SHOWS = 0.755  # trigger hold from which the trigger alone brings the subje
 HOLD_EDGE = 0.70  # from here to HOLD_SHOWS: the transition, where the pictures decide (the 1x step-400 saves)
 # Healthy demo saves drifted 0.25-0.94 (one 1.07), without prior images 1.2-1.7, at 10x the lr 1.9-5.3.
 DRIFT_LIMIT = 1.1  # prior drift past which what the model draws without the trigger has moved
+# A masked run's drift passes DRIFT_LIMIT whether or not its subject leaks (the demo world's masked saves: 1.19-1.71).
+# Where the trigger adds at least this share of what a no-trigger prompt with it put in moves (trigger_share), the
+# captions' other words did not learn the subject and the drift is the backgrounds masked training leaves free:
+# with the captions as written 0.07-0.18 (18 of 24 saves leaking), captions naming the subject alone 0.33-0.62
+# (1 of 16), scripts/doctor_masked.py.
+SHARE_LINE = 0.25
 HOLD_GROWS = 0.05  # an under-trained save whose hold is not this far above an earlier save's has stopped learning
 MEMO_LIMIT = 0.5  # memorisation past which the training pictures pull away from the held-out ones
 # Once something strong was measured, the pixel scores (they move with any weight change on a small model and
@@ -188,6 +194,13 @@ def _picture_observations(row: dict[str, Any], measured: bool, best_adherence: f
     return obs
 
 
+def backgrounds_moved(m: dict[str, Any]) -> bool:
+    """A masked run's save (a row of :func:`trainer.doctor.model_measures.measures_by_step`) whose prior drift is the
+    backgrounds masked training leaves free, not the subject: the trigger still adds its share."""
+    share = m.get("trigger_share")
+    return bool(m.get("masked")) and share is not None and share >= SHARE_LINE
+
+
 def model_observations(m: dict[str, Any], dose_reached_zone: bool = True) -> list[Observation]:
     """What the run's own model says of one save (a row of :func:`trainer.doctor.model_measures.measures_by_step`,
     with a judge's ``likeness`` where one read the save's pictures: in the hold's transition band that reading
@@ -212,11 +225,17 @@ def model_observations(m: dict[str, Any], dose_reached_zone: bool = True) -> lis
         else:
             obs.append(Observation("model", "fit", "strong", msg("verdict.trigger_hold", hold=hold)))
     if drift is not None:
-        if drift > DRIFT_LIMIT:  # on a masked run it passes the line leaking or not: a judge's leakage then decides
+        if drift > DRIFT_LIMIT and backgrounds_moved(m):  # the trigger still carries the subject
+            obs.append(Observation("model", "fit", "moderate", msg(
+                "verdict.masked_drift_free", drift=drift, share=m["trigger_share"], line=SHARE_LINE)))
+        elif drift > DRIFT_LIMIT:  # on a masked run it passes the line leaking or not: a judge's leakage then decides
             moved = "masked_drift" if m.get("masked") else "prior_drift"
             strength = "weak" if moved == "masked_drift" and m.get("likeness") is not None else "strong"
-            obs.append(Observation("model", "over", strength, msg(f"verdict.{moved}", drift=drift, limit=DRIFT_LIMIT),
-                                   moved))
+            said = msg(f"verdict.{moved}", drift=drift, limit=DRIFT_LIMIT)
+            if moved == "masked_drift" and m.get("trigger_share") is not None:
+                said = msg("verdict.masked_drift_words", drift=drift, limit=DRIFT_LIMIT, share=m["trigger_share"],
+                           line=SHARE_LINE)
+            obs.append(Observation("model", "over", strength, said, moved))
         else:
             obs.append(Observation("model", "fit", "moderate", msg("verdict.prior_kept", drift=drift)))
     if mem is not None and mem > MEMO_LIMIT:
@@ -251,7 +270,7 @@ def checkpoint_verdicts(run_dir: str | Path, config: Config | None = None) -> li
     for step in steps:
         obs: list[Observation] = []
         mrow = {k: v for k, v in model.get(step, {}).items()
-                if k in ("trigger_hold", "trigger_gain", "prior_drift", "memorisation", "masked")}
+                if k in ("trigger_hold", "trigger_gain", "prior_drift", "memorisation", "masked", "trigger_share")}
         mrow["hold_before"] = max((m["trigger_hold"] for s, m in model.items()
                                    if 0 < s < step and m.get("trigger_hold") is not None), default=None)
         row = {**measured.get(step, {}), **mrow, **({"val_loss": vals[step]} if step in vals else {})} or None

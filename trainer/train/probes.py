@@ -182,13 +182,24 @@ def subject_losses(pset: ProbeSet, denoise: Denoiser, timesteps: list[int], trig
     return out
 
 
+def trigger_prompt(prompt: str, trigger: str) -> str:
+    """A no-trigger prompt with the trigger put first, as the sample prompts write it."""
+    return f"{trigger.strip()}, {prompt}" if prompt.strip() else trigger.strip()
+
+
 @torch.no_grad()
-def prior_losses(pset: ProbeSet, denoise: Denoiser, timesteps: list[int], lora) -> dict[str, dict]:
+def prior_losses(pset: ProbeSet, denoise: Denoiser, timesteps: list[int], lora, trigger: str = "") -> dict[str, dict]:
     """key → {"lora": the loss per timestep with the LoRA, "base": with it off (the base model), "move": the mean
-    squared move of the prediction between the two}."""
+    squared move of the prediction between the two}. With ``trigger`` (a masked run) also "reach": how far the
+    same prompt with the trigger put in moves the prediction from the base model's, and "add": how much of that
+    the trigger adds to the LoRA's own prediction without it (:func:`trainer.doctor.model_measures` reads their
+    ratio as the trigger's share)."""
     out = {}
     for idx in denoise.batches(pset):
         pred, target = denoise.run(pset, idx, timesteps, pset.captions)
+        with_trigger = None
+        if trigger.strip():
+            with_trigger, _ = denoise.run(pset, idx, timesteps, [trigger_prompt(c, trigger) for c in pset.captions])
         set_lora_scale(lora, 0.0)
         try:
             base_pred, _ = denoise.run(pset, idx, timesteps, pset.captions)
@@ -196,6 +207,9 @@ def prior_losses(pset: ProbeSet, denoise: Denoiser, timesteps: list[int], lora) 
             set_lora_scale(lora, 1.0)
         for i, lo, ba, mv in zip(idx, _per_step(pred, target), _per_step(base_pred, target), _per_step(pred, base_pred)):
             out[pset.keys[i]] = {"lora": lo, "base": ba, "move": mv}
+        if with_trigger is not None:
+            for i, reach, add in zip(idx, _per_step(with_trigger, base_pred), _per_step(with_trigger, pred)):
+                out[pset.keys[i]].update(reach=reach, add=add)
     return out
 
 
@@ -234,9 +248,14 @@ def measure_captions(config: Config, samples: list[Sample], report: DatasetRepor
         out += captions
         if name == "subject":
             out += [*bare_captions(captions, trigger), config.dataset.trigger]
+        elif name == "prior" and config.dataset.masked_loss and config.dataset.trigger.strip():
+            out += [trigger_prompt(c, config.dataset.trigger) for c in captions]
     if config.sample.enabled:
-        out += [p["prompt"] for p in expand_prompts(config.sample.prompts, config.dataset.trigger)
-                if p["kind"] == "no_trigger"]
+        plain = [p["prompt"] for p in expand_prompts(config.sample.prompts, config.dataset.trigger)
+                 if p["kind"] == "no_trigger"]
+        out += plain
+        if config.dataset.masked_loss and config.dataset.trigger.strip():
+            out += [trigger_prompt(p, config.dataset.trigger) for p in plain]
     return out
 
 
@@ -264,6 +283,11 @@ class ModelMeasures:
     @property
     def enabled(self) -> bool:
         return bool(self.sets)
+
+    @property
+    def masked(self) -> bool:
+        """The subject's pictures are weighed by their masks (masked training, and some picture has one)."""
+        return "subject" in self.sets and any(w is not None for w in self.sets["subject"].weights)
 
     def add_base_samples(self) -> None:
         """The base model's own step-0 no-trigger samples: what it draws without the trigger, on pictures the LoRA
@@ -302,12 +326,15 @@ class ModelMeasures:
         with preserved_training_state(m.modules()):
             if "subject" in self.sets:
                 row["subject"] = subject_losses(self.sets["subject"], denoise, ts, self.config.dataset.trigger)
-                if any(w is not None for w in self.sets["subject"].weights):
+                if self.masked:
                     row["masked"] = True  # a masked run: its prior drift reads otherwise (docs/doctor.md)
-            # the base model's own samples where there are some (never trained on); else the prior pictures
+            # the base model's own samples where there are some (never trained on); else the prior pictures; a
+            # masked run's also with the trigger put in, to tell the captions' other words learning the subject
+            # from the backgrounds moving freely
             for name in ("base_samples", "prior"):
                 if name in self.sets:
-                    row[name] = prior_losses(self.sets[name], denoise, ts, m.lora)
+                    trigger = self.config.dataset.trigger if self.masked else ""
+                    row[name] = prior_losses(self.sets[name], denoise, ts, m.lora, trigger)
                     break
             if "held_out" in self.sets:
                 row["held_out"] = plain_losses(self.sets["held_out"], denoise, ts)
