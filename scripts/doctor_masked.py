@@ -23,7 +23,6 @@ import argparse
 import os
 import shutil
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -31,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
-from doctor_calibration import VERDICT_HEADER, cached_truth, run_config, verdict_row, write_plain_folders
+from doctor_calibration import run_config, write_plain_folders
+from doctor_compare import compare
 from PIL import Image
 
 import words  # noqa: F401  run folders hold their messages worded, as the app and the CLI write them
@@ -63,48 +63,18 @@ def main() -> int:
                     help="the preset's lr times these (1: the runs above; 0.1 and 10 name their runs masked-lr10x-...)")
     ap.add_argument("--print-only", action="store_true")
     args = ap.parse_args()
-    from trainer.demo.judge import demo_labels
-    from trainer.doctor.model_measures import measures_by_step
-    from trainer.doctor.verdict import checkpoint_verdicts
-    from trainer.train.loop import run_training
-
     data, prior = write_plain_folders(args.work)
-    todo = [(f"masked{'-subject' if sub else ''}{'' if f == 1 else f'-lr{f:g}x'}-seed{s}", sub, s, f)
-            for f in args.factors for sub, seeds in ((False, args.seeds), (True, args.subject_seeds)) for s in seeds]
-    lines = ["| run | step | trigger hold | prior drift | trigger share | likeness | adherence | leakage | truth | app |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    verdicts = list(VERDICT_HEADER)
-    agree = total = 0
-    for name, subject_only, seed, factor in todo:
-        folder = args.work / "runs" / name
-        if not args.print_only and not any(folder.glob("*/*/final/lora.safetensors")):
-            shutil.rmtree(folder, ignore_errors=True)
+
+    def config(subject_only: bool, seed: int, factor: float):
+        def make(folder: Path):
             source = masked_folder(data, args.work / ("my-character-masked" + ("-subject" if subject_only else "")),
                                    subject_only)
-            t0 = time.perf_counter()
-            result = run_training(run_config(source, prior, folder, factor, seed, {"dataset.masked_loss": True}))
-            print(f"{name}: {result.status} in {time.perf_counter() - t0:.0f} s", flush=True)
-        finished = sorted(folder.glob("*/*/final/lora.safetensors"))
-        if not finished:
-            print(f"{name}: no finished run in {args.work}", file=sys.stderr)
-            continue
-        run_dir = finished[-1].parent.parent
-        truth = cached_truth(args.work, run_dir, 16)
-        labels = demo_labels([{"step": step, **r} for step, r in sorted(truth.items())])
-        model = measures_by_step(run_dir)
-        for cv in checkpoint_verdicts(run_dir):
-            m, t = model.get(cv.step, {}), truth.get(cv.step, {})
-            ok = labels.get(cv.step) == cv.label
-            agree, total = agree + ok, total + (cv.step in labels)
-            cells = [m.get("trigger_hold"), m.get("prior_drift"), m.get("trigger_share"), t.get("likeness"),
-                     t.get("adherence"), t.get("leakage")]
-            lines.append(f"| {name} | {cv.step} | " + " | ".join("—" if v is None else f"{v:.2f}" for v in cells)
-                         + f" | {labels.get(cv.step)} | {cv.label}{'' if ok else ' ✗'} |")
-        verdicts.append(verdict_row(name, run_dir))
-    print("\n".join(lines) + "\n\n" + "\n".join(verdicts))
-    print(f"\nthe app's verdict = the truth's at {agree} of {total} saves")
-    return 0
+            return run_config(source, prior, folder, factor, seed, {"dataset.masked_loss": True})
+        return make
 
+    todo = [(f"masked{'-subject' if sub else ''}{'' if f == 1 else f'-lr{f:g}x'}-seed{s}", config(sub, s, f))
+            for f in args.factors for sub, seeds in ((False, args.seeds), (True, args.subject_seeds)) for s in seeds]
+    return compare(args.work, todo, args.print_only)
 
 if __name__ == "__main__":
     raise SystemExit(main())

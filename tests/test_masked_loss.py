@@ -69,7 +69,7 @@ def test_the_loss_counts_the_masked_part_and_the_rest_at_its_weight(tmp_path, fl
     assert feeder.loss(pred, target, batch, [False]).item() == pytest.approx(5.0)  # off: the plain mean
 
 
-def test_a_short_run_trains_with_masks_and_the_scan_names_the_pictures_without(tmp_path):
+def test_a_short_run_trains_with_masks_and_the_scan_names_the_pictures_without(tmp_path, capsys):
     from trainer.data.scan import scan_dataset
     from trainer.io import read_jsonl
     from trainer.run.events import MemorySink
@@ -100,6 +100,11 @@ def test_a_short_run_trains_with_masks_and_the_scan_names_the_pictures_without(t
     assert all({"reach", "add"} <= set(v) for o in others for v in o.values())
     shares = [m["trigger_share"] for m in measures_by_step(result.run_dir).values()]
     assert all(s is not None and 0.0 <= s < 10.0 for s in shares)
+    from trainer.cli import main  # measured again after the fact, the table shows it
+
+    capsys.readouterr()
+    assert main(["measure", str(result.run_dir)]) == 0
+    assert "trigger share" in capsys.readouterr().out
 
 
 def test_sd_scripts_masked_loss_maps_to_ours():

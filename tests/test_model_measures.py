@@ -177,6 +177,15 @@ def test_on_a_masked_run_a_drift_past_the_line_points_to_the_captions_background
     ])
     v = run_verdict(run)
     dg = diagnose(run, write=False)
+    # Review shows the share as a column and says what it means, on a run that measured it
+    from ui.steps.review import measures_table, model_measures_view
+
+    table = measures_table(run, "ko").value
+    assert ("트리거 몫" in table["headers"]) == (share is not None)
+    if share is not None:
+        at = table["headers"].index("트리거 몫")
+        assert [row[at] for row in table["data"]] == [f"{share:.3g}"] * 2
+        assert "Trigger share" in model_measures_view(run, 20, "en")["model_md"]
     if kind == "masked_subject_only":
         assert v.label == "fit" and v.summary.code != "verdict.summary.over_masked"
         text = " ".join(words.say(e, "en") for e in v.evidence)

@@ -218,11 +218,12 @@ def cmd_measure(args) -> int:
         _print_json(table)
         return EXIT_OK
     print(written)
-    print(f"{'step':>7}  {'trigger hold':>12}  {'trigger gain':>12}  {'prior drift':>11}  {'memorisation':>12}")
+    cols = ["trigger_hold", "trigger_gain", "prior_drift", "memorisation"]
+    if any(m.get("trigger_share") is not None for m in table.values()):  # a masked run's
+        cols.insert(3, "trigger_share")
+    print(f"{'step':>7}  " + "  ".join(f"{k.replace('_', ' '):>13}" for k in cols))
     for step, m in table.items():
-        cells = [m.get(k) for k in ("trigger_hold", "trigger_gain", "prior_drift", "memorisation")]
-        print(f"{step:>7}  " + "  ".join(f"{'—' if v is None else f'{v:.3f}':>{w}}"
-                                         for v, w in zip(cells, (12, 12, 11, 12))))
+        print(f"{step:>7}  " + "  ".join(f"{'—' if m.get(k) is None else f'{m[k]:.3f}':>13}" for k in cols))
     return EXIT_OK
 
 

@@ -317,8 +317,10 @@ def model_measures_view(run: Path, recommended: int | None, lang: str) -> dict[s
     if len(rows) < 2:
         return {"model_plot": gr.Plot(visible=False), "model_md": ""}
     fig = model_measures_figure(rows, recommended, verdict.HOLD_SHOWS, verdict.DRIFT_LIMIT, lang)
-    return {"model_plot": gr.Plot(value=fig, visible=True),
-            "model_md": t("model_measures_meaning", lang, shows=verdict.HOLD_SHOWS, limit=verdict.DRIFT_LIMIT)}
+    said = t("model_measures_meaning", lang, shows=verdict.HOLD_SHOWS, limit=verdict.DRIFT_LIMIT)
+    if any(r.get("trigger_share") is not None for r in rows.values()):  # a masked run's
+        said += "\n\n" + t("model_measures_masked", lang, line=verdict.SHARE_LINE)
+    return {"model_plot": gr.Plot(value=fig, visible=True), "model_md": said}
 
 
 def measures_table(run: Path, lang: str, rec: dict[str, Any] | None = None) -> Any:
@@ -330,11 +332,13 @@ def measures_table(run: Path, lang: str, rec: dict[str, Any] | None = None) -> A
     model = {s: r for s, r in measures_by_step(run).items() if s > 0}
     vals = val_loss_by_step(run)  # the validation loss, when the run held pictures out for it
     best = min(vals, key=lambda s: (vals[s], s)) if vals else None
+    share = any(m.get("trigger_share") is not None for m in model.values())  # a masked run's
     rows = []
     for step in sorted(set(measured) | set(vals) | set(model)):
         r, m = measured.get(step, {}), model.get(step, {})
         row = [step, verdicts.get(step, "—"), _num(doses.get(step)), _num(m.get("trigger_hold")),
-               _num(m.get("trigger_gain")), _num(m.get("prior_drift")), _num(r.get("leakage")), _num(r.get("burn")),
+               _num(m.get("trigger_gain")), _num(m.get("prior_drift")),
+               *([_num(m.get("trigger_share"))] if share else []), _num(r.get("leakage")), _num(r.get("burn")),
                _num(r.get("likeness")) + (f" ({t('per_prompt_short', lang, n=r['judged_per_prompt'])})"
                                           if r.get("judged_per_prompt") and r.get("likeness") is not None else ""),
                _num(r.get("adherence"))]
@@ -342,7 +346,8 @@ def measures_table(run: Path, lang: str, rec: dict[str, Any] | None = None) -> A
             row.append(_num(vals.get(step)) + (" ★" if step == best else ""))
         rows.append(row)
     headers = [t("step", lang), t("col_verdict", lang), t("col_dose", lang), t("col_trigger_hold", lang),
-               t("col_trigger_gain", lang), t("col_prior_drift", lang), t("col_leakage", lang),
+               t("col_trigger_gain", lang), t("col_prior_drift", lang),
+               *([t("col_trigger_share", lang)] if share else []), t("col_leakage", lang),
                t("col_burn", lang), t("col_likeness", lang), t("col_adherence", lang)]
     return gr.Dataframe(value=rows, headers=headers + ([t("col_val_loss", lang)] if vals else []))
 
