@@ -340,10 +340,10 @@ def dose_by_step(run_dir: str | Path, config: Config | None = None) -> dict[int,
 
 def prior_kept_steps(run_dir: Path) -> set[int]:
     """The steps at which the run's own model says what it draws without the trigger stayed the base's (its prior
-    drift measured and under the verdict's limit, or a masked run's drift that is its free backgrounds). There a no-trigger picture's pixel drift, a weaker reading of the
-    same question that any weight change on a small model moves, raises nothing: healthy runs read 0.15-0.47 on the
-    demo's pictures in a plain folder and up to 0.55 on a second subject's six pictures
-    (scripts/doctor_second_subject.py), where the 0.5 line sits."""
+    drift measured and under the verdict's limit, or a masked run's drift that is its free backgrounds). There a
+    no-trigger picture's pixel drift, a weaker reading of the same question that any weight change on a small model
+    moves, raises nothing: healthy runs read 0.15-0.47 on the demo's pictures in a plain folder and up to 0.55 on a
+    second subject's six pictures (scripts/doctor_second_subject.py), where the 0.5 line sits."""
     from trainer.doctor.model_measures import measures_by_step
     from trainer.doctor.verdict import DRIFT_LIMIT, backgrounds_moved
 
