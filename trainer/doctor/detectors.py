@@ -254,8 +254,10 @@ def weight_growth_finding(rows: list[StepRow]) -> Finding | None:
 
 @detector(("dose_over", "dose_under"), reads=("plan",))
 def dose_finding(plan: dict) -> Finding | None:
+    """The dose outside the preset's zone; nothing where the optimizer sets its own step size (the plan's dose note
+    says so: Prodigy's lr is a multiplier, its dose not comparable with the zone's)."""
     zone = plan.get("dose_zone")
-    if zone not in ("under", "over"):
+    if zone not in ("under", "over") or plan.get("dose_note"):
         return None
     dose, lo, hi = plan["dose"], plan["dose_low"], plan["dose_high"]
     if zone == "over":

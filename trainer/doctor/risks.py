@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from trainer.config.choices import optimizer_spec
 from trainer.config.schema import Config
 from trainer.doctor.detectors import Finding
 from trainer.doctor.registry import detector
@@ -36,10 +37,16 @@ def baseline(cfg: Config, extra_dirs: list[Path] | None = None) -> tuple[Config,
         return None
 
 
+def sets_own_step(cfg: Config) -> bool:
+    """The optimizer sets its own step size (Prodigy): its lr is a multiplier, and the dose is not comparable."""
+    return bool(optimizer_spec(cfg.optim.optimizer).dose_note)
+
+
 def lr_ratio(cfg: Config, extra_dirs: list[Path] | None = None) -> tuple[float, float, str] | None:
-    """(the run's lr ÷ the preset's, the preset's lr, the preset's name), or None without a readable preset."""
+    """(the run's lr ÷ the preset's, the preset's lr, the preset's name), or None without a readable preset or when
+    one optimizer sets its own step size and the other does not (Prodigy's lr 1 beside AdamW's 3e-3 is no ratio)."""
     base = baseline(cfg, extra_dirs)
-    if base is None or base[0].optim.lr <= 0:
+    if base is None or base[0].optim.lr <= 0 or sets_own_step(cfg) != sets_own_step(base[0]):
         return None
     return cfg.optim.lr / base[0].optim.lr, base[0].optim.lr, base[1]
 
@@ -72,7 +79,7 @@ def start_risks(cfg: Config, plan: Any, extra_dirs: list[Path] | None = None) ->
     ``DOSE_FAR`` times the top of the zone, an lr more than ``LR_FAR`` times off the preset's. Empty: start at once."""
     out = []
     dose, high = plan.dose, plan.dose_high
-    if high > 0 and dose > DOSE_FAR * high:
+    if high > 0 and dose > DOSE_FAR * high and not plan.dose_note:  # Prodigy's dose is a multiplier's
         out.append(msg("risk.dose_far", dose=dose, times=dose / high, low=plan.dose_low, high=high))
     lr = lr_far_finding(cfg, extra_dirs)
     if lr is not None:
