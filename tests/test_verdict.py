@@ -326,7 +326,11 @@ def test_an_optimizer_that_sets_its_own_step_is_not_held_to_adamws_lr_or_dose(de
     assert start_risks(cfg, plan) == [] and lr_far_finding(cfg) is None
     assert dose_finding({"dose_zone": plan.dose_zone, "dose": plan.dose, "dose_low": plan.dose_low,
                          "dose_high": plan.dose_high, "dose_note": words.say(plan.dose_note)}) is None
-    assert plan_verdict(plan).observations[0].strength == "weak"
+    forecast = plan_verdict(plan)
+    assert forecast.observations[0].strength == "weak"
+    assert "sets its own step size" in words.say(forecast.summary) and "lower the learning rate" not in words.say(
+        forecast.summary)
+    assert "걸음 크기를 스스로" in words.say(forecast.summary, "ko")
     cfg.optim.optimizer = "adamw"  # the same lr with AdamW is the far lr it looks like
     _, plan = plan_from_config(cfg)
     assert len(start_risks(cfg, plan)) == 2 and lr_far_finding(cfg).level == "error"

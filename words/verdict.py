@@ -22,6 +22,10 @@ TEXTS = {
     "verdict.where_step": ("step {step}'s", "{step}스텝의"),
     "verdict.where_reached": ("the dose reached at step {step}:", "{step}스텝까지의"),
     "verdict.forecast": ("From the dose alone: {advice}.", "학습량만으로 본 예상입니다. {advice}."),
+    "verdict.forecast.own_step": ("this optimizer sets its own step size, so the dose says little; the pictures of "
+                                  "the run will tell, and Review judges each checkpoint by them",
+                                  "이 옵티마이저는 걸음 크기를 스스로 정하므로 학습량으로는 알 수 없습니다. 실행의 그림이 "
+                                  "말해 주며, 검토 단계가 체크포인트마다 그림으로 판정합니다"),
     "verdict.forecast.fit": ("the pictures of the run will tell; Review judges each checkpoint by them",
                              "실제 판단은 학습 뒤 그림으로 합니다. 검토 단계가 체크포인트마다 그림으로 판단합니다"),
     "verdict.forecast.under": ("expect a weak likeness: raise the steps or the learning rate (one of the two)",

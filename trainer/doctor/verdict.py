@@ -135,7 +135,9 @@ def plan_verdict(plan: Any) -> Verdict:
     strength = "weak" if get("dose_note") else "moderate"  # prodigy: the lr is a multiplier
     obs = _dose_observation(dose, low, high, strength, msg("verdict.where_plan"))
     label = obs.points_to or "fit"
-    summary = msg("verdict.forecast", advice=Msg(f"verdict.forecast.{label}"))
+    # an optimizer that sets its own step size: the dose forecasts nothing, so no advice to move the lr or steps
+    advice = "verdict.forecast.own_step" if get("dose_note") else f"verdict.forecast.{label}"
+    summary = msg("verdict.forecast", advice=Msg(advice))
     return Verdict(label, [obs.line()], None, summary, (obs,), forecast=True)
 
 
