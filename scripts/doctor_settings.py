@@ -41,7 +41,7 @@ VARIANTS = {  # name -> the one setting changed
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", type=Path, default=Path("runs/doctor-calibration"))
-    ap.add_argument("--seeds", type=int, nargs="+", default=[42])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[42, 1])
     ap.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=list(VARIANTS))
     ap.add_argument("--print-only", action="store_true")
     args = ap.parse_args()
