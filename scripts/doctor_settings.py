@@ -9,9 +9,10 @@ The lines the verdict reads (trigger hold, prior drift) were set on the ``demo-c
 the demo character's 20 pictures and the 30 prior scenes, in plain folders (no demo manifest: the app judges them as
 it judges yours), train on that preset with one setting changed as users change it, the dose kept in the zone: a
 smaller rank (4, alpha 4, convolutions at 4), LoRA on attention and feed-forward instead of the cross-attention's
-keys and values, no trained trigger embedding, and Prodigy (lr 1, its own step size) in place of AdamW. The truth is
-the demo's own picture measures on 16 pictures a prompt (``scripts/doctor_compare.py``); printed per save: the model
-measures, the truth and both verdicts; then each run's verdict and first cause.
+keys and values, no trained trigger embedding, Prodigy (lr 1, its own step size) in place of AdamW, and a LoRA on
+the text encoder too. The truth is the demo's own picture measures on 16 pictures a prompt
+(``scripts/doctor_compare.py``); printed per save: the model measures, the truth and both verdicts; then each run's
+verdict and first cause.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ VARIANTS = {  # name -> the one setting changed
     "attn-ff": {"lora.targets": "attn_ff"},
     "no-trigger-embedding": {"lora.trigger_embedding": False},
     "prodigy": {"optim.optimizer": "prodigy", "optim.lr": 1.0, "optim.embedding_lr": 0.0},
+    "text-encoder": {"lora.train_text_encoder": True},
 }
 
 
