@@ -25,7 +25,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainer.config.choices import optimizer_spec
 from trainer.config.schema import Config
 from trainer.doctor.evidence import (  # the evidence's vocabulary, used by every reader of a verdict
     LABEL_TEXT,
@@ -35,6 +34,7 @@ from trainer.doctor.evidence import (  # the evidence's vocabulary, used by ever
 )
 from trainer.doctor.progress import failure, still_training, unfinished
 from trainer.doctor.registry import RunInputs, collect, detector_for, detectors
+from trainer.doctor.risks import sets_own_step
 from trainer.doctor.verdict_summary import summary_of
 from trainer.message import Msg, msg
 from trainer.run.rundir import RunPaths, planned_steps
@@ -233,10 +233,9 @@ def model_observations(m: dict[str, Any], dose_reached_zone: bool = True) -> lis
         elif drift > DRIFT_LIMIT:  # on a masked run it passes the line leaking or not: a judge's leakage then decides
             moved = "masked_drift" if m.get("masked") else "prior_drift"
             strength = "weak" if moved == "masked_drift" and m.get("likeness") is not None else "strong"
-            said = msg(f"verdict.{moved}", drift=drift, limit=DRIFT_LIMIT)
-            if moved == "masked_drift" and m.get("trigger_share") is not None:
-                said = msg("verdict.masked_drift_words", drift=drift, limit=DRIFT_LIMIT, share=m["trigger_share"],
-                           line=SHARE_LINE)
+            share = m.get("trigger_share") if moved == "masked_drift" else None  # said where it was measured
+            said = (msg(f"verdict.{moved}", drift=drift, limit=DRIFT_LIMIT) if share is None else
+                    msg("verdict.masked_drift_words", drift=drift, limit=DRIFT_LIMIT, share=share, line=SHARE_LINE))
             obs.append(Observation("model", "over", strength, said, moved))
         else:
             obs.append(Observation("model", "fit", "moderate", msg("verdict.prior_kept", drift=drift)))
@@ -266,7 +265,7 @@ def checkpoint_verdicts(run_dir: str | Path, config: Config | None = None) -> li
     strong = judged or any(m.get("trigger_hold") is not None for m in model.values())
     # an optimizer that sets its own step size (a dose note) makes the lr a multiplier: the dose is not comparable;
     # and once the model or a judge was measured, the dose only supports
-    dose_strength = "weak" if strong or optimizer_spec(config.optim.optimizer).dose_note else "moderate"
+    dose_strength = "weak" if strong or sets_own_step(config) else "moderate"
     out = []
     best_adh: float | None = None  # the best adherence up to this save: overfitting is a fall from an earlier peak
     for step in steps:

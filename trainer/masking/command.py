@@ -45,7 +45,7 @@ def add_commands(sub: Any) -> None:
 def cmd_mask(args: argparse.Namespace) -> int:
     from trainer.caption.journal import undo_last
     from trainer.caption.run import pictures_of
-    from trainer.masking.makers import choose, load_masker, prompts_of
+    from trainer.masking.makers import choose, load_masker
     from trainer.masking.run import check, mask_folder
 
     lang = args.lang
@@ -56,9 +56,7 @@ def cmd_mask(args: argparse.Namespace) -> int:
               if args.json else words.say("mask.undone", lang, what=change.what, n=len(change.files)))
         return 0
     check(args.threshold, args.expand)
-    if args.masker == "clipseg" and not prompts_of(args.prompt):
-        raise UserError(msg("mask.error.no_prompt"))
-    choice = choose(args.masker, args.model)
+    choice = choose(args.masker, args.model, args.prompt)  # no words for CLIPSeg: said before a model is loaded
     masker = load_masker(choice)
     try:
         run = mask_folder(folder, masker, prompt=args.prompt, mode=args.mode, threshold=args.threshold,

@@ -124,9 +124,13 @@ class MaskerChoice:
     model: str
 
 
-def choose(kind: str, model: str = "") -> MaskerChoice:
+def choose(kind: str, model: str = "", prompt: str | None = None) -> MaskerChoice:
+    """The maker of ``kind`` and its model (the kind's usual one when none is given). With ``prompt``, a maker that
+    needs words to look for (CLIPSeg) and has none is refused here, before a model is loaded."""
     if kind not in KINDS:
         raise UserError(msg("mask.error.kind", kind=kind, kinds=", ".join(KINDS)))
+    if kind == "clipseg" and prompt is not None and not prompts_of(prompt):
+        raise UserError(msg("mask.error.no_prompt"))
     return MaskerChoice(kind, model.strip() or DEFAULT_MODELS[kind])
 
 

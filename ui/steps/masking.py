@@ -18,10 +18,8 @@ from trainer.caption.journal import undo_last
 from trainer.caption.run import pictures_of
 from trainer.data.images import load_image_rgb
 from trainer.data.masks import mask_image
-from trainer.errors import UserError
-from trainer.masking.makers import KINDS, choose, load_masker, prompts_of
+from trainer.masking.makers import KINDS, choose, load_masker
 from trainer.masking.run import MODES, MaskRun, Mode, check, mask_folder, overlay
-from trainer.message import msg
 
 from ..binding import UI, ok_box
 from ..fields import NAMES
@@ -108,10 +106,9 @@ def wire(ui: UI) -> None:
         root, _ = pictures_of(cfg.dataset.path, cfg.dataset.caption_ext)  # a folder without pictures is named first
         threshold, expand = float(settings["mask_threshold"] or 0), int(settings["mask_expand"] or 0)
         check(threshold, expand)
-        kind = settings["mask_kind"] or "clipseg"
-        if kind == "clipseg" and not prompts_of(settings["mask_prompt"] or ""):  # said before a model is loaded
-            raise UserError(msg("mask.error.no_prompt"))
-        masker = load_masker(choose(kind, settings["mask_model"] or ""))
+        # no words for CLIPSeg: said before a model is loaded
+        masker = load_masker(choose(settings["mask_kind"] or "clipseg", settings["mask_model"] or "",
+                                    settings["mask_prompt"] or ""))
         try:
             mode: Mode = "overwrite" if settings["mask_mode"] == "overwrite" else "fill"
             run = mask_folder(root, masker, prompt=settings["mask_prompt"] or "", mode=mode, threshold=threshold,
