@@ -331,6 +331,15 @@ def test_an_optimizer_that_sets_its_own_step_is_not_held_to_adamws_lr_or_dose(de
     assert "sets its own step size" in words.say(forecast.summary) and "lower the learning rate" not in words.say(
         forecast.summary)
     assert "걸음 크기를 스스로" in words.say(forecast.summary, "ko")
+    # the Plan step forecasts no label from that dose: not "Expected verdict: over-trained" beside the note
+    from ui.steps.plan import render_plan
+
+    assert forecast.label == "none"
+    for lang, said in (("en", "the pictures will tell"), ("ko", "그림으로 판단")):
+        shown = render_plan(plan, lang)
+        assert said in shown["dose_md"] and words.say("verdict.label.over", lang) not in shown["dose_md"]
+        assert "does not apply" in shown["preset_dose"] if lang == "en" else "맞지 않습니다" in shown["preset_dose"]
+        assert words.say("verdict.label.over", lang) not in shown["preset_dose"]
     cfg.optim.optimizer = "adamw"  # the same lr with AdamW is the far lr it looks like
     _, plan = plan_from_config(cfg)
     assert len(start_risks(cfg, plan)) == 2 and lr_far_finding(cfg).level == "error"

@@ -20,7 +20,10 @@ def _as_json(verdict: Verdict | dict[str, Any]) -> dict[str, Any]:
 
 def badge(label: str, lang: str, forecast: bool = False) -> str:
     """"Verdict: fit" (or "Expected verdict: fit" before training), marked with the label for tests and styles."""
-    words = t("verdict_plan" if forecast else "verdict_run", lang, label=say(LABEL_TEXT[label], lang))
+    if forecast and label == "none":  # nothing forecast: an optimizer that sets its own step
+        words = t("verdict_plan_open", lang)
+    else:
+        words = t("verdict_plan" if forecast else "verdict_run", lang, label=say(LABEL_TEXT[label], lang))
     return f'<span class="ld-verdict ld-verdict-{label}" data-verdict="{label}">{ICON[label]} {html.escape(words)}</span>'
 
 

@@ -136,6 +136,10 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ui.zone_over": ("over", "과다"),
     "ui.preset_dose": ("Dose **{dose}** over {total} steps (this preset's zone {low}–{high}): **{zone}**.",
                        "{total} 스텝의 학습량 **{dose}** (이 프리셋의 범위 {low}–{high}): **{zone}**."),
+    "ui.preset_dose_own_step": ("Dose **{dose}** over {total} steps: this optimizer sets its own step size, so this "
+                                "preset's zone ({low}–{high}) does not apply.",
+                                "{total} 스텝의 학습량 **{dose}**: 이 옵티마이저는 걸음 크기를 스스로 정하므로 이 "
+                                "프리셋의 범위({low}–{high})가 맞지 않습니다."),
     # 3 preset
     "ui.memory_title": ("Will it fit? Estimated peak memory", "들어갈까? 추정 최대 메모리"),
     "ui.memory_fit": ("Fit to memory", "메모리에 맞추기"),
@@ -348,6 +352,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     # the one verdict (trainer.doctor.verdict), shown alike on Plan, Review and Troubleshoot; dangerous settings ask first
     "ui.verdict_run": ("Verdict: {label}", "판정: {label}"),
     "ui.verdict_plan": ("Expected verdict: {label}", "예상 판정: {label}"),
+    "ui.verdict_plan_open": ("Expected verdict: the pictures will tell", "예상 판정: 그림으로 판단"),
     "ui.verdict_rests_on": ("What it rests on", "근거"),
     "ui.col_verdict": ("verdict", "판정"),
     "ui.lesser_causes": ("Also weighed, less likely for this run", "함께 따져 본 원인 (이 실행에서는 가능성 낮음)"),

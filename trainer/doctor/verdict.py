@@ -134,8 +134,9 @@ def plan_verdict(plan: Any) -> Verdict:
     dose, low, high = float(get("dose")), float(get("dose_low")), float(get("dose_high"))
     strength = "weak" if get("dose_note") else "moderate"  # prodigy: the lr is a multiplier
     obs = _dose_observation(dose, low, high, strength, msg("verdict.where_plan"))
-    label = obs.points_to or "fit"
-    # an optimizer that sets its own step size: the dose forecasts nothing, so no advice to move the lr or steps
+    # an optimizer that sets its own step size: the dose forecasts nothing (label "none": the pictures will tell), so
+    # no advice to move the lr or steps
+    label = "none" if get("dose_note") else obs.points_to or "fit"
     advice = "verdict.forecast.own_step" if get("dose_note") else f"verdict.forecast.{label}"
     summary = msg("verdict.forecast", advice=Msg(advice))
     return Verdict(label, [obs.line()], None, summary, (obs,), forecast=True)

@@ -114,8 +114,8 @@ def render_plan(plan: Plan, lang: str) -> dict[str, Any]:
                                                                t("col_batches", lang)]),
         "dose_plot": dose_gauge(plan.dose, plan.dose_low, plan.dose_high, lang),
         "dose_md": "\n\n".join(dose_text),
-        "preset_dose": t("preset_dose", lang, dose=f"{plan.dose:.3g}", low=f"{plan.dose_low:g}",
-                         high=f"{plan.dose_high:g}", zone=zone, total=plan.total_steps),
+        "preset_dose": t("preset_dose_own_step" if plan.dose_note else "preset_dose", lang, dose=f"{plan.dose:.3g}",
+                         low=f"{plan.dose_low:g}", high=f"{plan.dose_high:g}", zone=zone, total=plan.total_steps),
     }
 
 
