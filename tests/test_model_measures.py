@@ -184,7 +184,7 @@ def test_on_a_masked_run_a_drift_past_the_line_points_to_the_captions_background
     assert ("트리거 몫" in table["headers"]) == (share is not None)
     if share is not None:
         at = table["headers"].index("트리거 몫")
-        assert [row[at] for row in table["data"]] == [f"{share:.3g}"] * 2
+        assert [row[at] for row in table["data"]] == [f"{share:.0%}"] * 2  # as the words say it
         assert "Trigger share" in model_measures_view(run, 20, "en")["model_md"]
     if kind == "masked_subject_only":
         assert v.label == "fit" and v.summary.code != "verdict.summary.over_masked"

@@ -338,7 +338,7 @@ def measures_table(run: Path, lang: str, rec: dict[str, Any] | None = None) -> A
         r, m = measured.get(step, {}), model.get(step, {})
         row = [step, verdicts.get(step, "—"), _num(doses.get(step)), _num(m.get("trigger_hold")),
                _num(m.get("trigger_gain")), _num(m.get("prior_drift")),
-               *([_num(m.get("trigger_share"))] if share else []), _num(r.get("leakage")), _num(r.get("burn")),
+               *([_share(m.get("trigger_share"))] if share else []), _num(r.get("leakage")), _num(r.get("burn")),
                _num(r.get("likeness")) + (f" ({t('per_prompt_short', lang, n=r['judged_per_prompt'])})"
                                           if r.get("judged_per_prompt") and r.get("likeness") is not None else ""),
                _num(r.get("adherence"))]
@@ -354,6 +354,11 @@ def measures_table(run: Path, lang: str, rec: dict[str, Any] | None = None) -> A
 
 def _num(v: float | None) -> str:
     return "—" if v is None else f"{v:.3g}"
+
+
+def _share(v: float | None) -> str:
+    """The trigger share as the verdict's words and the meaning line say it: a percentage."""
+    return "—" if v is None else f"{v:.0%}"
 
 
 def recommendation_markdown(rec: dict[str, Any] | None, lang: str, run: Path | None = None, saved: bool = False) -> str:
