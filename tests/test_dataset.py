@@ -8,6 +8,7 @@ import struct
 import tracemalloc
 import zlib
 
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -232,6 +233,66 @@ def test_duplicate_later_file_is_the_problem(tmp_path, make_image):
     assert (p["file"], p["kind"], p["excluded"]) == ("2_b/copy.png", "duplicate", True)
     assert "1_a/x.png" in words.say(p["message"])
     assert r.images == 1 and r.image_repeats == 1
+
+
+def _scene(path, seed: int, size=(96, 96)):
+    """A picture with shapes in it (a few random blocks of colour on a gradient), each seed its own."""
+    rng = np.random.default_rng(seed)
+    a = np.zeros((*size[::-1], 3), np.float32) + np.linspace(30, 200, size[0])[None, :, None]
+    for _ in range(6):
+        x, y = rng.integers(0, size[0] - 20, 2)
+        a[y:y + rng.integers(8, 30), x:x + rng.integers(8, 30)] = rng.integers(0, 256, 3)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(a.clip(0, 255).astype(np.uint8)).save(path)
+    path.with_suffix(".txt").write_text("zxc", encoding="utf-8")
+    return path
+
+
+def test_a_resized_recoloured_copy_is_named_and_kept_and_different_pictures_are_not(tmp_path):
+    """The same picture enlarged and saved as JPEG, or made brighter, is named against the first file (kept: the
+    user decides); twelve different pictures, the demo world's 50 in plain folders and a 90 % crop are not."""
+    from PIL import ImageEnhance
+
+    from trainer.demo.datasets import write_character_dataset, write_prior_dataset
+
+    for i in range(12):
+        _scene(tmp_path / "10_zxc" / f"p{i:02}.png", i)
+    src = Image.open(tmp_path / "10_zxc" / "p03.png")
+    src.resize((384, 384), Image.Resampling.BICUBIC).save(tmp_path / "10_zxc" / "web_copy.jpg", quality=70)
+    ImageEnhance.Brightness(src).enhance(1.15).save(tmp_path / "10_zxc" / "q_brighter.png")
+    src.crop((5, 5, 91, 91)).resize((96, 96)).save(tmp_path / "10_zxc" / "r_cropped.png")
+    for extra in ("web_copy", "q_brighter", "r_cropped"):
+        (tmp_path / "10_zxc" / f"{extra}.txt").write_text("zxc", encoding="utf-8")
+    r = scan_dataset(cfg(tmp_path))
+    near = [p for p in r.problems if p["kind"] == "near_copy"]
+    assert {p["file"]: p["message"].values["original"] for p in near} == {
+        "10_zxc/q_brighter.png": "10_zxc/p03.png", "10_zxc/web_copy.jpg": "10_zxc/p03.png"}
+    assert all(p["severity"] == "warning" and not p["excluded"] for p in near) and r.images == 15
+    said = words.say(near[0]["message"])
+    assert "10_zxc/p03.png" in said and "twice as often" in said and "10_zxc/p03.png" in words.say(near[0]["message"], "ko")
+    # the demo world's own pictures: the same character on the same sky a few pixels apart is not a copy
+    write_character_dataset(tmp_path / "demo" / "c")
+    write_prior_dataset(tmp_path / "demo" / "p")
+    demo = scan_dataset(cfg(tmp_path / "demo" / "c", reg_path=str(tmp_path / "demo" / "p")))
+    assert demo.images == 50 and "near_copy" not in demo.problem_counts
+
+
+def test_near_copies_are_found_across_comparison_blocks_and_flat_pictures_match_nothing(monkeypatch):
+    from trainer.data import near_copies
+
+    monkeypatch.setattr(near_copies, "_BLOCK", 3)  # 8 pictures in three blocks
+    rng = np.random.default_rng(0)
+    seen = near_copies.Seen()
+    shapes = [Image.fromarray(rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)) for _ in range(6)]
+    for i, im in enumerate(shapes):
+        seen.add(f"{i}.png", near_copies.thumbnail(im))
+    seen.add("copy_of_1.png", near_copies.thumbnail(shapes[1].resize((64, 64))))
+    seen.add("copy_of_5.png", near_copies.thumbnail(shapes[5].resize((48, 48))))
+    for shade in (40, 200):  # flat pictures (and one with a single odd pixel) have no shape to compare
+        flat = Image.new("RGB", (64, 64), (shade, shade // 2, 9))
+        flat.putpixel((0, 0), (255, 0, 255))
+        assert near_copies.thumbnail(flat) is None
+    assert [(a, b) for a, b, _ in seen.near_copies()] == [("copy_of_1.png", "1.png"), ("copy_of_5.png", "5.png")]
 
 
 def test_caption_problems_not_utf8_empty_and_no_trigger(tmp_path, make_image):

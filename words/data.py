@@ -15,6 +15,12 @@ TEXTS = {
                                    "{suffix} 파일은 읽지 않습니다. 쓰려면 PNG나 JPG로 바꾸세요."),
     "problem.duplicate": ("the same file as {original}; skipped so it is not trained twice (use repeats to weight pictures)",
                           "{original} 파일과 똑같아 건너뜁니다(두 번 학습되지 않게). 비중을 높이려면 반복 횟수를 쓰세요."),
+    "problem.near_copy": ("looks like the same picture as {original} (similarity {similarity:.3f}: resized, re-encoded or recoloured); "
+                          "that picture is trained on twice as often as the others, which pulls the LoRA toward it. Keep one, "
+                          "unless you mean to weight it (repeats do that openly)",
+                          "{original} 파일과 같은 그림으로 보입니다(유사도 {similarity:.3f}: 크기·압축·색만 바뀜). 그 그림이 "
+                          "다른 그림보다 두 배 자주 학습되어 LoRA가 그 쪽으로 끌립니다. 일부러 비중을 높인 것이 아니면 하나만 두세요"
+                          "(비중은 반복 횟수로 드러나게 줄 수 있습니다)."),
     "problem.zero_repeats": ("folder name starts with 0_ (0 repeats), so its pictures are skipped; rename it to 1_... to use them",
                              "폴더 이름이 0_로 시작해(반복 0회) 안의 그림을 건너뜁니다. 쓰려면 1_...로 바꾸세요."),
     "problem.high_repeats": ("the folder name means {repeats} repeats (kohya N_name naming); rename it if that number is not meant as repeats",

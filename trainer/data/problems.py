@@ -17,6 +17,7 @@ PROBLEM_KINDS: dict[str, tuple[str, bool]] = {
     "too_small": ("error", True),
     "unsupported_format": ("warning", True),
     "duplicate": ("warning", True),
+    "near_copy": ("warning", False),
     "zero_repeats": ("warning", True),
     "mask_files": ("info", True),
     "high_repeats": ("warning", False),

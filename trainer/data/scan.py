@@ -25,6 +25,7 @@ from trainer.data.buckets import Bucket, assign_bucket, buckets_for, upscale_fac
 from trainer.data.caption_doctor import check_captions
 from trainer.data.folders import PRIOR_PREFIX, Folder, check_root, discover_folders, mask_file
 from trainer.data.images import bit_depth, exif_orientation, has_transparency
+from trainer.data.near_copies import Seen, thumbnail
 from trainer.data.problems import problem as _problem
 from trainer.data.problems import tag_weld
 from trainer.errors import UserError
@@ -127,7 +128,7 @@ def scan_dataset(cfg: DatasetConfig | None = None, /, *, progress: Callable[[int
     ]
     items: list[ImageItem] = []
     captions: dict[str, str] = {}  # rel → the caption file's text (only real, non-empty ones)
-    seen: dict[str, str] = {}  # content hash → rel of the first file with it
+    seen = Seen()  # each file's content hash and thumbnail: exact copies are left out, near ones named
     folder_rows = []
     done, total = 0, sum(len(f.files) for f in folders)
     for f in folders:
@@ -156,6 +157,7 @@ def scan_dataset(cfg: DatasetConfig | None = None, /, *, progress: Callable[[int
         folder_rows.append({"name": f.name, "repeats": f.repeats, "images": count})
     if progress:
         progress(total, total)
+    problems += [_problem("near_copy", rel, original=o, similarity=c) for rel, o, c in seen.near_copies()]
     return _summarise(root, cfg, items, captions, problems, folder_rows)
 
 
@@ -215,8 +217,9 @@ class _Excluded(Exception):
         self.problem = _problem(kind, rel, **fmt)
 
 
-def _inspect_pixels(path: Path, rel: str, resolution: int) -> tuple[int, int, int, list[dict[str, Any]]]:
-    """Header checks first, then one full decode. Returns the upright size, EXIF orientation and notes."""
+def _inspect_pixels(path: Path, rel: str, resolution: int) -> tuple[int, int, Any, list[dict[str, Any]]]:
+    """Header checks first, then one full decode. Returns the upright size, the thumbnail near copies are found by
+    (:mod:`trainer.data.near_copies`) and notes."""
     if path.stat().st_size == 0:
         raise _Excluded("zero_byte", rel)
     limit = f"{BOMB_PIXELS:,}"
@@ -256,20 +259,20 @@ def _inspect_pixels(path: Path, rel: str, resolution: int) -> tuple[int, int, in
             notes.append(_problem("high_bit_depth", rel, bits=bits))
         if has_transparency(im):
             notes.append(_problem("alpha_channel", rel))
+        thumb = thumbnail(im)
     if orientation != 1:
         notes.append(_problem("exif_rotated", rel, orientation=orientation, w=w, h=h))
-    return w, h, orientation, notes
+    return w, h, thumb, notes
 
 
 def _scan_image(
-    path: Path, rel: str, folder: Folder, cfg: DatasetConfig, buckets: list[Bucket], seen: dict[str, str]
+    path: Path, rel: str, folder: Folder, cfg: DatasetConfig, buckets: list[Bucket], seen: Seen
 ) -> tuple[ImageItem, list[dict[str, Any]], str | None]:
     """Check one file: the item, its notes, and its caption file's text. Raises _Excluded."""
-    w, h, _, notes = _inspect_pixels(path, rel, cfg.resolution)
-    digest = _file_hash(path)
-    if digest in seen:
-        raise _Excluded("duplicate", rel, original=seen[digest])
-    seen[digest] = rel
+    w, h, thumb, notes = _inspect_pixels(path, rel, cfg.resolution)
+    if (original := seen.exact(_file_hash(path), rel)) is not None:
+        raise _Excluded("duplicate", rel, original=original)
+    seen.add(rel, thumb)
     bucket = assign_bucket(w, h, buckets)
     if max(w, h) / min(w, h) > EXTREME_ASPECT:
         notes.append(_problem("extreme_aspect", rel, ratio=max(w, h) / min(w, h), bw=bucket[0], bh=bucket[1]))
