@@ -47,3 +47,31 @@ def test_a_healthy_run_of_your_own_pictures_is_fit_warns_of_nothing_but_names_th
     first = next(c for c in d["causes"] if not c["lesser"])
     assert first["id"] == "data_problem"
     shutil.rmtree(tmp_path / "runs", ignore_errors=True)
+
+
+def test_a_picture_copied_resized_is_named_in_the_diagnosis_as_a_data_problem(tmp_path):
+    """The scan's near copy (trainer/data/near_copies.py) reaches the plan and the diagnosis: the copy and the
+    picture it copies are named in both languages, and the first cause is the data."""
+    import json
+
+    from PIL import Image
+
+    import words  # noqa: F401  the diagnosis holds its messages worded
+    from tests.helpers import tiny_config, write_toy_dataset
+
+    data = write_toy_dataset(tmp_path / "data", n=6)
+    folder = next(data.iterdir())
+    Image.open(folder / "02.png").resize((256, 256), Image.Resampling.BICUBIC).save(folder / "02_web.jpg", quality=70)
+    (folder / "02_web.txt").write_text("zxc, on sky", encoding="utf-8")
+    result = run_training(tiny_config(data, tmp_path / "runs", {"train.max_steps": 2}))
+    assert result.status == "finished", result.message
+    plan = json.loads((result.run_dir / "plan.json").read_text(encoding="utf-8"))
+    assert [(c["file"], c["original"]) for c in plan["near_copies"]] == [(f"{folder.name}/02_web.jpg",
+                                                                           f"{folder.name}/02.png")]
+    d = diagnose(result.run_dir)
+    found = next(f for f in d["observed"] if f["signal"] == "near_copy")
+    assert found["level"] == "warning"
+    for lang in ("en", "ko"):
+        assert "02_web.jpg" in found["message"][lang] and "02.png" in found["message"][lang]
+    assert "twice as often" in found["message"]["en"] and "두 배" in found["message"]["ko"]
+    assert next(c for c in d["causes"] if not c["lesser"])["id"] == "data_problem"

@@ -85,6 +85,13 @@ TEXTS = {
                                 "트리거가 학습 그림 {count}장을 나머지와 다르게 배움: {pictures}. 캡션과 나란히 열어 "
                                 "보세요. 대상이 없는 그림이나 그림에 보이는 것을 빠뜨린 캡션이 흔한 원인입니다. 캡션을 "
                                 "고치거나 그림을 빼세요"),
+    "finding.near_copy": ("{count} training picture(s) are another picture again, resized, re-encoded or recoloured: "
+                          "{pictures}. Each such picture is trained on twice as often as the rest, which pulls the LoRA "
+                          "toward its pose and background; keep one of each pair unless the weight was meant",
+                          "학습 그림 {count}장이 다른 그림의 크기·압축·색만 바꾼 사본임: {pictures}. 그런 그림은 다른 "
+                          "그림보다 두 배 자주 학습되어 LoRA가 그 자세와 배경 쪽으로 끌림. 일부러 비중을 준 것이 아니면 "
+                          "한 쌍에서 하나만 두세요"),
+    "finding.near_copy.one": ("{file} (as {original})", "{file} ({original}의 사본)"),
     "finding.picture_outlier.high": ("{picture} (the trigger carries it far more than the others)",
                                      "{picture} (트리거가 다른 그림보다 훨씬 많이 떠맡음)"),
     "finding.picture_outlier.low": ("{picture} (the trigger carries it far less: does its caption describe the subject's look?)",

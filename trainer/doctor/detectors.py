@@ -15,7 +15,7 @@ from typing import Any, cast
 
 from trainer.doctor.guard import MIN_LOSS_SCALE
 from trainer.doctor.registry import Finding, RunInputs, detector, detectors
-from trainer.message import msg
+from trainer.message import chained, msg
 from trainer.run.events import ABSENT, Alert, NonFiniteAlert, RunEvent, StepRow, given, present
 from trainer.run.events import value as _f
 
@@ -278,6 +278,18 @@ def sample_prompt_finding(plan: dict) -> Finding | None:
     return Finding("sample_prompt_seen", "warning",
                    functools.reduce(lambda a, b: msg("joined", first=a, rest=b), (c["message"] for c in copies)),
                    [], {"prompts": [{k: c[k] for k in ("index", "prompt", "files", "matches")} for c in copies]})
+
+
+@detector("near_copy", reads=("plan",))
+def near_copy_finding(plan: dict) -> Finding | None:
+    """Pictures the scan found to be another picture resized, re-encoded or recoloured (:mod:`trainer.data.near_copies`):
+    each is trained on twice as often as the rest."""
+    copies = plan.get("near_copies") or []
+    if not copies:
+        return None
+    named = [msg("finding.near_copy.one", file=c["file"], original=c["original"]) for c in copies[:5]]
+    said = msg("finding.near_copy", count=len(copies), pictures=chained("error.and", named))
+    return Finding("near_copy", "warning", said, [], {"copies": copies})
 
 
 @detector("learning_stalled", "under", "moderate")

@@ -65,6 +65,8 @@ class Plan:
     """None: no validation loss; 0: scored at every checkpoint and sample step; N: every N steps (and at the end)."""
     sample_warnings: list[dict[str, Any]] = field(default_factory=list)
     """Sample prompts that copy a training caption: ``{index, prompt, kind, files, matches, message}``."""
+    near_copies: list[dict[str, Any]] = field(default_factory=list)
+    """Pictures the scan found to be another picture resized or recoloured: ``{file, original, similarity}``."""
 
     @property
     def scheduled(self) -> bool:
@@ -186,6 +188,7 @@ def make_plan(cfg: Config, report: DatasetReport, world_size: int = 1) -> Plan:
         dose_advice=advice,
         dose_note=Msg(spec.dose_note) if (spec := optimizer_spec(cfg.optim.optimizer)).dose_note else None,
         sample_warnings=sample_prompt_warnings(cfg, report),
+        near_copies=[{"file": p["file"], **p["message"].values} for p in report.problems if p["kind"] == "near_copy"],
     )
 
 
