@@ -87,3 +87,10 @@ def test_reference_step_trains_its_lora_and_clips(tmp_path):
     assert len(seen) == 2 and all(0 < g <= 1e-3 * 1.001 for g in seen)  # clipped to max_grad_norm
     assert any(not torch.equal(before[n], p) for n, p in lora.items())
     assert all(p.grad is None for p in lora.values())
+
+
+def test_scan_benchmark_runs_and_finds_every_copy():
+    proc = subprocess.run([sys.executable, "bench/bench_scan.py", "--pictures", "3", "--size", "512", "384", "--rounds",
+                           "1"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "near copies named 3 (of 3)" in proc.stdout and "on / off (medians)" in proc.stdout
