@@ -145,6 +145,34 @@ def test_the_model_decides_the_save_and_the_dose_only_supports(tmp_path):
     assert "prior_drift" in {o.signal for c in v.checkpoints if c.step == 30 for o in c.observations}
 
 
+def test_the_dose_past_its_zone_is_said_as_information_once_the_saves_read_otherwise(tmp_path):
+    """The dose is a forecast: where the run measures its own saves it is information until they are read (live,
+    from the start), and stays so when they read no save over-trained (a constant lr, batch 2:
+    scripts/doctor_settings.py); a save read over makes it the warning it was. Without measures it warns as before;
+    a dose under the zone whose saves read the subject is said so."""
+    from trainer.doctor.plan_findings import dose_finding
+
+    over = {"dose_zone": "over", "dose": 4.17, "dose_low": 0.4, "dose_high": 3.0}
+    under = {**over, "dose_zone": "under", "dose": 0.2}
+    base = {"s.png": _moved(0.2, 0.2, 0.0)}
+    assert dose_finding(over, tmp_path).level == "warning"  # no measures: the forecast is the reading
+    _write_measures(tmp_path, [{"step": 0, "subject": _subject(0.10, 0.10), "base_samples": base}])
+    pending = dose_finding(over, tmp_path)
+    assert pending.level == "info" and "will say whether it over-trains" in words.say(pending.message)
+    assert "과적합인지는" in words.say(pending.message, "ko")
+    hold, drift = verdict.HOLD_SHOWS, verdict.DRIFT_LIMIT
+    fit = {"step": 400, "subject": _subject(0.10 * (1 - hold * 1.1), 0.10),
+           "base_samples": {"s.png": _moved(0.2, 0.2, 0.2 * drift / 2)}}
+    _write_measures(tmp_path, [{"step": 0, "subject": _subject(0.10, 0.10), "base_samples": base}, fit])
+    measured = dose_finding(over, tmp_path)
+    assert measured.level == "info" and "read no save over-trained" in words.say(measured.message)
+    assert dose_finding(under, tmp_path).message.code == "finding.dose_under_measured"
+    moved = {**fit, "step": 800, "base_samples": {"s.png": _moved(0.2, 0.2, 0.2 * drift * 2)}}
+    _write_measures(tmp_path, [{"step": 0, "subject": _subject(0.10, 0.10), "base_samples": base}, fit, moved])
+    warned = dose_finding(over, tmp_path)
+    assert warned.level == "warning" and warned.message.code == "finding.dose_over"
+
+
 def _with_trigger(row: dict, share: float, reach: float = 0.3) -> dict:
     """A masked run's base-sample row with the trigger put in: it moves the prediction ``reach`` from the base's, and
     adds ``share`` of that to the LoRA's own prediction without it."""

@@ -12,8 +12,8 @@ import pytest
 import words
 from tests.helpers import tiny_config, write_toy_dataset
 from trainer.config.schema import DEFAULT_SAMPLE_PROMPTS
-from trainer.doctor.detectors import sample_prompt_finding
 from trainer.doctor.kb import load_kb
+from trainer.doctor.plan_findings import sample_prompt_finding
 from trainer.plan.steps import plan_from_config
 
 HANGUL = re.compile(r"[\uac00-\ud7a3]")

@@ -316,7 +316,7 @@ def test_an_optimizer_that_sets_its_own_step_is_not_held_to_adamws_lr_or_dose(de
     times the zone's top and its lr 333x the preset's, though the run is healthy (scripts/doctor_settings.py: fit at
     1200 and 1392 by its pictures). Start does not ask, and no dose or lr finding is raised; the plan's note says
     why."""
-    from trainer.doctor.detectors import dose_finding
+    from trainer.doctor.plan_findings import dose_finding
     from trainer.doctor.risks import lr_far_finding
 
     cfg = demo_config.model_copy(deep=True)

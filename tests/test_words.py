@@ -107,7 +107,7 @@ def test_the_run_folder_keeps_findings_worded_as_before(tmp_path):
     """events.jsonl and plan.json are read by older versions of the app: a message in them is {"en", "ko"}."""
     import json
 
-    from trainer.doctor.detectors import dose_finding
+    from trainer.doctor.plan_findings import dose_finding
     from trainer.run.events import RunFolderSink
     from trainer.run.worded import write_worded_json
 

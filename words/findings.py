@@ -37,6 +37,26 @@ TEXTS = {
                           "과적합(자세 고정, 색 탐)이 예상됨"),
     "finding.dose_under": ("dose {dose:.3g} is below the preset's zone ({low:g}–{high:g}): it may not look alike yet",
                            "학습량 {dose:.3g}이(가) 프리셋 권장 구간({low:g}–{high:g})보다 작음: 아직 안 닮을 수 있음"),
+    "finding.dose_over_pending": ("dose {dose:.3g} is above this preset's zone ({low:g}–{high:g}); the run reads its own "
+                                  "saves as it trains, and they will say whether it over-trains",
+                                  "학습량 {dose:.3g}이(가) 이 프리셋의 구간({low:g}–{high:g})보다 큼. 학습하면서 체크포인트를 "
+                                  "스스로 재므로, 과적합인지는 그 측정이 말해 줌"),
+    "finding.dose_over_measured": ("dose {dose:.3g} is above this preset's zone ({low:g}–{high:g}), but the run's own "
+                                   "measures read no save over-trained: the zone was set for the preset's settings, and "
+                                   "the saves decide",
+                                   "학습량 {dose:.3g}이(가) 이 프리셋의 구간({low:g}–{high:g})보다 크지만, 실행이 스스로 잰 "
+                                   "측정으로는 과적합인 체크포인트가 없음: 구간은 프리셋 설정에 맞춘 것이고 판단은 "
+                                   "체크포인트가 함"),
+    "finding.dose_under_pending": ("dose {dose:.3g} is below this preset's zone ({low:g}–{high:g}); the run reads its "
+                                   "own saves as it trains, and they will say whether the subject shows",
+                                   "학습량 {dose:.3g}이(가) 이 프리셋의 구간({low:g}–{high:g})보다 작음. 학습하면서 "
+                                   "체크포인트를 스스로 재므로, 대상이 나오는지는 그 측정이 말해 줌"),
+    "finding.dose_under_measured": ("dose {dose:.3g} is below this preset's zone ({low:g}–{high:g}), but the run's own "
+                                    "measures read the subject at a save: the zone was set for the preset's settings, "
+                                    "and the saves decide",
+                                    "학습량 {dose:.3g}이(가) 이 프리셋의 구간({low:g}–{high:g})보다 작지만, 실행이 스스로 "
+                                    "잰 측정으로는 대상이 나오는 체크포인트가 있음: 구간은 프리셋 설정에 맞춘 것이고 "
+                                    "판단은 체크포인트가 함"),
     "joined": ("{first}; {rest}", "{first}; {rest}"),  # two messages as one line
     "finding.learning_stalled": ("the weights barely move: ‖Δw‖/‖w‖ over 10 steps ≤ {ratio:.2g}",
                                  "가중치가 거의 움직이지 않음: 10스텝 동안 ‖Δw‖/‖w‖ ≤ {ratio:.2g}"),

@@ -7,7 +7,6 @@ serves the live run (findings as events while it trains) and :mod:`trainer.docto
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 import statistics
@@ -15,7 +14,7 @@ from typing import Any, cast
 
 from trainer.doctor.guard import MIN_LOSS_SCALE
 from trainer.doctor.registry import Finding, RunInputs, detector, detectors
-from trainer.message import chained, msg
+from trainer.message import msg
 from trainer.run.events import ABSENT, Alert, NonFiniteAlert, RunEvent, StepRow, given, present
 from trainer.run.events import value as _f
 
@@ -250,46 +249,6 @@ def weight_growth_finding(rows: list[StepRow]) -> Finding | None:
         msg("finding.weight_norm_growth", growth=growth, s0=s0, first=first, s1=s1, last=last),
         [s0, s1], {"first": first, "last": last, "growth": growth},
     )
-
-
-@detector(("dose_over", "dose_under"), reads=("plan",))
-def dose_finding(plan: dict) -> Finding | None:
-    """The dose outside the preset's zone; nothing where the optimizer sets its own step size (the plan's dose note
-    says so: Prodigy's lr is a multiplier, its dose not comparable with the zone's)."""
-    zone = plan.get("dose_zone")
-    if zone not in ("under", "over") or plan.get("dose_note"):
-        return None
-    dose, lo, hi = plan["dose"], plan["dose_low"], plan["dose_high"]
-    if zone == "over":
-        return Finding("dose_over", "warning",
-                       msg("finding.dose_over", dose=dose, low=lo, high=hi),
-                       [], {"dose": dose, "low": lo, "high": hi})
-    return Finding("dose_under", "info",
-                   msg("finding.dose_under", dose=dose, low=lo, high=hi),
-                   [], {"dose": dose, "low": lo, "high": hi})
-
-
-@detector("sample_prompt_seen", reads=("plan",))
-def sample_prompt_finding(plan: dict) -> Finding | None:
-    """The plan's sample prompts that copy a training caption (see :func:`trainer.plan.steps.sample_prompt_warnings`)."""
-    copies = plan.get("sample_warnings") or []
-    if not copies:
-        return None
-    return Finding("sample_prompt_seen", "warning",
-                   functools.reduce(lambda a, b: msg("joined", first=a, rest=b), (c["message"] for c in copies)),
-                   [], {"prompts": [{k: c[k] for k in ("index", "prompt", "files", "matches")} for c in copies]})
-
-
-@detector("near_copy", reads=("plan",))
-def near_copy_finding(plan: dict) -> Finding | None:
-    """Pictures the scan found to be another picture resized, re-encoded or recoloured (:mod:`trainer.data.near_copies`):
-    each is trained on twice as often as the rest."""
-    copies = plan.get("near_copies") or []
-    if not copies:
-        return None
-    named = [msg("finding.near_copy.one", file=c["file"], original=c["original"]) for c in copies[:5]]
-    said = msg("finding.near_copy", count=len(copies), pictures=chained("error.and", named))
-    return Finding("near_copy", "warning", said, [], {"copies": copies})
 
 
 @detector("learning_stalled", "under", "moderate")

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 # a group of detectors: what they read, and the modules they are written in (imported when the group is collected)
 GROUPS: dict[str, tuple[str, ...]] = {
     "guard": ("trainer.doctor.detectors",),  # the guard's non-finite alerts (events)
-    "numbers": ("trainer.doctor.detectors",),  # the metric rows and the plan
+    "numbers": ("trainer.doctor.detectors", "trainer.doctor.plan_findings"),  # the metric rows and the plan
     "pictures": ("trainer.doctor.pictures",),  # the sample pictures
     "model": ("trainer.doctor.model_measures",),  # the model measures at each save
     "settings": ("trainer.doctor.risks",),  # the config against its preset

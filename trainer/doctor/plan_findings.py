@@ -1,0 +1,78 @@
+"""Findings read from the run's plan (``plan.json``): the dose against the preset's zone, sample prompts that copy
+a training caption, and pictures the scan found twice. Registered with the "numbers" detectors, so they are raised
+live and in the diagnosis alike.
+
+The dose is a forecast from the settings. Once the run's own model has read its saves
+(:mod:`trainer.doctor.model_measures`), those readings decide: a dose past the zone whose saves none read
+over-trained, or one under it whose saves read the subject, is said as information, not as a warning (a constant
+lr doubles the cosine's dose, batch 2 the steps; scripts/doctor_settings.py trains both)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from trainer.doctor.registry import Finding, detector
+from trainer.message import chained, msg
+
+
+def _model_labels(run_dir: Path | None) -> set[str] | None:
+    """What the run's own model reads at each measured step after step 0 (None: the run does not measure its
+    saves, so the dose is all there is; an empty set: measured from step 0, no save read yet)."""
+    if run_dir is None:
+        return None
+    from trainer.doctor.evidence import decide
+    from trainer.doctor.model_measures import measures_by_step
+    from trainer.doctor.verdict import model_observations
+
+    rows = measures_by_step(run_dir)
+    if not rows:
+        return None
+    return {decide(model_observations(m)) for s, m in rows.items() if s > 0 and m.get("trigger_hold") is not None}
+
+
+@detector(("dose_over", "dose_under"), reads=("plan", "run_dir"))
+def dose_finding(plan: dict, run_dir: Path | None = None) -> Finding | None:
+    """The dose outside the preset's zone; nothing where the optimizer sets its own step size (the plan's dose note
+    says so: Prodigy's lr is a multiplier, its dose not comparable with the zone's). Where the run measures its own
+    saves, they decide how it is said (the module's docstring)."""
+    zone = plan.get("dose_zone")
+    if zone not in ("under", "over") or plan.get("dose_note"):
+        return None
+    dose, lo, hi = plan["dose"], plan["dose_low"], plan["dose_high"]
+    values = {"dose": dose, "low": lo, "high": hi}
+    labels = _model_labels(run_dir)
+    level, said = "warning" if zone == "over" else "info", f"finding.dose_{zone}"
+    if labels == set():  # measured from step 0; no save read yet
+        level, said = "info", f"finding.dose_{zone}_pending"
+    elif labels and ("over" not in labels if zone == "over" else labels != {"under"}):  # the saves read otherwise
+        level, said = "info", f"finding.dose_{zone}_measured"
+    # else: no measures (the forecast is the reading), or the saves read what the dose foretold
+    if zone == "over":
+        return Finding("dose_over", level, msg(said, **values), [], values)
+    return Finding("dose_under", level, msg(said, **values), [], values)
+
+
+@detector("sample_prompt_seen", reads=("plan",))
+def sample_prompt_finding(plan: dict) -> Finding | None:
+    """The plan's sample prompts that copy a training caption (see :func:`trainer.plan.steps.sample_prompt_warnings`)."""
+    copies = plan.get("sample_warnings") or []
+    if not copies:
+        return None
+    return Finding("sample_prompt_seen", "warning",
+                   functools.reduce(lambda a, b: msg("joined", first=a, rest=b), (c["message"] for c in copies)),
+                   [], {"prompts": [{k: c[k] for k in ("index", "prompt", "files", "matches")} for c in copies]})
+
+
+@detector("near_copy", reads=("plan",))
+def near_copy_finding(plan: dict) -> Finding | None:
+    """Pictures the scan found to be another picture resized, re-encoded or recoloured (:mod:`trainer.data.near_copies`):
+    each is trained on twice as often as the rest."""
+    copies = plan.get("near_copies") or []
+    if not copies:
+        return None
+    named = [msg("finding.near_copy.one", file=c["file"], original=c["original"]) for c in copies[:5]]
+    said = msg("finding.near_copy", count=len(copies), pictures=chained("error.and", named))
+    return Finding("near_copy", "warning", said, [], {"copies": copies})
+
+
