@@ -173,6 +173,37 @@ def test_the_dose_past_its_zone_is_said_as_information_once_the_saves_read_other
     assert warned.level == "warning" and warned.message.code == "finding.dose_over"
 
 
+def test_a_prior_drift_past_its_line_at_one_save_only_is_a_passing_move_not_a_warning(tmp_path):
+    """Batch 2 and a constant lr (scripts/doctor_settings.py) drift past the line at step 400 and come back, their
+    no-trigger pictures never leaking: no warning (the save's own verdict still reads it). Two measured steps in a
+    row past it, or the last step of a run that has ended, warn; while the run trains, the last step may come back."""
+    from trainer.doctor.model_measures import model_findings
+    from trainer.doctor.plan_findings import dose_finding
+
+    drift = verdict.DRIFT_LIMIT
+    base = {"s.png": _moved(0.2, 0.2, 0.0)}
+
+    def row(step: int, moved: float) -> dict:
+        return {"step": step, "subject": _subject(0.10 * (1 - verdict.HOLD_SHOWS * 1.1), 0.10),
+                "base_samples": {"s.png": _moved(0.2, 0.2, 0.2 * moved)}}
+
+    def warned(*drifts: float) -> bool:
+        _write_measures(tmp_path, [{"step": 0, "subject": _subject(0.10, 0.10), "base_samples": base},
+                                   *(row(400 * (i + 1), d) for i, d in enumerate(drifts))])
+        return "prior_drift" in {f.signal for f in model_findings(tmp_path)}
+
+    high, low = drift * 1.3, drift * 0.7
+    assert not warned(high, low, low)  # passed and came back
+    over = {"dose_zone": "over", "dose": 4.14, "dose_low": 0.4, "dose_high": 3.0}
+    assert dose_finding(over, tmp_path).level == "info"  # and the dose past its zone is not confirmed by it
+    assert warned(low, high, high) and warned(high, high, low)  # two in a row
+    assert warned(low, low, high)  # the last save of an ended run
+    assert dose_finding(over, tmp_path).level == "warning"
+    atomic_write_text(RunPaths(tmp_path).status, json.dumps({"status": "running"}))
+    assert not warned(low, low, high)  # live: the next save may bring it back
+    assert warned(low, high, high)
+
+
 def _with_trigger(row: dict, share: float, reach: float = 0.3) -> dict:
     """A masked run's base-sample row with the trigger put in: it moves the prediction ``reach`` from the base's, and
     adds ``share`` of that to the LoRA's own prediction without it."""

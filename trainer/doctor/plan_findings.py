@@ -31,6 +31,15 @@ def _model_labels(run_dir: Path | None) -> set[str] | None:
     return {decide(model_observations(m)) for s, m in rows.items() if s > 0 and m.get("trigger_hold") is not None}
 
 
+def _over_held(run_dir: Path | None) -> bool:
+    """Whether the run's own model warns of over-training: a prior drift that stayed past its line, or
+    memorisation (a drift past it at one save only is a passing move: :func:`trainer.doctor.model_measures.model_findings`)."""
+    from trainer.doctor.model_measures import model_findings
+
+    return run_dir is not None and any(f.signal in ("prior_drift", "masked_drift", "memorising")
+                                       for f in model_findings(run_dir))
+
+
 @detector(("dose_over", "dose_under"), reads=("plan", "run_dir"))
 def dose_finding(plan: dict, run_dir: Path | None = None) -> Finding | None:
     """The dose outside the preset's zone; nothing where the optimizer sets its own step size (the plan's dose note
@@ -45,7 +54,7 @@ def dose_finding(plan: dict, run_dir: Path | None = None) -> Finding | None:
     level, said = "warning" if zone == "over" else "info", f"finding.dose_{zone}"
     if labels == set():  # measured from step 0; no save read yet
         level, said = "info", f"finding.dose_{zone}_pending"
-    elif labels and ("over" not in labels if zone == "over" else labels != {"under"}):  # the saves read otherwise
+    elif labels and not (_over_held(run_dir) if zone == "over" else labels == {"under"}):  # the saves read otherwise
         level, said = "info", f"finding.dose_{zone}_measured"
     # else: no measures (the forecast is the reading), or the saves read what the dose foretold
     if zone == "over":
