@@ -191,8 +191,8 @@ def picture_outliers(run_dir: str | Path, step: int | None = None) -> list[dict[
 def _drift_held(measured: dict[int, dict[str, Any]], past: set[int], ended: bool) -> bool:
     """Whether the prior drift stayed past its line: at two measured steps in a row, or at the last one of a run
     that has ended. A drift past the line at one step that is back under it at the next is a passing move (batch
-    2 and a constant lr, scripts/doctor_settings.py: 1.13-1.54 at step 400 of 2760, then 0.84-0.87, their no-trigger
-    pictures never leaking), not a leak; that save's own verdict still reads it (Review)."""
+    2, scripts/doctor_settings.py: 1.13 and 1.54 at step 400 of 2760, then 0.84-0.87, their no-trigger pictures
+    never leaking), not a leak; that save's own verdict still reads it (Review)."""
     steps = sorted(s for s, m in measured.items() if s > 0 and m.get("prior_drift") is not None)
     return any(a in past and b in past for a, b in itertools.pairwise(steps)) or (ended and bool(steps) and steps[-1] in past)
 
