@@ -251,3 +251,20 @@ def test_a_trigger_typed_by_hand_gets_its_prompts_and_stays_for_its_folder(ui):
                                           dataset_origin=typed["dataset_origin"]))
     assert "trigger" not in again and "sample_prompts" not in again and "run_name" not in again
     assert again["report_state"]["report"].trigger == "rty"
+
+
+def test_a_folder_typed_before_the_page_opening_scan_ran_is_scanned_without_the_demos_prior_folder(ui):
+    """The page scans its preselected dataset as it opens. A user who typed their own folder before that scan ran
+    got it scanned with the demo's prior scenes still in 'Prior images folder' (its summary counted them), though
+    Scan takes them out: now the opening scan does the same, and the fields and the message say so."""
+    from ui.steps.dataset import opening_scan
+
+    values = values_of(ui, dataset_path=str(own_folder(ui.ctx.datasets_dir / "typed-early")))
+    assert values["reg_path"] and values["val_path"]  # the demo's, as a fresh workspace fills them
+    out = opening_scan(ui, "en", None, values)
+    report = out["report_state"]["report"]
+    assert report.prior_images == 0 and report.image_repeats == report.images * report.folders[0]["repeats"]
+    assert out["reg_path"] == "" and out["val_path"] == ""
+    assert "taken out of 'Prior images folder'" in out["ds_msg"]
+    demo = opening_scan(ui, "en", None, values_of(ui))  # the demo itself keeps its folders
+    assert "reg_path" not in demo and demo["report_state"]["report"].prior_images > 0

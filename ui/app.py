@@ -171,16 +171,7 @@ def _wire_first_load(ui: UI, opened: Any) -> None:
     Start trains at once; a scan error just stays on the Dataset step."""
 
     def first_scan(*, lang: str, report_state: Any, **values: Any) -> dict[str, Any]:
-        from .steps.dataset import render_report, scan_for
-
-        out: dict[str, Any] = dict(gates.unlocks_for_runs(ui))
-        if not values.get("dataset_path"):
-            return out
-        report, state = scan_for(ui, values, lang, report_state)
-        out.update(render_report(report, lang))
-        out["report_state"] = {**state, "lang": lang}
-        out.update(gates.unlocks_after_scan(ui, values, report, lang))
-        return out
+        return {**gates.unlocks_for_runs(ui), **dataset.opening_scan(ui, lang, report_state, values)}
 
     loaded = ui.on(opened, first_scan, ["lang", "report_state", *NAMES],
                    [o for o in dataset.REPORT_OUTPUTS if o != "dataset_path"], message="ds_msg", toast=False)

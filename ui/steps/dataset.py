@@ -126,6 +126,21 @@ def scan_view(ui: UI, lang: str, values: dict[str, Any], progress: Any = None, d
     return out
 
 
+def opening_scan(ui: UI, lang: str, report_state: Any, values: dict[str, Any]) -> dict[str, Any]:
+    """The scan the page makes as it opens, of the preselected dataset (the demo), so every step that validates is
+    open. A folder typed before it ran is scanned as Scan would scan it: without the demo's prior and held-out
+    folders beside it (they were in the fields still), and the fields say so."""
+    if not values.get("dataset_path"):
+        return {}
+    dropped = demo_folders_left_behind(ui.ctx, values, lang)
+    values = {**values, **{name: "" for name in dropped}}
+    report, state = scan_for(ui, values, lang, report_state)
+    out = {**render_report(report, lang), "report_state": {**state, "lang": lang}, **{name: "" for name in dropped}}
+    if dropped:
+        out["ds_msg"] = ok_box(_dropped_note(dropped, lang).strip())
+    return {**out, **gates.unlocks_after_scan(ui, values, report, lang)}
+
+
 def wire(ui: UI) -> None:
     ctx = ui.ctx
 
@@ -196,7 +211,9 @@ def rerender_on(ui: UI, trigger: Any) -> None:
 
     def rerender(*, lang: str, report_state: Any) -> dict[str, Any]:
         state = report_state or {}
-        if state.get("report") is None or state.get("lang") == lang:
+        # a report this step never showed (no "lang": the Steps page scanned the fields as they stood, e.g. a folder
+        # typed with the demo's prior folder still beside it) is not put on show here
+        if state.get("report") is None or state.get("lang") in (None, lang):
             return {}
         return {**render_report(state["report"], lang), "report_state": {**state, "lang": lang}}
 
