@@ -268,3 +268,14 @@ def test_a_folder_typed_before_the_page_opening_scan_ran_is_scanned_without_the_
     assert "taken out of 'Prior images folder'" in out["ds_msg"]
     demo = opening_scan(ui, "en", None, values_of(ui))  # the demo itself keeps its folders
     assert "reg_path" not in demo and demo["report_state"]["report"].prior_images > 0
+
+
+def test_a_folder_typed_over_the_demos_and_left_without_scan_takes_the_demos_folders_out_of_their_fields(ui):
+    """Typed, then Tab and Next: steps without Scan, the Steps page planned the demo's 30 prior scenes with the
+    user's pictures (90 image-repeats for 60, seen in Chromium) and Start would have trained them: leaving the field
+    now empties the demo's prior and held-out folders, as Scan does. The demo's own folder keeps them."""
+    from ui.steps.dataset import leave_demo_folders
+
+    out = leave_demo_folders(ui, "ko", values_of(ui, dataset_path=str(own_folder(ui.ctx.datasets_dir / "left"))))
+    assert out["reg_path"] == "" and out["val_path"] == "" and "사전 보존 그림" in out["ds_msg"]
+    assert leave_demo_folders(ui, "en", values_of(ui)) == {}

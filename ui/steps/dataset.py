@@ -126,6 +126,14 @@ def scan_view(ui: UI, lang: str, values: dict[str, Any], progress: Any = None, d
     return out
 
 
+def leave_demo_folders(ui: UI, lang: str, values: dict[str, Any]) -> dict[str, Any]:
+    """A folder typed over the demo's and left without Scan (Tab, then Next: steps or Start): the demo's prior and
+    held-out folders come out of their fields at once, as Scan takes them out, so no step plans or trains the demo's
+    world scenes into this LoRA."""
+    dropped = demo_folders_left_behind(ui.ctx, values, lang)
+    return {**{name: "" for name in dropped}, "ds_msg": ok_box(_dropped_note(dropped, lang).strip())} if dropped else {}
+
+
 def opening_scan(ui: UI, lang: str, report_state: Any, values: dict[str, Any]) -> dict[str, Any]:
     """The scan the page makes as it opens, of the preselected dataset (the demo), so every step that validates is
     open. A folder typed before it ran is scanned as Scan would scan it: without the demo's prior and held-out
@@ -151,6 +159,12 @@ def wire(ui: UI) -> None:
     ui.on(ui["scan_btn"].click, scan, scan_inputs, REPORT_OUTPUTS, api_name="scan", message="ds_msg",
           reset=empty_report)
     ui.on(ui["dataset_path"].submit, scan, scan_inputs, REPORT_OUTPUTS, message="ds_msg", reset=empty_report)
+
+    def leave(*, lang: str, **values: Any) -> dict[str, Any]:
+        return leave_demo_folders(ui, lang, values)
+
+    ui.on(ui["dataset_path"].blur, leave, ["lang", *NAMES], ["reg_path", "val_path", "ds_msg"], message="ds_msg",
+          show_progress="hidden")
 
     def import_files(*, lang: str, upload_files: list | None, upload_name: str, report_state: Any,
                      progress=gr.Progress(), **values: Any) -> dict[str, Any]:  # noqa: B008
