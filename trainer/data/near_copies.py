@@ -17,9 +17,10 @@ NEAR_COPY = 0.99  # thumbnail correlation from which two pictures are named as o
 THUMB = 16  # the thumbnail's side in pixels
 FLAT = 2.0  # a thumbnail whose levels spread less than this (RMS, 0-255) has no shape to compare
 _BLOCK = 512  # rows compared at a time: 20 000 pictures take 40 MB, not their whole matrix
+Thumbnail = np.ndarray | None  # what :func:`thumbnail` gives
 
 
-def thumbnail(im: Image.Image) -> np.ndarray | None:
+def thumbnail(im: Image.Image) -> Thumbnail:
     """The picture as a unit vector of its 16×16 RGB thumbnail, each channel's mean removed (None for a picture
     too flat to have a shape, which would match any other flat one, or a mode that cannot be read as RGB)."""
     try:
@@ -49,7 +50,7 @@ class Seen:
         self.digests[digest] = rel
         return None
 
-    def add(self, rel: str, thumb: np.ndarray | None) -> None:
+    def add(self, rel: str, thumb: Thumbnail) -> None:
         if thumb is not None:
             self.rels.append(rel)
             self.thumbs.append(thumb)

@@ -25,7 +25,7 @@ from trainer.data.buckets import Bucket, assign_bucket, buckets_for, upscale_fac
 from trainer.data.caption_doctor import check_captions
 from trainer.data.folders import PRIOR_PREFIX, Folder, check_root, discover_folders, mask_file
 from trainer.data.images import bit_depth, exif_orientation, has_transparency
-from trainer.data.near_copies import Seen, thumbnail
+from trainer.data.near_copies import Seen, Thumbnail, thumbnail
 from trainer.data.problems import problem as _problem
 from trainer.data.problems import tag_weld
 from trainer.errors import UserError
@@ -217,7 +217,7 @@ class _Excluded(Exception):
         self.problem = _problem(kind, rel, **fmt)
 
 
-def _inspect_pixels(path: Path, rel: str, resolution: int) -> tuple[int, int, Any, list[dict[str, Any]]]:
+def _inspect_pixels(path: Path, rel: str, resolution: int) -> tuple[int, int, Thumbnail, list[dict[str, Any]]]:
     """Header checks first, then one full decode. Returns the upright size, the thumbnail near copies are found by
     (:mod:`trainer.data.near_copies`) and notes."""
     if path.stat().st_size == 0:

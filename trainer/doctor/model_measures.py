@@ -116,7 +116,11 @@ def measures_by_step(run_dir: str | Path) -> dict[int, dict[str, Any]]:
     ``trigger_gain`` (the caption against the same caption without the trigger, less step 0's), ``prior_drift``,
     ``prior_source`` and ``memorisation`` (None where the pictures it needs were not measured), for every measured
     step; {} without a measures file."""
-    rows = read_rows(run_dir)
+    return measures_from_rows(read_rows(run_dir))
+
+
+def measures_from_rows(rows: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """:func:`measures_by_step` from the rows already read (:func:`read_rows`)."""
     base = rows.get(0)
     if base is None:
         return {}
@@ -155,14 +159,15 @@ def _picture_gain(v: dict[str, list[float]]) -> float | None:
     return (bare - sum(v["caption"])) / bare if bare > 0 else None
 
 
-def picture_outliers(run_dir: str | Path, step: int | None = None) -> list[dict[str, Any]]:
+def picture_outliers(run_dir: str | Path, step: int | None = None,
+                     rows: dict[int, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The training pictures the trigger learned unlike the others between step 0 and ``step`` (the last
     measured step by default): each picture's own trigger gain (its caption against the same caption without
     the trigger) is compared with the others'. ``side`` "high": the trigger carries this picture far more than
     the rest (the picture is not the subject, or its caption leaves out what it shows, so the trigger is made to
     carry it); "low": far less (the caption already describes the subject's look, or the subject is missing).
-    With its robust ``z`` and ``gain``; most apart first."""
-    rows = read_rows(run_dir)
+    With its robust ``z`` and ``gain``; most apart first. ``rows``: the measures file already read."""
+    rows = read_rows(run_dir) if rows is None else rows
     if not rows.get(0, {}).get("subject"):
         return []
     step = max(rows) if step is None else step
@@ -197,20 +202,23 @@ def _drift_held(measured: dict[int, dict[str, Any]], past: set[int], ended: bool
     return any(a in past and b in past for a, b in itertools.pairwise(steps)) or (ended and bool(steps) and steps[-1] in past)
 
 
-@detector(("prior_drift", "masked_drift", "memorising", "picture_outlier"), group="model", reads=("run_dir",))
-def model_findings(run_dir: str | Path) -> list[Any]:
-    """What the model measures warn of, as the detectors' findings (live after each measured step, and in the
-    diagnosis): no-trigger predictions that moved past the verdict's line, training pictures pulling away from
-    the held-out ones, and pictures that learn unlike the rest."""
-    from trainer.doctor.detectors import Finding
-    from trainer.doctor.verdict import DRIFT_LIMIT, MEMO_LIMIT, backgrounds_moved
+def run_ended(run_dir: str | Path) -> bool:
+    """Whether the run has stopped (live, its last save may still come back)."""
     from trainer.run.rundir import RunStatus, run_status
 
-    measured = measures_by_step(run_dir)
+    return run_status(run_dir).get("status") != RunStatus.RUNNING
+
+
+def over_warnings(measured: dict[int, dict[str, Any]], ended: bool) -> list[Any]:
+    """The over-training warnings of the model measures (:func:`measures_by_step`'s rows): no-trigger predictions
+    that stayed past the verdict's line (:func:`_drift_held`), training pictures pulling away from the held-out
+    ones."""
+    from trainer.doctor.detectors import Finding
+    from trainer.doctor.verdict import DRIFT_LIMIT, MEMO_LIMIT, backgrounds_moved
+
     out = []
     drifted = [(s, m["prior_drift"]) for s, m in measured.items()
                if (m["prior_drift"] or 0.0) > DRIFT_LIMIT and not backgrounds_moved(m)]
-    ended = run_status(run_dir).get("status") != RunStatus.RUNNING  # live, the last save may still come back
     if drifted and _drift_held(measured, {s for s, _ in drifted}, ended):
         step, drift = drifted[0]
         signal = "masked_drift" if measured[step].get("masked") else "prior_drift"
@@ -221,7 +229,18 @@ def model_findings(run_dir: str | Path) -> list[Any]:
         step, mem = memorised[0]
         out.append(Finding("memorising", "warning", msg("finding.memorising", mem=mem, step=step, limit=MEMO_LIMIT),
                            [s for s, _ in memorised], {"memorisation": [[s, v] for s, v in memorised]}))
-    outliers = picture_outliers(run_dir)
+    return out
+
+
+@detector(("prior_drift", "masked_drift", "memorising", "picture_outlier"), group="model", reads=("run_dir",))
+def model_findings(run_dir: str | Path) -> list[Any]:
+    """What the model measures warn of, as the detectors' findings (live after each measured step, and in the
+    diagnosis): :func:`over_warnings`, and pictures that learn unlike the rest."""
+    from trainer.doctor.detectors import Finding
+
+    rows = read_rows(run_dir)
+    out = over_warnings(measures_from_rows(rows), run_ended(run_dir))
+    outliers = picture_outliers(run_dir, rows=rows)
     if outliers:
         named = [msg(f"finding.picture_outlier.{o['side']}", picture=o["picture"]) for o in outliers[:5]]
         out.append(Finding("picture_outlier", "warning",

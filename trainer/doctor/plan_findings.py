@@ -16,28 +16,22 @@ from trainer.doctor.registry import Finding, detector
 from trainer.message import chained, msg
 
 
-def _model_labels(run_dir: Path | None) -> set[str] | None:
-    """What the run's own model reads at each measured step after step 0 (None: the run does not measure its
-    saves, so the dose is all there is; an empty set: measured from step 0, no save read yet)."""
+def _model_reading(run_dir: Path | None) -> tuple[set[str], bool] | None:
+    """What the run's own model reads at each measured step after step 0, and whether it warns of over-training (a
+    prior drift that stayed past its line, or memorisation: :func:`trainer.doctor.model_measures.over_warnings`).
+    None: the run does not measure its saves, so the dose is all there is; an empty set: measured from step 0, no
+    save read yet. The measures file is read once."""
     if run_dir is None:
         return None
     from trainer.doctor.evidence import decide
-    from trainer.doctor.model_measures import measures_by_step
+    from trainer.doctor.model_measures import measures_by_step, over_warnings, run_ended
     from trainer.doctor.verdict import model_observations
 
-    rows = measures_by_step(run_dir)
-    if not rows:
+    measured = measures_by_step(run_dir)
+    if not measured:
         return None
-    return {decide(model_observations(m)) for s, m in rows.items() if s > 0 and m.get("trigger_hold") is not None}
-
-
-def _over_held(run_dir: Path | None) -> bool:
-    """Whether the run's own model warns of over-training: a prior drift that stayed past its line, or
-    memorisation (a drift past it at one save only is a passing move: :func:`trainer.doctor.model_measures.model_findings`)."""
-    from trainer.doctor.model_measures import model_findings
-
-    return run_dir is not None and any(f.signal in ("prior_drift", "masked_drift", "memorising")
-                                       for f in model_findings(run_dir))
+    labels = {decide(model_observations(m)) for s, m in measured.items() if s > 0 and m.get("trigger_hold") is not None}
+    return labels, bool(labels) and bool(over_warnings(measured, run_ended(run_dir)))
 
 
 @detector(("dose_over", "dose_under"), reads=("plan", "run_dir"))
@@ -50,11 +44,11 @@ def dose_finding(plan: dict, run_dir: Path | None = None) -> Finding | None:
         return None
     dose, lo, hi = plan["dose"], plan["dose_low"], plan["dose_high"]
     values = {"dose": dose, "low": lo, "high": hi}
-    labels = _model_labels(run_dir)
+    reading = _model_reading(run_dir)
     level, said = "warning" if zone == "over" else "info", f"finding.dose_{zone}"
-    if labels == set():  # measured from step 0; no save read yet
+    if reading and not reading[0]:  # measured from step 0; no save read yet
         level, said = "info", f"finding.dose_{zone}_pending"
-    elif labels and not (_over_held(run_dir) if zone == "over" else labels == {"under"}):  # the saves read otherwise
+    elif reading and not (reading[1] if zone == "over" else reading[0] == {"under"}):  # the saves read otherwise
         level, said = "info", f"finding.dose_{zone}_measured"
     # else: no measures (the forecast is the reading), or the saves read what the dose foretold
     if zone == "over":

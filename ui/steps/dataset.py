@@ -100,6 +100,12 @@ def _dropped_note(dropped: list[str], lang: str) -> str:
     return "".join(t(note, lang) for name, _, _, note in DEMO_FOLDERS if name in dropped)
 
 
+def _without_demo_folders(ui: UI, values: dict[str, Any], lang: str) -> tuple[dict[str, Any], list[str]]:
+    """``values`` with the demo folders left behind (:func:`demo_folders_left_behind`) emptied, and their names."""
+    dropped = demo_folders_left_behind(ui.ctx, values, lang)
+    return {**values, **{name: "" for name in dropped}}, dropped
+
+
 def scan_view(ui: UI, lang: str, values: dict[str, Any], progress: Any = None, done: str | None = None) -> dict[str, Any]:
     """A new scan of the dataset and every view of it (:data:`REPORT_OUTPUTS`): after the Scan button, and after
     anything that changed the captions (the editor, the captioner, the caption tools, Undo). Where ``values``
@@ -107,8 +113,7 @@ def scan_view(ui: UI, lang: str, values: dict[str, Any], progress: Any = None, d
     (:func:`own_data.propose`). ``done``: the message's first sentence (else "Scanned: …")."""
     progress = progress or (lambda *a, **k: None)
     progress(0, desc=t("scanning", lang))
-    dropped = demo_folders_left_behind(ui.ctx, values, lang)
-    values = {**values, **{name: "" for name in dropped}}
+    values, dropped = _without_demo_folders(ui, values, lang)
     proposed: dict[str, Any] = {}
     note = ""
     if own_data.ORIGIN in values:
@@ -140,8 +145,7 @@ def opening_scan(ui: UI, lang: str, report_state: Any, values: dict[str, Any]) -
     folders beside it (they were in the fields still), and the fields say so."""
     if not values.get("dataset_path"):
         return {}
-    dropped = demo_folders_left_behind(ui.ctx, values, lang)
-    values = {**values, **{name: "" for name in dropped}}
+    values, dropped = _without_demo_folders(ui, values, lang)
     report, state = scan_for(ui, values, lang, report_state)
     out = {**render_report(report, lang), "report_state": {**state, "lang": lang}, **{name: "" for name in dropped}}
     if dropped:
