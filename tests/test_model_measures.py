@@ -386,3 +386,13 @@ def test_a_hold_just_under_the_line_says_the_pictures_decide():
     low = said(HOLD_EDGE - 0.1)
     assert low[:2] == ("under", "low_trigger_hold") and "does not bring the subject yet" in low[2]
     assert said(HOLD_SHOWS)[0] == "fit"
+
+
+def test_the_model_measures_chart_ticks_its_steps_not_fractions_of_them():
+    from ui.step_charts import MAX_STEP_TICKS, model_measures_figure
+
+    rows = {s: {"trigger_hold": 0.1 * s, "prior_drift": 0.2} for s in (0, 1, 2)}
+    fig = model_measures_figure(rows, 2, 0.755, 1.0)
+    assert list(fig.layout.xaxis.tickvals) == [0, 1, 2]  # a tiny run: no tick at 0.5 or 1.5
+    many = {s * 100: {"trigger_hold": 0.5, "prior_drift": 0.2} for s in range(MAX_STEP_TICKS + 1)}
+    assert model_measures_figure(many, None, 0.755, 1.0).layout.xaxis.tickvals is None  # plotly spaces them

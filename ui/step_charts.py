@@ -9,6 +9,8 @@ import plotly.graph_objects as go
 
 from .plots import AXIS, BLUE, GREEN, ORANGE, RED, TEMPLATE, tr
 
+MAX_STEP_TICKS = 12  # up to this many measured steps, the model measures' step axis ticks at each of them
+
 
 def dose_gauge(dose: float, low: float, high: float, lang: str = "en") -> go.Figure:
     """The dose against the preset's zone: under (grey), fit (green), over (red)."""
@@ -65,7 +67,9 @@ def model_measures_figure(rows: dict[int, dict], recommended: int | None, hold_s
         # its rows out of the axes' room, so the step axis's title stays above it however many rows a narrow
         # screen makes of it (one placed under the plot area at a fraction of its height covered that title)
         legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0, "xanchor": "left"},
-        xaxis={**AXIS, "title": tr("step", lang)},
+        # a tick at each measured step while they are few: a run of a few steps had ticks at 0.5, 1.5
+        xaxis={**AXIS, "title": tr("step", lang),
+               **({"tickmode": "array", "tickvals": steps} if len(steps) <= MAX_STEP_TICKS else {})},
         yaxis={**AXIS, "title": tr("trigger_hold", lang)},
         yaxis2={"title": tr("prior_drift", lang), "overlaying": "y", "side": "right", "range": [0, top_drift],
                 "showgrid": False},
