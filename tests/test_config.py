@@ -109,6 +109,19 @@ def test_unknown_preset_lists_the_known_ones():
         load_preset("nope")
 
 
+def test_a_presets_subject_is_one_the_doctor_knows(tmp_path):
+    """``[preset] subject`` (character, concept or style) tells the doctor what the model measures can see; a value
+    it does not know is one message naming the file, the value and the choices."""
+    path = tmp_path / "mine.toml"
+    meta = '[preset]\nversion = 1\nname_en = "a"\nname_ko = "a"\ndescription_en = "a"\ndescription_ko = "a"\n'
+    path.write_text(meta)
+    assert load_preset(str(path)).subject == "character"
+    path.write_text(meta + 'subject = "styles"\n')
+    with pytest.raises(UserError) as e:
+        load_preset(str(path))
+    assert all(w in str(e.value) for w in (str(path), "'styles'", "character, concept, style"))
+
+
 def test_toml_writer_handles_nested_tables():
     text = dumps_toml({"a": 1, "t": {"x": 1.5, "s": "q\"", "sub": {"y": [1, 2]}}})
     assert tomllib.loads(text) == {"a": 1, "t": {"x": 1.5, "s": 'q"', "sub": {"y": [1, 2]}}}

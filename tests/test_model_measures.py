@@ -396,3 +396,35 @@ def test_the_model_measures_chart_ticks_its_steps_not_fractions_of_them():
     assert list(fig.layout.xaxis.tickvals) == [0, 1, 2]  # a tiny run: no tick at 0.5 or 1.5
     many = {s * 100: {"trigger_hold": 0.5, "prior_drift": 0.2} for s in range(MAX_STEP_TICKS + 1)}
     assert model_measures_figure(many, None, 0.755, 1.0).layout.xaxis.tickvals is None  # plotly spaces them
+
+
+def test_on_a_style_a_hold_past_its_line_is_weak_and_says_to_look_at_the_pictures(tmp_path):
+    """A style's pictures are known to the denoiser once trained on, whether or not the trigger alone draws the style
+    (docs/doctor.md, "a style"): the hold's "fit" is weak there and says so; the same run from a character preset
+    keeps it strong."""
+    from tests.test_review import _world, fake_run
+    from trainer.config.presets import load_preset
+
+    assert load_preset("sd15-style").subject == "style" and load_preset("sd3-style").subject == "style"
+    assert load_preset("demo-character").subject == "character"
+    run = fake_run(tmp_path, [10, 20], lambda step, kind: _world())
+    hold = verdict.HOLD_SHOWS
+    _write_measures(run, [
+        {"step": 0, "subject": _subject(0.10, 0.10), "base_samples": {"s.png": _moved(0.2, 0.2, 0.0)}},
+        {"step": 10, "subject": _subject(0.10 * (1 - hold * 1.1), 0.10), "base_samples": {"s.png": _moved(0.2, 0.2, 0.02)}},
+        {"step": 20, "subject": _subject(0.10 * (1 - hold * 1.2), 0.10), "base_samples": {"s.png": _moved(0.2, 0.2, 0.02)}},
+    ])
+
+    def holds() -> list[tuple[str, str]]:
+        return [(o.points_to, o.strength) for c in checkpoint_verdicts(run) for o in c.observations
+                if o.source == "model" and "hold" in words.say(o.text, "en")]
+
+    assert holds() == [("fit", "strong")] * 2  # no preset: read as a character
+    config = (run / "config.toml").read_text(encoding="utf-8")
+    atomic_write_text(run / "config.toml", config.replace('preset = ""', 'preset = "sd15-style"', 1))
+    assert holds() == [("fit", "weak")] * 2
+    v = run_verdict(run)
+    assert v.label == "fit"  # the drift and the dose still read it; the line says what the hold cannot
+    text = " ".join(words.say(e, "en") for e in v.evidence)
+    assert "does not say the trigger alone draws it" in text and "picture judge" in text
+    assert "그림 판정 모델" in " ".join(words.say(e, "ko") for e in v.evidence)

@@ -88,6 +88,10 @@ TEXTS: dict[str, tuple[str, str]] = {
     "error.preset.no_table": ("preset {path} has no [preset] table (version, name_en, name_ko, ...)",
                               "프리셋 {path}에 [preset] 표(version, name_en, name_ko, ...)가 없습니다"),
     "error.preset.missing": ("preset {path}: [preset] is missing {keys}", "프리셋 {path}: [preset]에 없는 키: {keys}"),
+    "error.preset.subject": ("preset {path}: [preset] subject is {subject!r}; write one of {known}, or leave it out "
+                             "for a character",
+                             "프리셋 {path}: [preset]의 subject에 쓸 수 있는 값: {known} (지금 값: {subject!r}). "
+                             "캐릭터라면 이 줄을 지워도 됩니다"),
     "error.preset.version": ("preset {path}: version {version!r}; this app reads version {expected}",
                              "프리셋 {path}: 버전이 {version!r}입니다. 이 앱은 버전 {expected}을(를) 읽습니다"),
     "error.preset.unknown": ("unknown preset '{name}'; known presets: {known}",

@@ -61,6 +61,14 @@ TEXTS = {
                              "트리거가 대상을 붙드는 정도가 더 늘지 않음: 트리거 장악 {hold:.3f}, 앞선 체크포인트의 {before:.3f}과 거의 같음 ({shows:g}부터 대상을 불러옴)"),
     "verdict.trigger_hold": ("the trigger alone brings the subject: trigger hold {hold:.3f}",
                              "트리거만으로 대상이 나옴: 트리거 장악 {hold:.3f}"),
+    "verdict.trigger_hold_style": ("trigger hold {hold:.3f}: the LoRA knows the style's pictures, which for a style "
+                                   "does not say the trigger alone draws it (the model denoises pictures it trained "
+                                   "on well either way); look at the grid, or have a picture judge read the saves (choose one under "
+                                   "Preset → Advanced settings, then Review: Read with the picture judge)",
+                                   "트리거 장악 {hold:.3f}: LoRA가 화풍의 그림을 익혔지만, 화풍에서는 이것만으로 트리거 "
+                                   "하나가 그 화풍을 그린다고 말할 수 없음(학습한 그림의 노이즈는 어느 쪽이든 잘 걷어 냄). "
+                                   "그리드를 직접 보거나 그림 판정 모델에 체크포인트를 읽게 하세요 (프리셋 → 고급 설정에서 "
+                                   "고른 뒤 검토 단계: '그림 판정 모델로 읽기')"),
     "verdict.prior_drift": ("what the model draws without the trigger moved: prior drift {drift:.2f} (limit {limit:g})",
                             "트리거 없이 그리는 것이 움직임: 기반 이탈 {drift:.2f} (한도 {limit:g})"),
     "verdict.masked_drift": ("what the model draws without the trigger moved: prior drift {drift:.2f} (limit {limit:g}) "

@@ -16,6 +16,7 @@ from trainer.message import msg
 
 PRESET_DIR = Path(__file__).resolve().parents[2] / "presets"
 PRESET_FORMAT_VERSION = 1
+SUBJECTS = ("character", "concept", "style")  # what a preset trains ([preset] subject; a character when unsaid)
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class Preset:
     description: dict[str, str]
     overrides: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
+    subject: str = "character"
 
     def label(self, lang: str = "en") -> str:
         return self.name.get(lang) or self.name["en"]
@@ -55,7 +57,11 @@ def _parse(path: Path) -> Preset:
         raise UserError(msg("error.preset.missing", path=path, keys=", ".join(missing)))
     if meta["version"] != PRESET_FORMAT_VERSION:
         raise UserError(msg("error.preset.version", path=path, version=meta["version"], expected=PRESET_FORMAT_VERSION))
+    subject = meta.get("subject", "character")
+    if subject not in SUBJECTS:
+        raise UserError(msg("error.preset.subject", path=path, subject=subject, known=", ".join(SUBJECTS)))
     return Preset(
+        subject=subject,
         id=path.stem,
         version=meta["version"],
         name={"en": meta["name_en"], "ko": meta["name_ko"]},

@@ -37,6 +37,19 @@ def baseline(cfg: Config, extra_dirs: list[Path] | None = None) -> tuple[Config,
         return None
 
 
+def subject_of(cfg: Config) -> str | None:
+    """What the run's preset trains (``[preset] subject``: character, concept or style); None without a preset the
+    doctor can read."""
+    from trainer.config.presets import load_preset
+
+    if not cfg.preset:
+        return None
+    try:
+        return load_preset(cfg.preset).subject
+    except (UserError, OSError, ValueError):
+        return None
+
+
 def sets_own_step(cfg: Config) -> bool:
     """The optimizer sets its own step size (Prodigy): its lr is a multiplier, and the dose is not comparable."""
     return bool(optimizer_spec(cfg.optim.optimizer).dose_note)

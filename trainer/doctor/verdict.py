@@ -34,7 +34,7 @@ from trainer.doctor.evidence import (  # the evidence's vocabulary, used by ever
 )
 from trainer.doctor.progress import failure, still_training, unfinished
 from trainer.doctor.registry import RunInputs, collect, detector_for, detectors
-from trainer.doctor.risks import sets_own_step
+from trainer.doctor.risks import sets_own_step, subject_of
 from trainer.doctor.verdict_summary import summary_of
 from trainer.message import Msg, msg
 from trainer.run.rundir import RunPaths, planned_steps
@@ -204,11 +204,13 @@ def backgrounds_moved(m: dict[str, Any]) -> bool:
     return bool(m.get("masked")) and share is not None and share >= SHARE_LINE
 
 
-def model_observations(m: dict[str, Any], dose_reached_zone: bool = True) -> list[Observation]:
+def model_observations(m: dict[str, Any], dose_reached_zone: bool = True, style: bool = False) -> list[Observation]:
     """What the run's own model says of one save (a row of :func:`trainer.doctor.model_measures.measures_by_step`,
     with a judge's ``likeness`` where one read the save's pictures: in the hold's transition band that reading
     decides). ``dose_reached_zone``: the save's dose is at least the bottom of the preset's zone; a hold that stopped
-    growing below it is explained by the dose (0.1x the lr), from there on by the LoRA's room (no convolution LoRA)."""
+    growing below it is explained by the dose (0.1x the lr), from there on by the LoRA's room (no convolution LoRA).
+    ``style``: the run trains a style; the denoiser knows the pictures it trained on whether or not the trigger alone
+    draws their style (docs/doctor.md, "a style"): a hold past its line is weak there unless a judge read the save."""
     obs = []
     hold, drift, mem, before = m.get("trigger_hold"), m.get("prior_drift"), m.get("memorisation"), m.get("hold_before")
     if hold is not None:
@@ -225,6 +227,8 @@ def model_observations(m: dict[str, Any], dose_reached_zone: bool = True) -> lis
             said = (msg("verdict.hold_edge", hold=hold, shows=HOLD_SHOWS) if hold >= HOLD_EDGE
                     else msg("verdict.low_trigger_hold", hold=hold, shows=HOLD_SHOWS))
             obs.append(Observation("model", "under", "strong", said, "low_trigger_hold"))
+        elif style and m.get("likeness") is None:
+            obs.append(Observation("model", "fit", "weak", msg("verdict.trigger_hold_style", hold=hold)))
         else:
             obs.append(Observation("model", "fit", "strong", msg("verdict.trigger_hold", hold=hold)))
     if drift is not None:
@@ -267,6 +271,7 @@ def checkpoint_verdicts(run_dir: str | Path, config: Config | None = None) -> li
     # an optimizer that sets its own step size (a dose note) makes the lr a multiplier: the dose is not comparable;
     # and once the model or a judge was measured, the dose only supports
     dose_strength = "weak" if strong or sets_own_step(config) else "moderate"
+    style = subject_of(config) == "style"
     out = []
     best_adh: float | None = None  # the best adherence up to this save: overfitting is a fall from an earlier peak
     for step in steps:
@@ -281,7 +286,7 @@ def checkpoint_verdicts(run_dir: str | Path, config: Config | None = None) -> li
             adh, like = row.get("adherence"), row.get("likeness")
             if adh is not None and (like is None or like >= LIKENESS_SHOWS):
                 best_adh = adh if best_adh is None else max(best_adh, adh)
-            obs += model_observations(row, dose is None or dose >= config.dose.fit_low)
+            obs += model_observations(row, dose is None or dose >= config.dose.fit_low, style)
             obs += _picture_observations(row, strong, best_adh)
         obs += [o for o in [validation_observation(step, vals)] if o is not None]
         if dose is not None:
