@@ -8,7 +8,7 @@ import pytest
 
 from trainer.config.overrides import parse_override
 from trainer.config.presets import list_presets, load_preset, preset_config
-from trainer.config.schema import Config, diff_configs, dumps_toml, from_dict, load_config
+from trainer.config.schema import Config, diff_configs, dumps_toml, from_dict, load_config, save_config
 from trainer.errors import UserError
 
 REQUIRED_KEYS = ["model.base", "model.family", "dataset.path", "dataset.trigger", "dataset.resolution", "dataset.repeats", "dataset.caption_ext", "dataset.shuffle_tags", "dataset.keep_tokens", "dataset.caption_dropout", "dataset.buckets", "dataset.cache_latents", "lora.rank", "lora.alpha", "lora.train_text_encoder", "optim.optimizer", "optim.lr", "optim.te_lr", "optim.scheduler", "optim.warmup_steps", "optim.max_grad_norm", "train.epochs", "train.max_steps", "train.batch_size", "train.grad_accum", "train.precision", "train.seed", "train.gradient_checkpointing", "train.noise_offset", "train.min_snr_gamma", "ema.enabled", "ema.decay", "save.output_dir", "save.name", "save.every_steps", "save.keep_last", "sample.every_steps", "sample.prompts", "sample.seed", "sample.steps", "sample.guidance", "guard.on_nonfinite"]
@@ -120,6 +120,23 @@ def test_a_presets_subject_is_one_the_doctor_knows(tmp_path):
     with pytest.raises(UserError) as e:
         load_preset(str(path))
     assert all(w in str(e.value) for w in (str(path), "'styles'", "character, concept, style"))
+
+
+def test_a_runs_config_from_a_preset_of_the_users_own_reads_back_without_it(tmp_path):
+    """The app writes a run's settings whole, with the preset's name (a preset saved in the workspace); Review,
+    the diagnosis and Continue read them back where that preset is not on the search path. A sparse config still
+    needs its preset found."""
+    from trainer.run.contents import load_run_config
+
+    cfg = Config()
+    cfg.preset, cfg.lora.rank = "my style", 7
+    run = tmp_path / "run"
+    run.mkdir()
+    save_config(cfg, run / "config.toml")
+    back = load_run_config(run)
+    assert (back.preset, back.lora.rank) == ("my style", 7) and back == cfg
+    with pytest.raises(UserError, match="unknown preset 'my style'"):
+        from_dict({"preset": "my style", "lora": {"rank": 3}})
 
 
 def test_toml_writer_handles_nested_tables():

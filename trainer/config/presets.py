@@ -71,6 +71,15 @@ def _parse(path: Path) -> Preset:
     )
 
 
+def sets_every_key(data: dict[str, Any]) -> bool:
+    """Whether a config's ``data`` sets every setting there is (as a run's ``config.toml`` does): a preset under it
+    would change nothing, so its name need not be found (a preset of the user's own is not on the search path)."""
+    from trainer.config.schema import Config, flatten
+
+    every = {k: v for k, v in Config().to_dict().items() if isinstance(v, dict)}  # the sections' settings
+    return set(flatten(every)) <= set(flatten({k: v for k, v in data.items() if isinstance(v, dict)}))
+
+
 def preset_dirs(extra: list[Path] | None = None) -> list[Path]:
     return [PRESET_DIR, *(extra or [])]
 

@@ -359,10 +359,10 @@ def from_dict(data: dict[str, Any], origin: str = "") -> Config:
             raise UserError(msg("error.config.preset_table"))
         preset_name = data["preset"] = str(origin)  # the file is its own preset
     if preset_name:
-        from trainer.config.presets import load_preset
+        from trainer.config.presets import load_preset, sets_every_key
 
-        base = load_preset(preset_name).overrides
-        data = deep_merge(base, data)
+        if not sets_every_key(data):  # a resolved config (a run's own): its preset is a name, and may be the user's
+            data = deep_merge(load_preset(preset_name).overrides, data)
     try:
         return Config.model_validate(data)
     except ValidationError as e:
