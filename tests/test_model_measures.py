@@ -428,3 +428,10 @@ def test_on_a_style_a_hold_past_its_line_is_weak_and_says_to_look_at_the_picture
     text = " ".join(words.say(e, "en") for e in v.evidence)
     assert "does not say the trigger alone draws it" in text and "picture judge" in text
     assert "그림 판정 모델" in " ".join(words.say(e, "ko") for e in v.evidence)
+    # a preset of the user's own, in the app's workspace beside its runs (<workspace>/presets, <workspace>/runs/...)
+    (tmp_path / "presets").mkdir()
+    (tmp_path / "presets" / "mine.toml").write_text(
+        '[preset]\nversion = 1\nsubject = "style"\nname_en = "m"\nname_ko = "m"\ndescription_en = "m"\n'
+        'description_ko = "m"\n', encoding="utf-8")
+    atomic_write_text(run / "config.toml", config.replace('preset = ""', 'preset = "mine"', 1))
+    assert holds() == [("fit", "weak")] * 2

@@ -203,6 +203,11 @@ def test_user_presets_save_load_and_only_by_name(app, api):
     assert loaded["lr"] == pytest.approx(3e-4) and loaded["rank"] == 4
     with pytest.raises(gradio_client.exceptions.AppError, match="not in the list of choices"):
         api("preset", preset=str(path))  # a file path is not a preset (ui.fields refuses it too)
+    from trainer.config.presets import load_preset
+
+    assert load_preset(str(path)).subject == "character"
+    api("save_preset", user_preset_name="my sd15 style", preset="sd15-style")  # a style stays one for the doctor
+    assert load_preset(str(app.ctx.presets_dir / "my sd15 style.toml")).subject == "style"
     builtin = api("save_preset", user_preset_name="demo-character")
     assert "built-in preset" in builtin["preset_msg"]
     written = api("write_config", run_name="cfgtest", lr=2e-4)

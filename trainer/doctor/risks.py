@@ -37,15 +37,15 @@ def baseline(cfg: Config, extra_dirs: list[Path] | None = None) -> tuple[Config,
         return None
 
 
-def subject_of(cfg: Config) -> str | None:
+def subject_of(cfg: Config, extra_dirs: list[Path] | None = None) -> str | None:
     """What the run's preset trains (``[preset] subject``: character, concept or style); None without a preset the
-    doctor can read."""
+    doctor can read (``extra_dirs``: where presets of the user's own are, beside the shipped ones)."""
     from trainer.config.presets import load_preset
 
     if not cfg.preset:
         return None
     try:
-        return load_preset(cfg.preset).subject
+        return load_preset(cfg.preset, extra_dirs).subject
     except (UserError, OSError, ValueError):
         return None
 

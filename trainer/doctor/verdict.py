@@ -271,7 +271,7 @@ def checkpoint_verdicts(run_dir: str | Path, config: Config | None = None) -> li
     # an optimizer that sets its own step size (a dose note) makes the lr a multiplier: the dose is not comparable;
     # and once the model or a judge was measured, the dose only supports
     dose_strength = "weak" if strong or sets_own_step(config) else "moderate"
-    style = subject_of(config) == "style"
+    style = subject_of(config, [run_dir.parents[2] / "presets"]) == "style"  # the app's workspace: its own presets
     out = []
     best_adh: float | None = None  # the best adherence up to this save: overfitting is a fall from an earlier peak
     for step in steps:

@@ -11,6 +11,7 @@ import gradio as gr
 from trainer.config.presets import PRESET_DIR, list_presets, load_preset, preset_config, presets_by_family
 from trainer.config.schema import Config, flatten, save_config
 from trainer.data.buckets import upscaling
+from trainer.doctor.risks import subject_of
 from trainer.errors import UserError
 from trainer.io import atomic_write_text
 from words import both
@@ -203,6 +204,9 @@ def save_user_preset(ui: UI, name: str, values: dict[str, Any], lang: str):
     stamp = time.strftime("%Y-%m-%d %H:%M")
     meta = {"version": 1, "name_en": name.strip(), "name_ko": name.strip(),
             **{f"description_{k}": v for k, v in both("ui.preset_saved_from_app", stamp=stamp).items()}}
+    subject = subject_of(cfg, [ui.ctx.presets_dir])  # a style stays a style for the doctor (docs/doctor.md)
+    if subject not in (None, "character"):
+        meta["subject"] = subject
     from trainer.config.schema import dumps_toml
 
     path = ui.ctx.presets_dir / f"{pid}.toml"
