@@ -50,6 +50,13 @@ def subject_of(cfg: Config, extra_dirs: list[Path] | None = None) -> str | None:
         return None
 
 
+def workspace_presets(run_dir: Path) -> list[Path]:
+    """Where the app keeps the presets of the user's own beside a run of its workspace (``<workspace>/presets``,
+    the run in ``<workspace>/runs/<name>/<id>``); [] for a run folder with no such place above it."""
+    above = Path(run_dir).resolve().parents
+    return [above[2] / "presets"] if len(above) > 2 else []
+
+
 def sets_own_step(cfg: Config) -> bool:
     """The optimizer sets its own step size (Prodigy): its lr is a multiplier, and the dose is not comparable."""
     return bool(optimizer_spec(cfg.optim.optimizer).dose_note)

@@ -34,7 +34,7 @@ from trainer.doctor.evidence import (  # the evidence's vocabulary, used by ever
 )
 from trainer.doctor.progress import failure, still_training, unfinished
 from trainer.doctor.registry import RunInputs, collect, detector_for, detectors
-from trainer.doctor.risks import sets_own_step, subject_of
+from trainer.doctor.risks import sets_own_step, subject_of, workspace_presets
 from trainer.doctor.verdict_summary import summary_of
 from trainer.message import Msg, msg
 from trainer.run.rundir import RunPaths, planned_steps
@@ -271,7 +271,7 @@ def checkpoint_verdicts(run_dir: str | Path, config: Config | None = None) -> li
     # an optimizer that sets its own step size (a dose note) makes the lr a multiplier: the dose is not comparable;
     # and once the model or a judge was measured, the dose only supports
     dose_strength = "weak" if strong or sets_own_step(config) else "moderate"
-    style = subject_of(config, [run_dir.parents[2] / "presets"]) == "style"  # the app's workspace: its own presets
+    style = subject_of(config, workspace_presets(run_dir)) == "style"
     out = []
     best_adh: float | None = None  # the best adherence up to this save: overfitting is a fall from an earlier peak
     for step in steps:
