@@ -154,3 +154,22 @@ def test_picture_folders_written_relative_in_a_file_are_relative_to_that_file(tm
     cfg = load_config(cfg_file)
     assert (cfg.dataset.path, cfg.dataset.reg_path, cfg.validation.path) == tuple(
         str(tmp_path / "project" / name) for name in ("pics", "prior", "held"))
+
+
+def test_the_doctor_finds_a_runs_preset_in_its_workspace(tmp_path):
+    """A run the app started from a preset the user saved: the diagnosis measures its lr against that preset (in
+    ``<workspace>/presets``), not against nothing."""
+    from trainer.doctor.registry import RunInputs, collect
+    from trainer.run.contents import load_run_config
+
+    (tmp_path / "presets").mkdir()
+    (tmp_path / "presets" / "mine.toml").write_text(
+        '[preset]\nversion = 1\nname_en = "m"\nname_ko = "m"\ndescription_en = "m"\ndescription_ko = "m"\n'
+        '[optim]\nlr = 1e-5\n', encoding="utf-8")
+    run = tmp_path / "runs" / "lora" / "20260101-000000"
+    run.mkdir(parents=True)
+    cfg = Config()
+    cfg.preset, cfg.optim.lr = "mine", 1e-3  # 100x the preset's
+    save_config(cfg, run / "config.toml")
+    found = [f for f in collect(RunInputs.read(run, load_run_config(run)), "settings") if f.signal == "lr_far_from_preset"]
+    assert len(found) == 1 and found[0].values["preset"] == "mine" and found[0].values["ratio"] == pytest.approx(100)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from trainer.io import read_jsonl
 from trainer.message import Msg
 from trainer.run.events import FindingEvent, RunEvent, StepRow
-from trainer.run.rundir import RunPaths, run_status
+from trainer.run.rundir import RunPaths, run_status, workspace_presets
 
 if TYPE_CHECKING:
     from trainer.config.schema import Config
@@ -95,6 +95,11 @@ class RunInputs:
         """The run's status as a reader takes it (:func:`trainer.run.rundir.run_status`), read once; {} without a
         folder."""
         return run_status(self.run_dir) if self.run_dir is not None else {}
+
+    @property
+    def preset_dirs(self) -> list[Path] | None:
+        """Where presets of the user's own may be, beside the shipped ones (the run's workspace)."""
+        return workspace_presets(self.run_dir) if self.run_dir is not None else None
 
     @property
     def samples(self) -> Path | None:

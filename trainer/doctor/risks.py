@@ -50,13 +50,6 @@ def subject_of(cfg: Config, extra_dirs: list[Path] | None = None) -> str | None:
         return None
 
 
-def workspace_presets(run_dir: Path) -> list[Path]:
-    """Where the app keeps the presets of the user's own beside a run of its workspace (``<workspace>/presets``,
-    the run in ``<workspace>/runs/<name>/<id>``); [] for a run folder with no such place above it."""
-    above = Path(run_dir).resolve().parents
-    return [above[2] / "presets"] if len(above) > 2 else []
-
-
 def sets_own_step(cfg: Config) -> bool:
     """The optimizer sets its own step size (Prodigy): its lr is a multiplier, and the dose is not comparable."""
     return bool(optimizer_spec(cfg.optim.optimizer).dose_note)
@@ -80,7 +73,7 @@ def _times(ratio: float) -> Msg:
     return msg("risk.times_more", ratio=ratio) if ratio >= 1 else msg("risk.times_less", inverse=1 / ratio)
 
 
-@detector("lr_far_from_preset", group="settings", reads=("config",), weight=LR_FIRST_WEIGHT)
+@detector("lr_far_from_preset", group="settings", reads=("config", "preset_dirs"), weight=LR_FIRST_WEIGHT)
 def lr_far_finding(cfg: Config, extra_dirs: list[Path] | None = None) -> Finding | None:
     """The lr more than ``LR_FAR`` times the preset's (or that many times smaller): a warning, an error past
     ``LR_FIRST``; either way the diagnosis names it before anything it caused."""

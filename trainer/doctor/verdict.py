@@ -34,10 +34,10 @@ from trainer.doctor.evidence import (  # the evidence's vocabulary, used by ever
 )
 from trainer.doctor.progress import failure, still_training, unfinished
 from trainer.doctor.registry import RunInputs, collect, detector_for, detectors
-from trainer.doctor.risks import sets_own_step, subject_of, workspace_presets
+from trainer.doctor.risks import sets_own_step, subject_of
 from trainer.doctor.verdict_summary import summary_of
 from trainer.message import Msg, msg
-from trainer.run.rundir import RunPaths, planned_steps
+from trainer.run.rundir import RunPaths, planned_steps, workspace_presets
 
 LIKENESS_SHOWS = 0.5  # a judge's likeness from which the subject is there (the demo's: stripes, eyes, hat)
 # A judge's likeness read on the run's own 4 pictures a prompt lay up to 0.18 from its reading on 16 (the 1x

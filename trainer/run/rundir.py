@@ -250,6 +250,13 @@ def _process_alive(pid, started: float | None) -> bool:
         return True  # it exists but we may not look at it
 
 
+def workspace_presets(run_dir: str | Path) -> list[Path]:
+    """Where the app keeps the presets of the user's own beside a run of its workspace (``<workspace>/presets``,
+    the run in ``<workspace>/runs/<name>/<id>``); [] for a run folder with no such place above it."""
+    above = Path(run_dir).resolve().parents
+    return [above[2] / "presets"] if len(above) > 2 else []
+
+
 def list_runs(output_dir: str | Path) -> list[Path]:
     """Every run folder under ``output_dir`` (any name), oldest first."""
     root = Path(output_dir)
