@@ -6,6 +6,7 @@ and any config sections it changes. Users' own presets live in the same format i
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,13 +72,20 @@ def _parse(path: Path) -> Preset:
     )
 
 
+@functools.cache
+def _every_setting() -> frozenset[str]:
+    """Every setting's dotted key (the sections'; the schema's, so read once)."""
+    from trainer.config.schema import Config, flatten
+
+    return frozenset(flatten({k: v for k, v in Config().to_dict().items() if isinstance(v, dict)}))
+
+
 def sets_every_key(data: dict[str, Any]) -> bool:
     """Whether a config's ``data`` sets every setting there is (as a run's ``config.toml`` does): a preset under it
     would change nothing, so its name need not be found (a preset of the user's own is not on the search path)."""
-    from trainer.config.schema import Config, flatten
+    from trainer.config.schema import flatten
 
-    every = {k: v for k, v in Config().to_dict().items() if isinstance(v, dict)}  # the sections' settings
-    return set(flatten(every)) <= set(flatten({k: v for k, v in data.items() if isinstance(v, dict)}))
+    return _every_setting() <= set(flatten({k: v for k, v in data.items() if isinstance(v, dict)}))
 
 
 def preset_dirs(extra: list[Path] | None = None) -> list[Path]:
