@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -156,20 +157,49 @@ def test_picture_folders_written_relative_in_a_file_are_relative_to_that_file(tm
         str(tmp_path / "project" / name) for name in ("pics", "prior", "held"))
 
 
+def _run_from_a_users_preset(workspace: Path) -> Path:
+    """A run folder in ``workspace`` whose config came from the user's own preset "mine" (lr 1e-5), at 100x its lr."""
+    (workspace / "presets").mkdir()
+    (workspace / "presets" / "mine.toml").write_text(
+        '[preset]\nversion = 1\nname_en = "m"\nname_ko = "m"\ndescription_en = "m"\ndescription_ko = "m"\n'
+        '[optim]\nlr = 1e-5\n', encoding="utf-8")
+    run = workspace / "runs" / "lora" / "20260101-000000"
+    run.mkdir(parents=True)
+    cfg = Config()
+    cfg.preset, cfg.optim.lr = "mine", 1e-3
+    save_config(cfg, run / "config.toml")
+    return run
+
+
 def test_the_doctor_finds_a_runs_preset_in_its_workspace(tmp_path):
     """A run the app started from a preset the user saved: the diagnosis measures its lr against that preset (in
     ``<workspace>/presets``), not against nothing."""
     from trainer.doctor.registry import RunInputs, collect
     from trainer.run.contents import load_run_config
 
-    (tmp_path / "presets").mkdir()
-    (tmp_path / "presets" / "mine.toml").write_text(
-        '[preset]\nversion = 1\nname_en = "m"\nname_ko = "m"\ndescription_en = "m"\ndescription_ko = "m"\n'
-        '[optim]\nlr = 1e-5\n', encoding="utf-8")
-    run = tmp_path / "runs" / "lora" / "20260101-000000"
-    run.mkdir(parents=True)
-    cfg = Config()
-    cfg.preset, cfg.optim.lr = "mine", 1e-3  # 100x the preset's
-    save_config(cfg, run / "config.toml")
+    run = _run_from_a_users_preset(tmp_path)
     found = [f for f in collect(RunInputs.read(run, load_run_config(run)), "settings") if f.signal == "lr_far_from_preset"]
     assert len(found) == 1 and found[0].values["preset"] == "mine" and found[0].values["ratio"] == pytest.approx(100)
+
+
+def test_back_to_the_preset_reads_the_users_own_preset(tmp_path):
+    """"Go back to the preset's learning rate" on such a run sets the lr the user's preset has: in the diagnosis,
+    in the alert's first advice and as a rollback's change (it was refused as out of range: the preset unread)."""
+    import words
+    from trainer.doctor.diagnose import alert_prescription, diagnose
+    from trainer.doctor.kb import apply_change, load_kb
+    from trainer.errors import UserError
+    from trainer.run.contents import load_run_config
+
+    run = _run_from_a_users_preset(tmp_path)
+    rx = next(p for p in diagnose(run, write=False)["prescriptions"] if p["id"] == "preset_lr")
+    assert rx["applicable"] and rx["change"]["diff"] == {"optim.lr": [1e-3, 1e-5]}
+    advice = alert_prescription(run, "loss_spike")
+    assert advice is not None and "1e-05" in words.say(advice["change"], "en")
+    from ui.steps.troubleshoot import rx_choices
+
+    offered = rx_choices(run, diagnose(run, write=False), None, "ko")  # Troubleshoot's one-change list
+    assert any(pid == "preset_lr" and "1e-05" in label for label, pid in offered)
+    change = load_kb().prescription("preset_lr").change
+    with pytest.raises(UserError):  # without the workspace the preset cannot be found: said, not guessed
+        apply_change(load_run_config(run), change)

@@ -4,6 +4,7 @@ it moves the setting the way it means to. The knowledge base (:mod:`trainer.doct
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -46,9 +47,11 @@ class Change(FrozenModel):
         return self
 
 
-def apply_change(config: Config | dict, change: Change | Prescription | dict) -> Config:
+def apply_change(config: Config | dict, change: Change | Prescription | dict,
+                 preset_dirs: list[Path] | None = None) -> Config:
     """A new, validated Config with exactly one change applied (a UserError if the result is out of range).
-    A change to ``train.epochs`` goes to ``train.max_steps`` when that is set, since it then decides the length."""
+    A change to ``train.epochs`` goes to ``train.max_steps`` when that is set, since it then decides the length.
+    ``preset_dirs``: where presets of the user's own are (a run's workspace), for a change back to the preset."""
     cfg, ch = as_config(config), _as_change(change)
     key = _effective_key(cfg, ch.key)
     data = cfg.to_dict()
@@ -57,20 +60,21 @@ def apply_change(config: Config | dict, change: Change | Prescription | dict) ->
     node = data
     for s in sections:
         node = node[s]
-    node[leaf] = _preset_value(cfg, key) if ch.op == "preset" else _new_value(key, cfg.get(key), ch)
+    node[leaf] = _preset_value(cfg, key, preset_dirs) if ch.op == "preset" else _new_value(key, cfg.get(key), ch)
     out = from_dict(data, origin=f"the change to {key}")
     out.preset = preset
     return out
 
 
-def describe_change(change: Change | Prescription | dict, config: Config | dict | None = None) -> Msg:
+def describe_change(change: Change | Prescription | dict, config: Config | dict | None = None,
+                    preset_dirs: list[Path] | None = None) -> Msg:
     """What the change does (``change.<op>``); with a config, also the value it moves from and to."""
     ch = _as_change(change)
     cfg = None if config is None else as_config(config)
     key = ch.key if cfg is None else _effective_key(cfg, ch.key)
     line = Msg(f"change.{ch.op}", {"key": key, "value": _fmt(ch.value)})
     if cfg is not None:
-        return msg("change.from_to", change=line, old=_fmt(cfg.get(key)), new=_fmt(apply_change(cfg, ch).get(key)))
+        return msg("change.from_to", change=line, old=_fmt(cfg.get(key)), new=_fmt(apply_change(cfg, ch, preset_dirs).get(key)))
     return line
 
 
@@ -85,7 +89,8 @@ def intent(change: Change | Prescription | dict) -> str | None:
     return {"max": "raise", "min": "lower"}.get(ch.op)
 
 
-def moves_as_meant(config: Config | dict, change: Change | Prescription | dict) -> bool:
+def moves_as_meant(config: Config | dict, change: Change | Prescription | dict,
+                   preset_dirs: list[Path] | None = None) -> bool:
     """Whether the change, applied to this config, moves the setting the way it means to. "Put LoRA on the
     convolutions" (conv_rank set to 8) to strengthen a run whose conv_rank is 16 would lower it: not offered.
     A change that moves nothing is "as meant" here; callers refuse it as a no-op."""
@@ -94,7 +99,7 @@ def moves_as_meant(config: Config | dict, change: Change | Prescription | dict) 
     if way is None:
         return True
     key = _effective_key(cfg, ch.key)
-    old, new = cfg.get(key), apply_change(cfg, ch).get(key)
+    old, new = cfg.get(key), apply_change(cfg, ch, preset_dirs).get(key)
     if key in _ZERO_MEANS_OFF:  # 0 is "off", i.e. no limit at all
         old, new = (math.inf if v == 0 else v for v in (old, new))
     return new == old or (new > old if way == "raise" else new < old)
@@ -103,15 +108,16 @@ def moves_as_meant(config: Config | dict, change: Change | Prescription | dict) 
 # ---------------------------------------------------------------------------------------------- helpers
 
 
-def _preset_value(cfg: Config, key: str) -> Any:
-    """``key`` as the run's preset sets it (the defaults' value for a run without a preset)."""
+def _preset_value(cfg: Config, key: str, preset_dirs: list[Path] | None) -> Any:
+    """``key`` as the run's preset sets it (the defaults' value for a run without a preset; a preset of the user's
+    own is looked for in ``preset_dirs`` after the shipped ones)."""
     from trainer.config.presets import preset_config
     from trainer.errors import UserError
 
     if not cfg.preset:
         return Config().get(key)
     try:
-        return preset_config(cfg.preset).get(key)
+        return preset_config(cfg.preset, preset_dirs).get(key)
     except (UserError, OSError, ValueError) as e:
         raise UserError(msg("error.preset.unreadable", preset=cfg.preset, key=key,
                             error=e.msg if isinstance(e, UserError) else str(e))) from None

@@ -24,7 +24,7 @@ from trainer.errors import UserError
 from trainer.io import atomic_write_json, read_jsonl
 from trainer.message import Msg, msg
 from trainer.run.events import StepRow, value
-from trainer.run.rundir import RunPaths, run_status
+from trainer.run.rundir import RunPaths, run_status, workspace_presets
 from trainer.run.worded import worded
 
 LEVEL_WEIGHT = {"error": 1.0, "warning": 0.6, "info": 0.3}  # a finding's weight, unless its detector names one:
@@ -75,16 +75,17 @@ def earlier_checkpoint(verdict) -> int | None:
     return rec if rec is not None and steps and rec < max(steps) and rec in fit else None
 
 
-def change_refusal(config: Config, change: Any) -> str | None:
+def change_refusal(config: Config, change: Any, preset_dirs: list[Path] | None = None) -> str | None:
     """Why this run cannot take ``change`` (a prescription's one config change): "out_of_range" (the new value
     is refused), "wrong_way" (it would move the setting against what the prescription means), "already" (the
-    config is so already), "needs_bf16" (a device without bf16); None when it can."""
+    config is so already), "needs_bf16" (a device without bf16); None when it can. ``preset_dirs``: where the
+    run's own presets are (:func:`trainer.run.rundir.workspace_presets`), for a change back to its preset."""
     from trainer.doctor.kb import apply_change, moves_as_meant
 
     try:
-        if not moves_as_meant(config, change):
+        if not moves_as_meant(config, change, preset_dirs):
             return "wrong_way"
-        if not diff_configs(config, apply_change(config, change)):
+        if not diff_configs(config, apply_change(config, change, preset_dirs)):
             return "already"
     except (UserError, ValueError):
         return "out_of_range"
@@ -94,7 +95,7 @@ def change_refusal(config: Config, change: Any) -> str | None:
 
 
 def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[str] = frozenset(),
-                   continuable: bool = True) -> list[dict[str, Any]]:
+                   continuable: bool = True, preset_dirs: list[Path] | None = None) -> list[dict[str, Any]]:
     from trainer.doctor.kb import apply_change, describe_change
 
     out, seen = [], set()
@@ -116,15 +117,16 @@ def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[s
                 if step is not None:
                     detail = msg("diagnosis.at_step", step=step, text=detail)
             if p.change is not None:
-                refusal = change_refusal(config, p.change)
+                refusal = change_refusal(config, p.change, preset_dirs)
                 applicable = applicable and refusal is None
                 # the change it would make (none when it cannot be made: out of range, the wrong way, already so)
-                diff = diff_configs(config, apply_change(config, p.change)) if refusal in (None, "needs_bf16") else {}
+                diff = (diff_configs(config, apply_change(config, p.change, preset_dirs))
+                        if refusal in (None, "needs_bf16") else {})
                 change = {
                     "key": p.change.key, "op": p.change.op, "value": p.change.value,
                     "requires": list(p.change.requires),
                     "diff": {k: list(v) for k, v in diff.items()},
-                    "describe": describe_change(p.change, config) if diff else {"en": "", "ko": ""},
+                    "describe": describe_change(p.change, config, preset_dirs) if diff else {"en": "", "ko": ""},
                 }
             out.append({
                 "id": p.id, "for_cause": rc.cause.id,
@@ -235,7 +237,8 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
              "evidence": [list(e) for e in rc.evidence]}
             for rc in ranked
         ],
-        "prescriptions": _prescriptions(kb, ranked, config, verdict, lesser, continuable(findings)),
+        "prescriptions": _prescriptions(kb, ranked, config, verdict, lesser, continuable(findings),
+                                        workspace_presets(paths.root)),
         "parent": compare_with_parent(paths, findings),
         "healthy": not any(f.level in ("warning", "error") for f in findings),
     }
@@ -261,8 +264,9 @@ def alert_prescription(run_dir: str | Path | None, signal: str, lang: str = "en"
     kb = load_kb()
     paths = RunPaths(Path(run_dir)) if run_dir else None
     config = _load_config(paths) if paths is not None and paths.config.is_file() else None
+    own = workspace_presets(paths.root) if paths is not None else None
     signals = {signal: finding_weight(signal, "warning")}
-    lr_far = lr_far_finding(config) if config is not None else None
+    lr_far = lr_far_finding(config, own) if config is not None else None
     if lr_far is not None:
         signals[lr_far.signal] = finding_weight(lr_far.signal, lr_far.level)
     for rc in kb.rank_causes(signals, config):
@@ -274,11 +278,12 @@ def alert_prescription(run_dir: str | Path | None, signal: str, lang: str = "en"
                 if "bf16_supported" in p.change.requires and not bf16_available(config):
                     continue
                 try:
-                    if not diff_configs(config, apply_change(config, p.change)) or not moves_as_meant(config, p.change):
+                    if (not diff_configs(config, apply_change(config, p.change, own))
+                            or not moves_as_meant(config, p.change, own)):
                         continue
                 except (UserError, ValueError):
                     continue
-                change = describe_change(p.change, config)
+                change = describe_change(p.change, config, own)
             elif p.change is not None:
                 change = describe_change(p.change)
             return {"title": p.text("title", lang), "detail": p.text("detail", lang), "change": change}

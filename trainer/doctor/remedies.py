@@ -11,9 +11,11 @@ taken is the top prescription the knowledge base ranks for the evidence.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from trainer.doctor.guard import MIN_LOSS_SCALE
+from trainer.errors import UserError
 from trainer.message import msg
 from trainer.models.precision import bf16_supported
 from trainer.run.events import as_float
@@ -43,12 +45,12 @@ def rollback_signals(precision: str, failure: dict[str, Any]) -> dict[str, float
 
 def rollback_change(
     config, precision_plan, failure: dict[str, Any], mid_run_keys: tuple[str, ...] = MID_RUN_KEYS,
-    bf16: bool | None = None,
+    bf16: bool | None = None, preset_dirs: list[Path] | None = None,
 ) -> dict[str, Any]:
     """``{key, old, new, prescription, cause, reason, signals}`` (and a ``note`` when no change that fits the failure
     can be made mid-run) for a non-finite failure described by
     ``failure`` (its ``first`` and ``loss_scale``). ``bf16``: whether the machine has it (default: ask the
-    device)."""
+    device); ``preset_dirs``: where the run's own presets are, for a change back to its preset."""
     from trainer.doctor.kb import load_kb
 
     kb = load_kb()
@@ -60,18 +62,20 @@ def rollback_change(
     ranked = kb.rank_causes(signals, config)
     for rc in ranked:
         for p in kb.prescriptions_for(rc.cause.id):
-            change = _one_change(config, p, keys, bf16)
+            change = _one_change(config, p, keys, bf16, preset_dirs)
             if change is not None:
                 return {**change, "cause": rc.cause.id, "signals": signals}
-    change = _one_change(config, kb.prescription(FALLBACK), mid_run_keys, bf16)
+    change = _one_change(config, kb.prescription(FALLBACK), mid_run_keys, bf16, preset_dirs)
     if change is None:  # the knowledge base lost its lr prescription: a developer's error, said plainly
         raise RuntimeError(f"prescription {FALLBACK!r} cannot be applied mid-run")
     change["note"] = msg("rollback.nothing_fits_mid_run", first=first)
     return {**change, "cause": ranked[0].cause.id if ranked else None, "signals": signals}
 
 
-def _one_change(config, prescription, keys: tuple[str, ...], bf16: bool) -> dict[str, Any] | None:
-    """The prescription as ``{key, old, new, prescription, reason}`` if it changes exactly one of ``keys`` here."""
+def _one_change(config, prescription, keys: tuple[str, ...], bf16: bool,
+                preset_dirs: list[Path] | None = None) -> dict[str, Any] | None:
+    """The prescription as ``{key, old, new, prescription, reason}`` if it changes exactly one of ``keys`` here
+    (None too when it cannot be made: out of range, or back to a preset that cannot be read)."""
     from trainer.config.schema import diff_configs
     from trainer.doctor.kb import apply_change
 
@@ -80,7 +84,10 @@ def _one_change(config, prescription, keys: tuple[str, ...], bf16: bool) -> dict
         return None
     if "bf16_supported" in ch.requires and not bf16:
         return None
-    diff = diff_configs(config, apply_change(config, ch))
+    try:
+        diff = diff_configs(config, apply_change(config, ch, preset_dirs))
+    except (UserError, ValueError):
+        return None
     if list(diff) != [ch.key]:
         return None
     old, new = diff[ch.key]

@@ -14,6 +14,7 @@ from trainer.config.schema import save_config
 from trainer.doctor.guard import Decision
 from trainer.doctor.numerics import StepHealth, first_bad_module, first_bad_tensor
 from trainer.run.events import ABSENT, Alert, ChangeApplied, NonFiniteAlert, Rollback, StepRow
+from trainer.run.rundir import workspace_presets
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +109,8 @@ class Recovery:
         last_good = self.checkpointer.last_good
         assert last_good is not None  # the trainer took the first snapshot before the first step
         self.state.restore(last_good, legacy_position=self.legacy_position)  # from a copy: the snapshot stays the past
-        change = rollback_change(self.config, self.models.precision, self.failure or {})
+        change = rollback_change(self.config, self.models.precision, self.failure or {},
+                                 preset_dirs=workspace_presets(self.paths.root))
         self.apply_change(change)
         self.step_measures.reset()
         self.emit(Rollback(to_step=self.state.global_step, change=change, rollbacks=self.guard.rollbacks))

@@ -17,7 +17,7 @@ from trainer.doctor.kb import GROUPS, apply_change, describe_change, load_kb, mo
 from trainer.doctor.symptoms import symptom_causes, symptom_reading
 from trainer.errors import UserError
 from trainer.run.contents import load_run_config
-from trainer.run.rundir import list_runs, run_status
+from trainer.run.rundir import list_runs, run_status, workspace_presets
 
 from ..binding import UI, ok_box
 from ..context import status_label
@@ -92,8 +92,10 @@ def wire(ui: UI) -> None:
         if not rx:
             return {"rx_md": ""}
         p = kb_entry("prescription", rx, lang)
-        cfg = load_run_config(ctx.run_path(ts_run, lang)) if ts_run else None
-        change = words.say(describe_change(p.change, cfg), lang) if p.change else ""
+        run = ctx.run_path(ts_run, lang) if ts_run else None
+        cfg = load_run_config(run) if run else None
+        own = workspace_presets(run) if run else None
+        change = words.say(describe_change(p.change, cfg, own), lang) if p.change else ""
         return {"rx_md": f"**{p.text('title', lang)}** `{change}`\n\n{p.text('detail', lang)}"}
 
     ui.on(ui["rx"].change, preview, ["lang", "rx", "ts_run"], ["rx_md"], message="ts_msg")
@@ -156,11 +158,12 @@ def one_change_config(ui: UI, run: Path, rx: str, lang: str):
     if "bf16_supported" in p.change.requires and not ctx.bf16:
         raise UserError(t("err_needs_bf16", lang))
     cfg = load_run_config(run)
-    new = apply_change(cfg, p.change)
+    own = workspace_presets(run)
+    new = apply_change(cfg, p.change, own)
     diff = diff_configs(cfg, new)
     if not diff:
         raise UserError(t("err_rx_noop", lang))
-    if not moves_as_meant(cfg, p.change):
+    if not moves_as_meant(cfg, p.change, own):
         key, (old, value) = next(iter(diff.items()))
         raise UserError(t("err_rx_wrong_way", lang, setting=key, old=old, new=value))
     ctx.policy.resolve_folders(new, lang)
@@ -244,7 +247,8 @@ def _not_for_run(p: Any, cfg: Any, diag: dict[str, Any] | None, lang: str) -> st
             return t("continuable", lang) if resumable else t("not_continuable", lang)
     if already_followed(p, cfg):  # "add prior images" to a run that had them
         return t("rx_already", lang, setting=p.unless_set, value=cfg.get(p.unless_set))
-    refusal = change_refusal(cfg, p.change) if p.change is not None and cfg is not None else None
+    own = workspace_presets(diag["run_dir"]) if diag and diag.get("run_dir") else None
+    refusal = change_refusal(cfg, p.change, own) if p.change is not None and cfg is not None else None
     if refusal == "needs_bf16":
         return t("err_needs_bf16", lang)
     if refusal == "wrong_way":
@@ -269,6 +273,7 @@ def symptom_markdown(symptom_id: str, run: Path | None, lang: str, diag: dict[st
     kb = load_kb()
     s = kb.symptom(symptom_id)
     cfg = load_run_config(run) if run else None
+    own = workspace_presets(run) if run else None
     verdict = (diag or {}).get("verdict")
     lines = [f"### {s.text('title', lang)}", s.text("description", lang)]
     reading = symptom_reading(symptom_id, verdict, cfg)
@@ -283,7 +288,7 @@ def symptom_markdown(symptom_id: str, run: Path | None, lang: str, diag: dict[st
             if not_here:
                 lines.append(f"    - ~~{p.text('title', lang)}~~ ({not_here})")
                 continue
-            change = f" `{words.say(describe_change(p.change, cfg), lang)}`" if p.change else ""
+            change = f" `{words.say(describe_change(p.change, cfg, own), lang)}`" if p.change else ""
             lines.append(f"    - {p.text('title', lang)}{change}")
     return "\n".join(lines)
 
@@ -292,6 +297,7 @@ def rx_choices(run: Path | None, diag: dict[str, Any] | None, symptom: str | Non
     """Prescriptions that are one config change: the run's findings first, then the chosen symptom's."""
     kb = load_kb()
     cfg = load_run_config(run) if run else None
+    own = workspace_presets(run) if run else None
     rxs = [p for p in (diag or {}).get("prescriptions", []) if p.get("change") and p.get("applicable", True)]
     ids: list[str] = [p["id"] for p in rxs if not p.get("lesser")]
     if symptom:
@@ -302,9 +308,9 @@ def rx_choices(run: Path | None, diag: dict[str, Any] | None, symptom: str | Non
     for pid in dict.fromkeys(ids):
         p = kb.prescription(pid)
         change = p.change  # every id above is a prescription with a change
-        if change is None or (cfg is not None and change_refusal(cfg, change)):
+        if change is None or (cfg is not None and change_refusal(cfg, change, own)):
             continue  # out of range, the wrong way, already so, or bf16 on a device without it
-        out.append((f"{p.text('title', lang)} — {words.say(describe_change(change, cfg), lang)}", pid))
+        out.append((f"{p.text('title', lang)} — {words.say(describe_change(change, cfg, own), lang)}", pid))
     return out
 
 
