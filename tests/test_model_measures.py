@@ -394,6 +394,7 @@ def test_the_model_measures_chart_ticks_its_steps_not_fractions_of_them():
     rows = {s: {"trigger_hold": 0.1 * s, "prior_drift": 0.2} for s in (0, 1, 2)}
     fig = model_measures_figure(rows, 2, 0.755, 1.0)
     assert list(fig.layout.xaxis.tickvals) == [0, 1, 2]  # a tiny run: no tick at 0.5 or 1.5
+    assert fig.layout.yaxis2.tickmode == "auto"  # the drift's own round numbers, not the hold's grid (0.088, 0.349)
     many = {s * 100: {"trigger_hold": 0.5, "prior_drift": 0.2} for s in range(MAX_STEP_TICKS + 1)}
     assert model_measures_figure(many, None, 0.755, 1.0).layout.xaxis.tickvals is None  # plotly spaces them
 

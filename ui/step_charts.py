@@ -72,6 +72,7 @@ def model_measures_figure(rows: dict[int, dict], recommended: int | None, hold_s
                **({"tickmode": "array", "tickvals": steps} if len(steps) <= MAX_STEP_TICKS else {})},
         yaxis={**AXIS, "title": tr("trigger_hold", lang)},
         yaxis2={"title": tr("prior_drift", lang), "overlaying": "y", "side": "right", "range": [0, top_drift],
+                "tickmode": "auto",  # round numbers (plotly.js 4 puts an overlaying axis on the left grid: 0.088, 0.349)
                 "showgrid": False},
     )
     return fig
