@@ -64,3 +64,20 @@ def test_grad_first_in_fp16_blames_the_loss_scale_only_when_it_collapsed():
 )
 def test_rollback_signals_name_what_broke_first(precision, failure, signals):
     assert rollback_signals(precision, failure) == signals
+
+
+def test_a_rollback_back_to_a_preset_it_cannot_read_is_skipped_not_a_crash(tmp_path):
+    """"Back to the preset's lr" as a rollback's change: from the user's own preset where the run says where it is;
+    where it cannot be read, that change is not made (the next one is), and the run goes on."""
+    from trainer.doctor.kb import load_kb
+    from trainer.doctor.remedies import _one_change
+
+    (tmp_path / "mine.toml").write_text(
+        '[preset]\nversion = 1\nname_en = "m"\nname_ko = "m"\ndescription_en = "m"\ndescription_ko = "m"\n'
+        '[optim]\nlr = 1e-5\n', encoding="utf-8")
+    cfg = from_dict({"optim": {"lr": 1e-3}})
+    cfg.preset = "mine"
+    back = load_kb().prescription("preset_lr")
+    assert _one_change(cfg, back, STEP_KEYS, bf16=False) is None
+    found = _one_change(cfg, back, STEP_KEYS, bf16=False, preset_dirs=[tmp_path])
+    assert found is not None and (found["key"], found["old"], found["new"]) == ("optim.lr", 1e-3, 1e-5)
