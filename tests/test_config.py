@@ -203,3 +203,8 @@ def test_back_to_the_preset_reads_the_users_own_preset(tmp_path):
     change = load_kb().prescription("preset_lr").change
     with pytest.raises(UserError):  # without the workspace the preset cannot be found: said, not guessed
         apply_change(load_run_config(run), change)
+    from ui.steps.troubleshoot import symptom_markdown
+
+    assert "1e-05" in symptom_markdown("lr_far_from_preset", run, "en", None)
+    (tmp_path / "presets" / "mine.toml").unlink()  # the user deleted it: the advice stays, without a value
+    assert "프리셋의 학습률로 되돌리기" in symptom_markdown("lr_far_from_preset", run, "ko", None)

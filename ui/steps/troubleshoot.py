@@ -232,6 +232,17 @@ def action_buttons(diag: dict[str, Any] | None, lang: str, symptom: str | None =
     return out
 
 
+def _change_words(p: Any, cfg: Any, own: list[Path] | None, lang: str) -> str:
+    """The prescription's change as this run would take it, quoted; "" for none, or for one this run cannot take
+    (out of range, a preset that cannot be read): then the prescription is advice, its title alone."""
+    if p.change is None:
+        return ""
+    try:
+        return f" `{words.say(describe_change(p.change, cfg, own), lang)}`"
+    except (UserError, ValueError):
+        return ""
+
+
 def _not_for_run(p: Any, cfg: Any, diag: dict[str, Any] | None, lang: str) -> str | None:
     """Why a prescription does not fit this run (a checkpoint it lacks, a change the wrong way), or None."""
     verdict = (diag or {}).get("verdict")
@@ -288,8 +299,7 @@ def symptom_markdown(symptom_id: str, run: Path | None, lang: str, diag: dict[st
             if not_here:
                 lines.append(f"    - ~~{p.text('title', lang)}~~ ({not_here})")
                 continue
-            change = f" `{words.say(describe_change(p.change, cfg, own), lang)}`" if p.change else ""
-            lines.append(f"    - {p.text('title', lang)}{change}")
+            lines.append(f"    - {p.text('title', lang)}{_change_words(p, cfg, own, lang)}")
     return "\n".join(lines)
 
 
