@@ -21,8 +21,7 @@ the saves it reads near its line); printed per save: the judge's likeness on the
 larger draw, the app's verdict and the truth.
 
 Printed: per save, the model measures, the demo measures, both verdicts and whether they agree; the run's
-verdict and the diagnosis's first cause in both languages; Spearman rank correlations across saves between each
-model measure and its demo counterpart (trigger gain ~ likeness, prior drift ~ leakage).
+verdict and the diagnosis's first cause in both languages; Spearman rank correlations across saves (``PAIRS``).
 """
 
 from __future__ import annotations
@@ -191,9 +190,9 @@ def picture_readings(run_dir: Path, seeds: int, steps: set[int] | None = None) -
 
 
 def edge_report(work: Path, run_dir: Path, name: str, steps: list[int], seeds: int, own: int) -> list[str]:
-    """The saves the app asks a person to look at (trigger hold just under its line): the demo's likeness on
-    ``seeds`` pictures a prompt, on the run's own ``own`` a prompt (the first seeds), and how often a random draw of
-    ``own`` a prompt puts the save on the other side of the likeness line than all ``seeds`` do."""
+    """The saves the app asks a person to look at (trigger hold just under its line or just past it): the demo's
+    likeness on ``seeds`` pictures a prompt, on the run's own ``own`` a prompt (the first seeds), and how often a
+    random draw of ``own`` a prompt puts the save on the other side of the likeness line than all ``seeds`` do."""
     from trainer.doctor.verdict import LIKENESS_SHOWS
 
     cache = work / "truth" / f"{run_dir.parent.parent.name}-{run_dir.name}-edge-{seeds}seeds.json"
@@ -290,8 +289,9 @@ def judged_report(args) -> list[str]:
 def report(args) -> int:
     from trainer.demo.judge import demo_checkpoint_labels, demo_measure_steps
     from trainer.demo.judge import demo_labels as demo_labels_of
+    from trainer.doctor.model_lines import HOLD_EDGE, HOLD_SURE
     from trainer.doctor.model_measures import measures_by_step
-    from trainer.doctor.verdict import HOLD_EDGE, HOLD_SHOWS, checkpoint_verdicts
+    from trainer.doctor.verdict import checkpoint_verdicts
     from trainer.run.contents import load_run_config
 
     # per pair: (model measure, demo measure, either verdict says over, the run's name)
@@ -333,8 +333,8 @@ def report(args) -> int:
                 if m.get(mk) is not None and d.get(dk) is not None:
                     pairs[key].append((m[mk], d[dk], truth == "over" or cv.label == "over", name))
         verdict_lines.append(verdict_row(name, run_dir))
-        edge = [cv.step for cv in checkpoint_verdicts(run_dir) if cv.label == "under"
-                and HOLD_EDGE <= (model.get(cv.step, {}).get("trigger_hold") or 0.0) < HOLD_SHOWS]
+        edge = [cv.step for cv in checkpoint_verdicts(run_dir) if cv.label in ("under", "fit")
+                and HOLD_EDGE <= (model.get(cv.step, {}).get("trigger_hold") or 0.0) < HOLD_SURE]
         if args.edge and edge:
             own = load_run_config(run_dir).sample.images_per_prompt
             edge_lines += edge_report(args.work, run_dir, name, sorted(edge), args.edge, own)

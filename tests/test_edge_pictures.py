@@ -11,7 +11,8 @@ import pytest
 import words
 from tests.helpers import tiny_config, write_toy_dataset
 from trainer.doctor import judges, pictures
-from trainer.doctor.verdict import HOLD_EDGE, HOLD_SHOWS, LIKENESS_EDGE, LIKENESS_SHOWS, model_observations
+from trainer.doctor.model_lines import HOLD_EDGE, HOLD_SHOWS, HOLD_SURE, model_observations
+from trainer.doctor.verdict import LIKENESS_EDGE, LIKENESS_SHOWS
 from trainer.run.events import Alert, Finished, MemorySink, Progress
 from trainer.run.samples import expand_prompts
 from trainer.train.commands import Commands
@@ -138,4 +139,20 @@ def test_in_the_holds_transition_band_a_judges_reading_decides():
     assert "picture judge's reading decides" in words.say(judged.text, "en")
     (low,) = model_observations({"trigger_hold": HOLD_EDGE - 0.05, "likeness": 0.6})
     assert low.strength == "strong"  # below the band the model's word stands beside the judge's
+
+
+def test_just_past_the_holds_line_it_reads_fit_and_says_the_pictures_are_worth_a_look():
+    """Saves whose pictures did not show the subject yet held up to 0.758, past the line (docs/doctor.md): there the
+    hold says fit and to look at the pictures, and a judge's reading decides; from HOLD_SURE on it is plain fit."""
+    past = (HOLD_SHOWS + HOLD_SURE) / 2
+    (alone,) = model_observations({"trigger_hold": past})
+    assert (alone.points_to, alone.strength) == ("fit", "strong")
+    assert "look at this save's pictures" in words.say(alone.text, "en")
+    assert "경계 바로 위" in words.say(alone.text, "ko")
+    (judged,) = model_observations({"trigger_hold": past, "likeness": 0.3})
+    assert (judged.points_to, judged.strength) == ("fit", "weak")  # outweighed by a judge saying under
+    assert "picture judge's reading decides" in words.say(judged.text, "en")
+    (sure,) = model_observations({"trigger_hold": HOLD_SURE, "likeness": 0.3})
+    assert (sure.points_to, sure.strength) == ("fit", "strong")
+    assert words.say(sure.text, "en").startswith("the trigger alone brings the subject: ")
 

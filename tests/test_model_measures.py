@@ -12,7 +12,7 @@ import pytest
 import words
 from tests.helpers import tiny_config, write_toy_dataset
 from trainer.data.batches import without_trigger
-from trainer.doctor import model_measures, verdict
+from trainer.doctor import model_lines, model_measures, verdict
 from trainer.doctor.verdict import checkpoint_verdicts, run_verdict
 from trainer.io import atomic_write_text
 from trainer.run.rundir import RunPaths
@@ -222,7 +222,7 @@ def test_on_a_masked_run_a_drift_past_the_line_points_to_the_captions_background
     from trainer.doctor.diagnose import diagnose
 
     run = fake_run(tmp_path, [10, 20], lambda step, kind: _world(), lr=1e-4, fit=(0.005, 0.05))
-    drift, hold, line = verdict.DRIFT_LIMIT, verdict.HOLD_SHOWS, verdict.SHARE_LINE
+    drift, hold, line = verdict.DRIFT_LIMIT, verdict.HOLD_SHOWS, model_lines.SHARE_LINE
     masked = kind != "unmasked"
     flag = {"masked": True} if masked else {}
     share = {"masked_leaking": line * 0.5, "masked_subject_only": line * 1.6}.get(kind)
@@ -375,7 +375,7 @@ def test_a_judge_that_cannot_be_loaded_is_named_with_what_to_do(tmp_path):
 
 
 def test_a_hold_just_under_the_line_says_the_pictures_decide():
-    from trainer.doctor.verdict import HOLD_EDGE, HOLD_SHOWS, model_observations
+    from trainer.doctor.model_lines import HOLD_EDGE, HOLD_SHOWS, model_observations
 
     def said(hold: float) -> tuple[str, str, str]:
         (o,) = model_observations({"trigger_hold": hold})

@@ -61,6 +61,10 @@ TEXTS = {
                              "트리거가 대상을 붙드는 정도가 더 늘지 않음: 트리거 장악 {hold:.3f}, 앞선 체크포인트의 {before:.3f}과 거의 같음 ({shows:g}부터 대상을 불러옴)"),
     "verdict.trigger_hold": ("the trigger alone brings the subject: trigger hold {hold:.3f}",
                              "트리거만으로 대상이 나옴: 트리거 장악 {hold:.3f}"),
+    "verdict.hold_past": ("the trigger alone brings the subject, just: trigger hold {hold:.3f}, just past {shows:g}, where a few saves whose pictures did not show it yet also fell; look at this save's pictures (Review: More pictures of this save), or have a picture judge read them (choose one under Preset → Advanced settings, then Review: Read with the picture judge)",
+                          "트리거만으로 대상이 나옴(경계 바로 위): 트리거 장악 {hold:.3f}, {shows:g} 바로 위로 그림에 아직 대상이 안 보이던 체크포인트도 몇 번 있었던 구간. 이 체크포인트의 그림을 직접 보거나 (검토 단계: '이 체크포인트 그림 더 보기') 그림 판정 모델에 읽게 하세요 (프리셋 → 고급 설정에서 고른 뒤 검토 단계: '그림 판정 모델로 읽기')"),
+    "verdict.hold_past_judged": ("the trigger alone brings the subject, just: trigger hold {hold:.3f}, just past {shows:g}, where a few saves whose pictures did not show it yet also fell; here the picture judge's reading decides",
+                                 "트리거만으로 대상이 나옴(경계 바로 위): 트리거 장악 {hold:.3f}, {shows:g} 바로 위로 그림에 아직 대상이 안 보이던 체크포인트도 몇 번 있었던 구간. 여기서는 그림 판정의 읽음이 결정합니다"),
     "verdict.trigger_hold_style": ("trigger hold {hold:.3f}: the LoRA knows the style's pictures, which for a style "
                                    "does not say the trigger alone draws it (the model denoises pictures it trained "
                                    "on well either way); look at the grid, or have a picture judge read the saves (choose one under "

@@ -214,7 +214,7 @@ def over_warnings(measured: dict[int, dict[str, Any]], ended: bool) -> list[Any]
     that stayed past the verdict's line (:func:`_drift_held`), training pictures pulling away from the held-out
     ones."""
     from trainer.doctor.detectors import Finding
-    from trainer.doctor.verdict import DRIFT_LIMIT, MEMO_LIMIT, backgrounds_moved
+    from trainer.doctor.model_lines import DRIFT_LIMIT, MEMO_LIMIT, backgrounds_moved
 
     out = []
     drifted = [(s, m["prior_drift"]) for s, m in measured.items()

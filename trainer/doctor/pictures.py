@@ -344,8 +344,8 @@ def prior_kept_steps(run_dir: Path) -> set[int]:
     no-trigger picture's pixel drift, a weaker reading of the same question that any weight change on a small model
     moves, raises nothing: healthy runs read 0.15-0.47 on the demo's pictures in a plain folder and up to 0.55 on a
     second subject's six pictures (scripts/doctor_second_subject.py), where the 0.5 line sits."""
+    from trainer.doctor.model_lines import DRIFT_LIMIT, backgrounds_moved
     from trainer.doctor.model_measures import measures_by_step
-    from trainer.doctor.verdict import DRIFT_LIMIT, backgrounds_moved
 
     return {step for step, m in measures_by_step(run_dir).items()
             if m.get("prior_drift") is not None and (m["prior_drift"] <= DRIFT_LIMIT or backgrounds_moved(m))}

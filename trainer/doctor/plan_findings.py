@@ -24,8 +24,8 @@ def _model_reading(run_dir: Path | None) -> tuple[set[str], bool] | None:
     if run_dir is None:
         return None
     from trainer.doctor.evidence import decide
+    from trainer.doctor.model_lines import model_observations
     from trainer.doctor.model_measures import measures_by_step, over_warnings, run_ended
-    from trainer.doctor.verdict import model_observations
 
     measured = measures_by_step(run_dir)
     if not measured:

@@ -308,7 +308,7 @@ def grid_html(grid: dict[str, Any], recommended: int | None, lang: str, verdicts
 
 def model_measures_view(run: Path, recommended: int | None, lang: str) -> dict[str, Any]:
     """The model measures' chart over the saves, and one line on what each means (hidden without them)."""
-    from trainer.doctor import verdict
+    from trainer.doctor import model_lines, verdict
     from trainer.doctor.model_measures import measures_by_step
 
     from ..step_charts import model_measures_figure
@@ -319,7 +319,7 @@ def model_measures_view(run: Path, recommended: int | None, lang: str) -> dict[s
     fig = model_measures_figure(rows, recommended, verdict.HOLD_SHOWS, verdict.DRIFT_LIMIT, lang)
     said = t("model_measures_meaning", lang, shows=verdict.HOLD_SHOWS, limit=verdict.DRIFT_LIMIT)
     if any(r.get("trigger_share") is not None for r in rows.values()):  # a masked run's
-        said += "\n\n" + t("model_measures_masked", lang, line=verdict.SHARE_LINE)
+        said += "\n\n" + t("model_measures_masked", lang, line=model_lines.SHARE_LINE)
     return {"model_plot": gr.Plot(value=fig, visible=True), "model_md": said}
 
 
