@@ -131,3 +131,17 @@ def test_cpu_share_measures_this_process_and_the_others():
         pass
     got = share()
     assert got["cpu_self"] is not None and 0 < got["cpu_self"] <= 1 and 0 <= got["cpu_others"] <= 1
+
+
+def test_a_cpu_run_beside_a_program_busy_all_along_is_contention_not_the_machine():
+    """What happened beside a second training on 2 cores: the others held half the machine before and after, and the
+    run slowed 5.6x: their shares did not move, so it is not named the machine slowing by itself."""
+    times = [2.0, 1.2, *_noisy(40, 0.68), *_noisy(30, 3.8, seed=1)]
+    rows = _cpu_rows(times, 42, own=(0.5, 0.5), others=(0.5, 0.5), **CPU_RUN)
+    f = slowdown_finding(rows)
+    assert f is not None and f.signal == "cpu_contention"
+    en, ko = words.say(f.message, "en"), words.say(f.message, "ko")
+    assert "kept 50% of the machine's CPU (before: 50%)" in en and "far more than their shares show" in en
+    assert "50%" in ko and "닫고" in ko
+    quiet = _cpu_rows(times, 42, own=(0.95, 0.3), others=(0.02, 0.02), **CPU_RUN)
+    assert slowdown_finding(quiet).signal == "step_slowdown_cpu"  # alone: the machine itself, as before

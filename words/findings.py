@@ -73,6 +73,14 @@ TEXTS = {
                                "{step}스텝부터 스텝이 {factor:.1f}배 느려짐({before:.3g}초 → {after:.3g}초). 그동안 다른 "
                                "프로그램이 이 컴퓨터 CPU의 {others:.0%}를 썼고(전에는 {others_before:.0%}), 학습 자신의 몫은 "
                                "{own_before:.0%}에서 {own:.0%}로 줄었음: 설정이 아니라 다른 프로그램에 밀린 것"),
+    "finding.cpu_shared": ("steps became {factor:.1f}× slower from step {step} ({before:.3g} s → {after:.3g} s) "
+                           "on a run without a GPU while other programs kept {others:.0%} of the machine's CPU (before: "
+                           "{others_before:.0%}): programs busy on the same cores can slow each other far more than "
+                           "their shares show; train with them closed, nothing in the run's settings",
+                           "GPU 없이 돌던 실행에서 {step}스텝부터 스텝이 {factor:.1f}배 느려짐({before:.3g}초 → "
+                           "{after:.3g}초). 그동안 다른 프로그램이 이 컴퓨터 CPU의 {others:.0%}를 계속 썼음(전에는 "
+                           "{others_before:.0%}): 같은 코어에서 바쁜 프로그램끼리는 CPU 몫이 보여 주는 것보다 훨씬 더 서로를 "
+                           "느리게 함. 설정이 아니라, 그 프로그램을 닫고 학습하세요"),
     "finding.step_slowdown_cpu": ("steps became {factor:.1f}× slower from step {step} ({before:.3g} s → {after:.3g} s) "
                                   "and stayed slow on a run without a GPU, while no other program took its CPU: the "
                                   "machine itself slowed down (memory swapping to disk, or power and heat limits)",

@@ -61,6 +61,11 @@ SLOW_BASE_ROWS = 5  # steps the baseline needs before a slowdown can be judged
 # by this much over the slow steps, and to at least twice what it was. On 2 cores one busy program is 0.25-0.5 of
 # it; a quiet machine's background stays under 0.02.
 CONTENTION_RISE = 0.05
+# Other programs that already held this share of it before a slowdown and still do: two programs busy on the same
+# cores can slow each other far more than their shares show (two torch processes on 2 cores: threads waiting on
+# each other; the demo runs beside another measured 50/50 all along and slowed 5.6x and 21.9x). Named as contention,
+# not as the machine itself slowing.
+CONTENTION_SHARED = 0.2
 NONFINITE_WEIGHT = 5.0  # the diagnosis's weight: a non-finite failure outranks any number of softer findings
 
 
@@ -327,6 +332,10 @@ def slowdown_finding(rows: list[StepRow]) -> Finding | None:
             memory = msg("finding.slowdown_memory", reserved=reserved / gib, free=left)
             return Finding("step_slowdown", "warning", msg("finding.step_slowdown", **said, memory=memory), steps, values)
         if row.device_mem_reserved is not ABSENT:  # measured, and none: the run had no GPU whose memory could spill
+            if cpu is not None and min(cpu["others_before"], cpu["others_after"]) >= CONTENTION_SHARED:
+                return Finding("cpu_contention", "warning", msg(
+                    "finding.cpu_shared", **said, others=cpu["others_after"], others_before=cpu["others_before"]),
+                    steps, values)
             return Finding("step_slowdown_cpu", "warning", msg("finding.step_slowdown_cpu", **said), steps, values)
         return Finding("step_slowdown", "warning", msg("finding.step_slowdown", **said, memory=""), steps, values)
     return None
