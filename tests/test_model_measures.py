@@ -11,6 +11,7 @@ import pytest
 
 import words
 from tests.helpers import tiny_config, write_toy_dataset
+from trainer.config.schema import Config
 from trainer.data.batches import without_trigger
 from trainer.doctor import model_lines, model_measures, verdict
 from trainer.doctor.verdict import checkpoint_verdicts, run_verdict
@@ -202,6 +203,12 @@ def test_a_prior_drift_past_its_line_at_one_save_only_is_a_passing_move_not_a_wa
     atomic_write_text(RunPaths(tmp_path).status, json.dumps({"status": "running"}))
     assert not warned(low, low, high)  # live: the next save may bring it back
     assert warned(low, high, high)
+    # the loop's reading at the run's end, before its status says so, warns as the diagnosis will afterwards
+    from trainer.doctor.registry import RunInputs, collect
+
+    assert not warned(low, low, high)
+    assert "prior_drift" in {f.signal for f in collect(RunInputs(Config(), run_dir=tmp_path, stopped=True), "model")}
+    assert "prior_drift" not in {f.signal for f in collect(RunInputs(Config(), run_dir=tmp_path), "model")}
 
 
 def _with_trigger(row: dict, share: float, reach: float = 0.3) -> dict:

@@ -232,14 +232,15 @@ def over_warnings(measured: dict[int, dict[str, Any]], ended: bool) -> list[Any]
     return out
 
 
-@detector(("prior_drift", "masked_drift", "memorising", "picture_outlier"), group="model", reads=("run_dir",))
-def model_findings(run_dir: str | Path) -> list[Any]:
+@detector(("prior_drift", "masked_drift", "memorising", "picture_outlier"), group="model", reads=("run_dir", "ended"))
+def model_findings(run_dir: str | Path, ended: bool | None = None) -> list[Any]:
     """What the model measures warn of, as the detectors' findings (live after each measured step, and in the
-    diagnosis): :func:`over_warnings`, and pictures that learn unlike the rest."""
+    diagnosis): :func:`over_warnings`, and pictures that learn unlike the rest. ``ended``: the run has stopped (the
+    loop's last reading says so before the status file does; None: read the status)."""
     from trainer.doctor.detectors import Finding
 
     rows = read_rows(run_dir)
-    out = over_warnings(measures_from_rows(rows), run_ended(run_dir))
+    out = over_warnings(measures_from_rows(rows), run_ended(run_dir) if ended is None else ended)
     outliers = picture_outliers(run_dir, rows=rows)
     if outliers:
         named = [msg(f"finding.picture_outlier.{o['side']}", picture=o["picture"]) for o in outliers[:5]]

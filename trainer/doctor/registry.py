@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from trainer.io import read_jsonl
 from trainer.message import Msg
 from trainer.run.events import FindingEvent, RunEvent, StepRow
-from trainer.run.rundir import RunPaths, run_status, workspace_presets
+from trainer.run.rundir import RunPaths, RunStatus, run_status, workspace_presets
 
 if TYPE_CHECKING:
     from trainer.config.schema import Config
@@ -73,6 +73,7 @@ class RunInputs:
     rows: list[StepRow] = field(default_factory=list)
     events: list[RunEvent] = field(default_factory=list)  # typed as they are read (RunEvent.from_json)
     run_dir: Path | None = None
+    stopped: bool = False  # the loop's reading at the run's end, before its status file says so
 
     @classmethod
     def read(cls, run_dir: Path, config: Config) -> RunInputs:
@@ -95,6 +96,11 @@ class RunInputs:
         """The run's status as a reader takes it (:func:`trainer.run.rundir.run_status`), read once; {} without a
         folder."""
         return run_status(self.run_dir) if self.run_dir is not None else {}
+
+    @property
+    def ended(self) -> bool:
+        """Whether the run has stopped: the loop says so at its end, a reader from the run's status."""
+        return self.stopped or (self.run_dir is not None and self.status.get("status") != RunStatus.RUNNING)
 
     @property
     def preset_dirs(self) -> list[Path] | None:

@@ -53,7 +53,7 @@ class Recovery:
             return
         from trainer.doctor.registry import RunInputs, collect
 
-        run = RunInputs(self.config, self.plan.to_json(), list(rows), run_dir=self.paths.root)
+        run = RunInputs(self.config, self.plan.to_json(), list(rows), run_dir=self.paths.root, stopped=final)
         groups = ("numbers", *(("model",) if measured else ()), *(("pictures",) if final else ()))
         try:
             found = collect(run, *groups)
