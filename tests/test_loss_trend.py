@@ -47,3 +47,30 @@ def test_a_loss_that_keeps_rising_is_found():
         found.append(_warned([_noise(rng, 0.03 * (1 + 3 * i / 400)) for i in range(400)]))
     assert sum(f is not None for f in found) >= 45  # a loss that quadruples is found, on the way up
     assert loss_trend_finding(_rows([0.03] * 30 + [0.09] * 30), WARMUP) is not None  # no noise at all: found too
+
+
+def test_the_replay_script_reads_runs_as_the_live_checks_would(tmp_path):
+    """``scripts/replay_detectors.py``: a run folder's rows cut at each live reading, today's detectors on them."""
+    import json
+    import sys
+    from pathlib import Path
+
+    from trainer.config.schema import Config, save_config
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    from replay_detectors import replay, run_folders
+
+    rng = random.Random(0)
+    for name, rise in (("flat", 0.0), ("rising", 3.0)):
+        run = tmp_path / name / "lora" / "20260101-000000"
+        run.mkdir(parents=True)
+        save_config(Config(), run / "config.toml")
+        losses = [_noise(rng, 0.03 * (1 + rise * i / 400)) for i in range(400)]
+        (run / "metrics.jsonl").write_text("".join(
+            json.dumps({"type": "step", "step": i + 1, "loss": v, "grad_norm": 0.5, "skipped": False}) + "\n"
+            for i, v in enumerate(losses)), encoding="utf-8")
+    flat, rising = run_folders([tmp_path])
+    assert replay(flat) == []
+    ((step, signal, level, said),) = replay(rising)
+    assert signal == "loss_trending_up" and level == "warning" and step % Config().guard.detect_every == 0
+    assert said.startswith("the loss is trending up")
