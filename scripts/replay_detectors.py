@@ -1,15 +1,17 @@
 #!/usr/bin/env python
-"""What the live checks would say of runs already trained: the detectors on the step numbers, replayed.
+"""What the live checks would say of runs already trained: the detectors a run reads as it trains, replayed.
 
     python scripts/replay_detectors.py runs/doctor-calibration           # every run folder under it
     python scripts/replay_detectors.py RUN_DIR [RUN_DIR ...] --every 25
 
-While a run trains, the loop reads its rows so far every ``guard.detect_every`` steps and raises each finding once
-(``trainer.train.recovery.Recovery.run_detectors``). Here the rows of each run's ``metrics.jsonl`` are cut at every
-such step and the detectors of the step numbers (loss trend, gradient spikes, weight growth, clipping, the fp16 loss
-scale, slowdowns: ``trainer.doctor.detectors``) read them as they would have then, with today's code: a warning a
-healthy run would raise live shows as a row here, where ``events.jsonl`` holds what older code raised. The dose and
-the model measures' warnings read the run's saves and status, not its rows, and are not replayed.
+While a run trains, the loop reads it every ``guard.detect_every`` steps and after each measured step, and once more
+at its end (``trainer.train.loop``), and says each finding once, and again when its word changes
+(``trainer.doctor.registry.Reported``). Here each run is cut at every such reading (its ``metrics.jsonl`` rows and its
+``measures.jsonl`` rows as they stood then, in a scratch folder whose status says "running", the end read as the
+loop reads it) and today's detectors of the step numbers, the plan's dose and the model measures read it: a warning
+a healthy run would raise live shows as a row here, where ``events.jsonl`` holds what older code raised. Information
+is listed with ``--info`` (always where it takes back a warning). The sample pictures are read at the end only, and
+are not replayed.
 """
 
 from __future__ import annotations
@@ -17,15 +19,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import words
-from trainer.doctor.registry import RunInputs, detectors
+from trainer.doctor.registry import Reported, RunInputs, detectors
 from trainer.io import read_jsonl
 from trainer.run.contents import load_run_config
 from trainer.run.events import StepRow
+from trainer.run.rundir import RunPaths
 
 
 def run_folders(paths: list[Path]) -> list[Path]:
@@ -36,34 +40,53 @@ def run_folders(paths: list[Path]) -> list[Path]:
     return out
 
 
-def replay(run_dir: Path, every: int | None = None) -> list[tuple[int, str, str, str]]:
-    """(step, signal, level, English message) of each finding the live checks would raise first, in step order."""
+def _cut(folder: Path, measures: list[tuple[int, str]], upto: int) -> Path:
+    """``folder`` as the run folder stood when its measures reached step ``upto``: status "running", the measures
+    file's lines up to that step."""
+    paths = RunPaths(folder)
+    paths.status.write_text(json.dumps({"status": "running"}), encoding="utf-8")
+    paths.measures.write_text("".join(line for step, line in measures if step <= upto), encoding="utf-8")
+    return folder
+
+
+def replay(run_dir: Path, every: int | None = None, info: bool = False) -> list[tuple[int, str, str, str]]:
+    """(step, signal, level, English message) of each word the live checks would say, in the order they would
+    say it: warnings and errors, and information that takes one back (``info``: all information too)."""
     config = load_run_config(run_dir)
     rows = [StepRow.parse(r) for r in read_jsonl(run_dir / "metrics.jsonl")]
-    plan_file = run_dir / "plan.json"
+    plan_file, measures_file = run_dir / "plan.json", RunPaths(run_dir).measures
     plan = json.loads(plan_file.read_text(encoding="utf-8")) if plan_file.is_file() else {}
+    lines = measures_file.read_text(encoding="utf-8").splitlines(keepends=True) if measures_file.is_file() else []
+    measures = [(int(json.loads(line)["step"]), line) for line in lines if line.strip()]
     every = every or config.guard.detect_every
-    # those that read the rows alone: one that reads the run folder (the dose, against the saves' measures) would read
-    # its end, not the step replayed
-    by_rows = [d for d in detectors("numbers") if "rows" in d.reads and "run_dir" not in d.reads]
-    seen: dict[str, tuple[int, str, str, str]] = {}
-    for n, row in enumerate(rows, 1):
-        if row.step % every and n < len(rows):
-            continue
-        for f in (f for d in by_rows for f in d.run(RunInputs(config, plan, rows[:n]))):
-            if f.signal not in seen and f.level in ("warning", "error"):
-                seen[f.signal] = (row.step, f.signal, f.level, words.say(f.message, "en"))
-    return sorted(seen.values())
+    # the loop reads "numbers" and, on a run that measures itself, "model" (the registry's collect skips the numbers
+    # without a plan; a replay of rows alone still reads them)
+    live = detectors("numbers", *(("model",) if measures else ()))
+    measured_at = {s for s, _ in measures}
+    reported, warned, out = Reported(), set(), []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n, row in enumerate(rows, 1):
+            readings = ([(row.step - 1, False)] if row.step % every == 0 else []) + (
+                [(row.step, False)] if row.step in measured_at else []) + ([(row.step, True)] if n == len(rows) else [])
+            for upto, end in readings:  # the step's reading comes before its measures; the end after all
+                run = RunInputs(config, plan, rows[:n], run_dir=_cut(Path(tmp), measures, upto), stopped=end)
+                for f in reported.news([f for d in live for f in d.run(run)]):
+                    if f.level in ("warning", "error") or f.signal in warned or info:
+                        out.append((row.step, f.signal, f.level, words.say(f.message, "en")))
+                    if f.level in ("warning", "error"):
+                        warned.add(f.signal)
+    return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("paths", type=Path, nargs="+", help="run folders, or folders holding them")
     ap.add_argument("--every", type=int, default=None, help="steps between readings (default: the run's own)")
+    ap.add_argument("--info", action="store_true", help="list the information said too, not only warnings")
     args = ap.parse_args()
     print("| run | step | finding | level | what it says |\n|---|---|---|---|---|")
     for run in run_folders(args.paths):
-        found = replay(run, args.every)
+        found = replay(run, args.every, args.info)
         name = f"{run.parent.parent.name}/{run.parent.name}/{run.name}"
         if not found:
             print(f"| {name} | — | none | | |")

@@ -209,6 +209,18 @@ def test_a_prior_drift_past_its_line_at_one_save_only_is_a_passing_move_not_a_wa
     assert not warned(low, low, high)
     assert "prior_drift" in {f.signal for f in collect(RunInputs(Config(), run_dir=tmp_path, stopped=True), "model")}
     assert "prior_drift" not in {f.signal for f in collect(RunInputs(Config(), run_dir=tmp_path), "model")}
+    # and the dose it confirms: live, the loop says each signal again when its word changes (the Train step and the
+    # live alerts keep the latest), so the dose's "the saves read no over-training" becomes the warning it is there
+    from trainer.doctor.registry import Reported
+
+    reported = Reported()
+
+    def live(stopped: bool) -> list[str]:
+        run = RunInputs(Config(), plan=over, run_dir=tmp_path, stopped=stopped)
+        return sorted(f"{f.signal}:{f.level}" for f in reported.news(collect(run, "numbers", "model")))
+
+    assert live(False) == ["dose_over:info"] and live(False) == []
+    assert live(True) == ["dose_over:warning", "prior_drift:warning"] and live(True) == []
 
 
 def _with_trigger(row: dict, share: float, reach: float = 0.3) -> dict:
@@ -443,3 +455,37 @@ def test_on_a_style_a_hold_past_its_line_is_weak_and_says_to_look_at_the_picture
         'description_ko = "m"\n', encoding="utf-8")
     atomic_write_text(run / "config.toml", config.replace('preset = ""', 'preset = "mine"', 1))
     assert holds() == [("fit", "weak")] * 2
+
+
+def test_the_replay_script_says_what_the_live_run_said_of_its_measures(tmp_path):
+    """``scripts/replay_detectors.py`` cuts the measures at each live reading too: a dose past its zone is
+    information while no save is read, and becomes the warning it is once two saves in a row drift past the line,
+    at the reading after the second one's measures (not before), with the drift's own warning."""
+    import sys
+
+    from trainer.config.schema import save_config
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    from replay_detectors import replay
+
+    run = tmp_path / "my-subject" / "lora" / "20260101-000000"
+    run.mkdir(parents=True)
+    save_config(Config(), run / "config.toml")
+    (run / "plan.json").write_text(json.dumps({"dose_zone": "over", "dose": 4.2, "dose_low": 0.4, "dose_high": 3.0}))
+    (run / "metrics.jsonl").write_text("".join(
+        json.dumps({"type": "step", "step": i, "loss": 0.05, "grad_norm": 0.5, "skipped": False}) + "\n"
+        for i in range(1, 121)), encoding="utf-8")
+    base = {"s.png": _moved(0.2, 0.2, 0.0)}
+
+    def row(step: int, moved: float) -> dict:
+        return {"step": step, "subject": _subject(0.10 * (1 - verdict.HOLD_SHOWS * 1.1), 0.10),
+                "base_samples": {"s.png": _moved(0.2, 0.2, 0.2 * moved)}}
+
+    high = verdict.DRIFT_LIMIT * 1.3
+    _write_measures(run, [{"step": 0, "subject": _subject(0.10, 0.10), "base_samples": base}, row(40, high),
+                          row(80, high), row(120, 0.5)])
+    said = [(step, signal, level) for step, signal, level, _ in replay(run, every=25, info=True)]
+    # the first reading: no save read yet; at step 40's measures one save drifts, which may come back; at 80 two
+    assert said == [(25, "dose_over", "info"), (40, "dose_over", "info"), (80, "dose_over", "warning"),
+                    (80, "prior_drift", "warning")]
+    assert replay(run, every=25) == [w for w in replay(run, every=25, info=True) if w[2] == "warning"]

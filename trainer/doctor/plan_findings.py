@@ -16,26 +16,27 @@ from trainer.doctor.registry import Finding, detector
 from trainer.message import chained, msg
 
 
-def _model_reading(run_dir: Path | None) -> tuple[set[str], bool] | None:
+def _model_reading(run_dir: Path | None, ended: bool) -> tuple[set[str], bool] | None:
     """What the run's own model reads at each measured step after step 0, and whether it warns of over-training (a
     prior drift that stayed past its line, or memorisation: :func:`trainer.doctor.model_measures.over_warnings`).
     None: the run does not measure its saves, so the dose is all there is; an empty set: measured from step 0, no
-    save read yet. The measures file is read once."""
+    save read yet. ``ended``: the run has stopped (its last save's drift then counts alone). The measures file is read
+    once."""
     if run_dir is None:
         return None
     from trainer.doctor.evidence import decide
     from trainer.doctor.model_lines import model_observations
-    from trainer.doctor.model_measures import measures_by_step, over_warnings, run_ended
+    from trainer.doctor.model_measures import measures_by_step, over_warnings
 
     measured = measures_by_step(run_dir)
     if not measured:
         return None
     labels = {decide(model_observations(m)) for s, m in measured.items() if s > 0 and m.get("trigger_hold") is not None}
-    return labels, bool(labels) and bool(over_warnings(measured, run_ended(run_dir)))
+    return labels, bool(labels) and bool(over_warnings(measured, ended))
 
 
-@detector(("dose_over", "dose_under"), reads=("plan", "run_dir"))
-def dose_finding(plan: dict, run_dir: Path | None = None) -> Finding | None:
+@detector(("dose_over", "dose_under"), reads=("plan", "run_dir", "ended"))
+def dose_finding(plan: dict, run_dir: Path | None = None, ended: bool = True) -> Finding | None:
     """The dose outside the preset's zone; nothing where the optimizer sets its own step size (the plan's dose note
     says so: Prodigy's lr is a multiplier, its dose not comparable with the zone's). Where the run measures its own
     saves, they decide how it is said (the module's docstring)."""
@@ -44,7 +45,7 @@ def dose_finding(plan: dict, run_dir: Path | None = None) -> Finding | None:
         return None
     dose, lo, hi = plan["dose"], plan["dose_low"], plan["dose_high"]
     values = {"dose": dose, "low": lo, "high": hi}
-    reading = _model_reading(run_dir)
+    reading = _model_reading(run_dir, ended)
     level, said = "warning" if zone == "over" else "info", f"finding.dose_{zone}"
     if reading and not reading[0]:  # measured from step 0; no save read yet
         level, said = "info", f"finding.dose_{zone}_pending"

@@ -172,3 +172,22 @@ def collect(run: RunInputs, *groups: str) -> list[Finding]:
         for d in detectors(group):
             out += d.run(run)
     return out
+
+
+class Reported:
+    """What a live run has said of each signal so far, so that each finding is said once and again only when its
+    word changes: its level, or what it says (the dose "no save read yet", then "the saves read otherwise" or a
+    warning once they read what it foretold). The Train step and the live alerts keep each signal's latest word."""
+
+    def __init__(self) -> None:
+        self.said: dict[str, tuple[str, str]] = {}
+
+    def news(self, found: list[Finding]) -> list[Finding]:
+        """The findings of ``found`` whose word differs from the one said last of their signal (noted as said)."""
+        out = []
+        for f in found:
+            word = (f.level, f.message.code if isinstance(f.message, Msg) else json.dumps(f.message, sort_keys=True))
+            if self.said.get(f.signal) != word:
+                self.said[f.signal] = word
+                out.append(f)
+        return out

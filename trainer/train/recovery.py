@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from trainer.config.schema import save_config
 from trainer.doctor.guard import Decision
 from trainer.doctor.numerics import StepHealth, first_bad_module, first_bad_tensor
+from trainer.doctor.registry import Reported
 from trainer.run.events import ABSENT, Alert, ChangeApplied, NonFiniteAlert, Rollback, StepRow
 from trainer.run.rundir import workspace_presets
 
@@ -44,11 +45,12 @@ class Recovery:
         self.checkpointer, self.step_measures, self.emit = checkpointer, step_measures, emit
         self.legacy_position = legacy_position  # where a format-1 snapshot's step puts the data
         self.failure: dict[str, Any] | None = None  # the last non-finite step's details
-        self.emitted: set[str] = set()  # the findings already reported
+        self.reported = Reported()  # what each signal's findings said last
 
     def run_detectors(self, rows: list[StepRow], measured: bool, final: bool = False) -> None:
-        """Findings short of NaN, each emitted once as a ``finding`` event with its evidence. ``rows``: the step
-        rows so far; ``measured``: the run has model measures."""
+        """Findings short of NaN, each emitted as a ``finding`` event with its evidence once, and again when its
+        word changes (:class:`~trainer.doctor.registry.Reported`). ``rows``: the step rows so far; ``measured``: the
+        run has model measures."""
         if not self.dist.is_main:
             return
         from trainer.doctor.registry import RunInputs, collect
@@ -65,10 +67,8 @@ class Recovery:
             step = rows[-1].step if rows else 0
             self.emit(Alert.failed("findings", step, "run.findings_failed", e))
             return
-        for f in found:
-            if f.signal not in self.emitted:
-                self.emitted.add(f.signal)
-                self.emit(f.to_event())
+        for f in self.reported.news(found):
+            self.emit(f.to_event())
 
     def locate(self, broken: str) -> str | None:
         """The first module (in model order) whose gradient, weight or EMA shadow is non-finite."""
