@@ -489,3 +489,69 @@ def test_the_replay_script_says_what_the_live_run_said_of_its_measures(tmp_path)
     assert said == [(25, "dose_over", "info"), (40, "dose_over", "info"), (80, "dose_over", "warning"),
                     (80, "prior_drift", "warning")]
     assert replay(run, every=25) == [w for w in replay(run, every=25, info=True) if w[2] == "warning"]
+
+
+def test_measures_that_run_out_of_the_cards_memory_take_fewer_pictures_a_pass_then_step_aside(tmp_path):
+    """A forward pass of the measures holds no more noised pictures than the training step or the sampler does;
+    where the card still runs out of memory the passes are halved and the step measured again (the same numbers),
+    and out of memory one picture at a time the measures are off for the rest of the run with one warning, while
+    the run trains on, finishes, and its verdict reads the saves it has."""
+    import torch
+
+    from trainer.run.events import Alert
+    from trainer.train.loop import Hooks, run_training
+
+    class Squeezed(Hooks):
+        def __init__(self):
+            self.rows: list = []
+            self.passes: list[int] = []
+
+        def after_step(self, trainer):
+            if trainer.state.global_step != 3:
+                return
+            adapter = trainer.measures.models.adapter
+            predict = adapter.predict
+
+            def at_most(limit):
+                def squeezed(denoiser, noisy, *rest):
+                    self.passes.append(len(noisy))
+                    if len(noisy) > limit:
+                        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+                    return predict(denoiser, noisy, *rest)
+                return squeezed
+
+            adapter.predict = at_most(10**6)
+            self.rows.append(trainer.measures.measure(3))
+            self.most, self.passes = max(self.passes), []
+            adapter.predict = at_most(2)
+            self.rows.append(trainer.measures.measure(3))
+            self.shrink, self.last = trainer.measures.shrink, self.passes[-1]
+            adapter.predict = at_most(0)
+            self.rows.append(trainer.measures.measure(3))
+            adapter.predict = predict
+
+    data = write_toy_dataset(tmp_path / "data", n=6)
+    cfg = tiny_config(data, tmp_path / "out", {"train.max_steps": 6, "save.every_steps": 3, "sample.enabled": True,
+                                                "measure.enabled": True, "train.batch_size": 2})
+    hooks = Squeezed()
+    result = run_training(cfg, hooks=hooks)
+    assert result.status == "finished"
+    # the tiny run's 32 px pictures: the sampler's budget (16 of 64 px) allows 64 at once; the subject's 4
+    # pictures at 3 timesteps make 12
+    assert hooks.most == 12
+    first, halved, off = hooks.rows
+    assert hooks.shrink == 8 and hooks.last <= 2  # 12 → 6 → 3 → 1 a pass (the last measure's passes fit)
+    for name in ("subject", "base_samples"):
+        for key, v in first[name].items():
+            for kind, losses in v.items():
+                assert halved[name][key][kind] == pytest.approx(losses, rel=1e-4, abs=1e-7), (name, key, kind)
+    assert off is None
+    rows = model_measures.read_rows(result.run_dir)
+    assert sorted(rows) == [0, 3]  # off after step 3: the last save is not measured
+    events = [json.loads(line) for line in (Path(result.run_dir) / "events.jsonl").read_text().splitlines()]
+    (said,) = [e for e in events if e.get("kind") == "measures"]
+    assert said["level"] == "warning" and said["step"] == 3
+    assert "OutOfMemoryError" in words.say(Alert.from_json(said).message, "en")
+    cvs = checkpoint_verdicts(result.run_dir)
+    assert [c.step for c in cvs] == [3, 6] and cvs[0].measures.get("trigger_hold") is not None
+    assert not cvs[1].measures.get("trigger_hold")

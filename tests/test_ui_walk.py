@@ -174,6 +174,20 @@ def test_signal_and_prompt_kind_ids_are_shown_in_words():
     assert "leakage" not in text and "dose_over" not in text and signal_label("dose_over", "ko") in text
 
 
+def test_every_part_of_a_run_that_fails_without_failing_it_is_named_in_words():
+    """The warnings a run gives when a part of it fails and it goes on (``Alert.failed(kind, ...)``: the last
+    samples, the end's findings, the model measures, the more pictures) show their kind as words in both languages."""
+    import re
+
+    from ui.i18n import signal_label
+
+    source = " ".join(f.read_text(encoding="utf-8") for f in (Path(__file__).parent.parent / "trainer").rglob("*.py"))
+    kinds = set(re.findall(r'Alert\.failed\("([a-z_]+)"', source)) | {"measures"}  # its own words: at which step
+    assert {"samples", "findings", "measures", "edge_pictures"} <= kinds
+    for kind in kinds:
+        assert signal_label(kind, "en") != kind and signal_label(kind, "ko") != kind, kind
+
+
 def test_one_korean_spelling_per_term():
     """Variants of one term (seen in the walk) may not both appear in the UI's words or the doctor's advice."""
     variants = [("그래디언트", "그라디언트"), ("저장본", "체크포인트"), ("표본", "샘플"), ("에포크", "에폭")]

@@ -32,6 +32,15 @@ TEXTS = {
                                  "run is trained and saved: Review's \"More pictures of this save\" draws them",
                                  "그림 판정 기준선 가까이 있는 체크포인트를 더 그리지 못했습니다({reason}). 학습과 저장은 "
                                  "끝났습니다. 검토 단계의 \"이 체크포인트 그림 더 보기\"로 그릴 수 있습니다"),
+    "run.measures_out_of_memory": ("the model measures ran out of the device's memory at step {step}, even one "
+                                   "picture at a time ({reason}); they are off for the rest of this run, which trains "
+                                   "on. Its later saves are judged by the dose and their pictures (Review's grid, or a "
+                                   "picture judge); python -m trainer measure RUN_DIR measures every save afterwards, "
+                                   "with nothing else on the card",
+                                   "모델 측정이 {step}스텝에서 그림을 한 장씩 넣어도 장치 메모리가 모자랐습니다({reason}). "
+                                   "이 실행이 끝날 때까지 측정은 꺼지고 학습은 계속됩니다. 이후 체크포인트는 학습량과 "
+                                   "그림(검토 단계의 그림 표나 그림 판정 모델)으로 판정합니다. 카드에 다른 작업이 없을 때 "
+                                   "python -m trainer measure RUN_DIR 로 모든 체크포인트를 다시 잴 수 있습니다"),
     "run.final_samples_failed": ("the last step's samples could not be drawn ({reason}); the run is trained and "
                                  "saved: Review's \"More pictures of this save\" draws its pictures",
                                  "마지막 스텝의 샘플 그림을 그리지 못했습니다({reason}). 학습과 저장은 끝났습니다. 검토 단계의 "

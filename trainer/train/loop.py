@@ -148,7 +148,7 @@ class Trainer:
         samples = samples_from_report(self.report, cfg.dataset.trigger)
         self.feeder = Feeder(cfg, dist, models, samples)
         self.validator = Validator(cfg, dist, plan, models, self.report, self.held_out)  # while the VAE is here
-        self.measures = ModelMeasures(cfg, dist, plan, models, paths, samples, self.report, self.held_out)
+        self.measures = ModelMeasures(cfg, dist, plan, models, paths, samples, self.report, self.held_out, emit)
         self.feeder.cache_latents(lambda done, total, t0: self._progress("cache_latents", done, total, t0))
         self.state, self.guard = build_state(cfg, models, plan, dist)
         self.step_measures = StepMeasures(models.trainable, models.device)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,10 +37,13 @@ import torch
 
 from trainer.data.batches import LatentCache, image_tensor, samples_from_report, without_trigger
 from trainer.data.masks import mask_weights
+from trainer.errors import error_reason, is_out_of_memory
 from trainer.io import append_jsonl
+from trainer.message import msg
 from trainer.models.lora import set_lora_scale
+from trainer.run.events import Alert, RunEvent
 from trainer.run.samples import expand_prompts
-from trainer.sampling import preserved_training_state
+from trainer.sampling import BATCH_PIXELS, preserved_training_state
 from trainer.train.validation import fixed_timesteps
 
 if TYPE_CHECKING:
@@ -115,12 +119,21 @@ def _stable_hash(text: str) -> int:
 
 class Denoiser:
     """The run's denoiser on fixed inputs, as the training loss calls it (the family's target), several pictures
-    of one bucket in one batch."""
+    of one bucket in one batch. A forward pass holds at most :meth:`items` noised pictures (a picture at each of
+    its timesteps is one each): no more than the training step's own batch, or than the sampler draws at once
+    (:data:`trainer.sampling.BATCH_PIXELS`), whichever is more, so the measures fit where the training step and
+    its samples do; ``shrink`` divides that (the measures halve it when the card runs out of memory)."""
 
-    def __init__(self, adapter, denoiser, text, schedule, precision: Any, chunk: int = 8):
+    def __init__(self, adapter, denoiser, text, schedule, precision: Any, chunk: int = 8, batch: int = 1,
+                 shrink: int = 1):
         self.adapter, self.denoiser, self.text, self.schedule = adapter, denoiser, text, schedule
         self.precision = precision
-        self.chunk = chunk  # pictures per forward pass (each with every timestep)
+        self.chunk = chunk  # pictures per batch of the set (each with every timestep)
+        self.batch, self.shrink = batch, shrink
+
+    def items(self, bucket: tuple[int, int]) -> int:
+        """The most noised pictures of ``bucket`` (width, height) in one forward pass."""
+        return max(1, max(self.batch, BATCH_PIXELS // max(1, bucket[0] * bucket[1])) // self.shrink)
 
     def __call__(self, latents: list[torch.Tensor], noise: list[torch.Tensor], timesteps: list[int],
                  captions: list[str], bucket: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -130,11 +143,15 @@ class Denoiser:
         x0 = torch.cat([lat.expand(t, *lat.shape[1:]) for lat in latents])
         eps = torch.cat(noise)
         noisy, target = self.schedule.noised(x0, eps, ts)
-        with self.precision.autocast():
-            hidden, pooled = self.text([c for c in captions for _ in range(t)])
-            pred = self.adapter.predict(self.denoiser, noisy.to(self.precision.weight_dtype),
-                                        self.schedule.model_timesteps(ts), hidden, pooled, [bucket] * (n * t))
-        return pred.float().unflatten(0, (n, t)), target.float().unflatten(0, (n, t))
+        texts, at, step = [c for c in captions for _ in range(t)], self.schedule.model_timesteps(ts), self.items(bucket)
+        parts = []
+        for k in range(0, n * t, step):
+            with self.precision.autocast():
+                hidden, pooled = self.text(texts[k:k + step])
+                parts.append(self.adapter.predict(self.denoiser, noisy[k:k + step].to(self.precision.weight_dtype),
+                                                  at[k:k + step], hidden, pooled, [bucket] * len(texts[k:k + step]))
+                             .float())
+        return torch.cat(parts).unflatten(0, (n, t)), target.float().unflatten(0, (n, t))
 
     def batches(self, pset: ProbeSet) -> list[list[int]]:
         """The set's pictures by bucket, ``chunk`` at a time (indices into the set)."""
@@ -264,8 +281,11 @@ class ModelMeasures:
     checkpoint, sample point and the end (rank 0 alone, as the validation loss). No sets: measures are off."""
 
     def __init__(self, config: Config, dist: Dist, plan: Plan, models: TrainingModels, paths: RunPaths | None,
-                 samples: list[Sample], report: DatasetReport, held_out: list[Any]):
+                 samples: list[Sample], report: DatasetReport, held_out: list[Any],
+                 emit: Callable[[RunEvent], None] | None = None):
         self.config, self.dist, self.plan, self.models, self.paths = config, dist, plan, models, paths
+        self.emit = emit  # says the measures are off when the card's memory cannot hold them (None: raise)
+        self.shrink = 1  # the forward passes' pictures divided by this (:class:`Denoiser`)
         self.sets: dict[str, ProbeSet] = {}
         self.timesteps: list[int] = []
         if not config.measure.enabled or not dist.is_main:
@@ -313,14 +333,47 @@ class ModelMeasures:
             return False
         return step == 0 or step >= total_steps or step in self.plan.checkpoint_steps or step in self.plan.sample_steps
 
-    def measure(self, step: int, write: bool = True) -> dict[str, Any]:
-        """Measure every set at ``step`` and (``write``) append the row to ``measures.jsonl``."""
+    def measure(self, step: int, write: bool = True) -> dict[str, Any] | None:
+        """Measure every set at ``step`` and (``write``) append the row to ``measures.jsonl``. Where the card runs
+        out of memory the forward passes are halved and the step measured again; out of memory one picture at a
+        time, the measures are off for the rest of the run, said by one warning (``emit``; without it the error
+        is raised), and the run trains on: None."""
+        while True:
+            try:
+                return self._measure(step, write)
+            except RuntimeError as e:
+                if not is_out_of_memory(e):
+                    raise
+                failed = e if self._one_at_a_time() else None
+                if failed is not None and self.emit is None:
+                    raise
+            # out of the except block: the failed pass's tensors are let go before the next one
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            if failed is not None:
+                self.sets.clear()
+                assert self.emit is not None
+                said = msg("run.measures_out_of_memory", step=step, reason=error_reason(failed))
+                self.emit(Alert(level="warning", kind="measures", step=step, message=said))
+                return None
+            self.shrink *= 2
+
+    def _one_at_a_time(self) -> bool:
+        """Whether every forward pass of the measures holds a single noised picture already."""
+        denoise = self._denoiser()
+        return all(denoise.items(b) == 1 for pset in self.sets.values() for b in pset.buckets)
+
+    def _denoiser(self) -> Denoiser:
+        m, batch = self.models, self.config.train.batch_size
+        return Denoiser(m.adapter, m.denoiser, m.text, m.schedule, m.precision, chunk=max(1, 2 * batch), batch=batch,
+                        shrink=self.shrink)
+
+    def _measure(self, step: int, write: bool) -> dict[str, Any]:
         t0 = time.perf_counter()
         if step == 0:
             self.add_base_samples()
         m = self.models
-        denoise = Denoiser(m.adapter, m.denoiser, m.text, m.schedule, m.precision,
-                           chunk=max(1, 2 * self.config.train.batch_size))
+        denoise = self._denoiser()
         ts = self.timesteps
         row: dict[str, Any] = {"step": step, "timesteps": ts}
         with preserved_training_state(m.modules()):

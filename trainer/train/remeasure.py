@@ -58,6 +58,7 @@ def measure_run(run_dir: str | Path, timesteps: int | None = None, pictures: int
             state = ckpt.load_state(folder / "state.pt")
             models.lora.load_state_dicts(state["lora"])
         row = measures.measure(step, write=False)
+        assert row is not None  # measures without ``emit`` raise when the device's memory runs out
         rows.append(row)
         if progress is not None:
             progress(step, row)
