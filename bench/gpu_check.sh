@@ -9,7 +9,8 @@
 #      out of memory), and SD3.5 on its tiny model (flow matching, T5 kept out of fp16, the exported files);
 #   5. the memory plan against CUDA: real-size SD1.5 (and SDXL), bf16, 512 px (SDXL 1024), batch 1/2, gradient
 #      checkpointing off/on: torch.cuda.max_memory_allocated above the step's start vs the plan's
-#      activations + LoRA gradients (the coefficients were measured on a CPU, whose bf16 autocast differs);
+#      activations + LoRA gradients (the coefficients were measured on a CPU, whose bf16 autocast differs), and the
+#      model measures' forward pass at the same size (no gradients) against the training step's;
 #   6. what the doctor's model measures cost on the GPU: bench/bench_measures.py, the demo run's first 400 steps
 #      with them on against off;
 #   7. model.base_quant and model.block_swap: bench/bench_lowmem.py, four of SD3.5 Large's blocks at full width,
@@ -111,6 +112,21 @@ for family, res in (("sd15", 512), ("sdxl", 1024)):
             est = estimate(family, "bf16", res, batch, ckpt)
             print(f"{family} {res}px batch {batch} ckpt {ckpt!s:5}: estimate {est / 2**30:.2f} GiB, CUDA "
                   f"max_memory_allocated {measured / 2**30:.2f} GiB ({est / measured - 1:+.0%})", flush=True)
+            # the model measures' forward pass beside it (trainer/train/probes.py: Denoiser.items), no gradients
+            from trainer.sampling import BATCH_PIXELS
+            items = max(batch, BATCH_PIXELS // (res * res))
+            del pred
+            unet.eval()
+            torch.cuda.synchronize()
+            start = torch.cuda.memory_allocated()
+            torch.cuda.reset_peak_memory_stats()
+            with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+                unet(x[:items], t[:items], h[:items], added_cond_kwargs=added and
+                     {k: v[:items] for k, v in added.items()}).sample
+            torch.cuda.synchronize()
+            probe = torch.cuda.max_memory_allocated() - start
+            print(f"    the measures' pass ({items} picture(s), no gradients): {probe / 2**30:.2f} GiB, "
+                  f"{probe / measured:.2f} of the training step's", flush=True)
     del unet
     torch.cuda.empty_cache()
 PY
