@@ -491,7 +491,8 @@ def test_the_replay_script_says_what_the_live_run_said_of_its_measures(tmp_path)
     assert replay(run, every=25) == [w for w in replay(run, every=25, info=True) if w[2] == "warning"]
 
 
-def test_measures_that_run_out_of_the_cards_memory_take_fewer_pictures_a_pass_then_step_aside(tmp_path):
+def test_measures_that_run_out_of_the_cards_memory_take_fewer_pictures_a_pass_then_step_aside(tmp_path, monkeypatch,
+                                                                                             capsys):
     """A forward pass of the measures holds no more noised pictures than the training step or the sampler does;
     where the card still runs out of memory the passes are halved and the step measured again (the same numbers),
     and out of memory one picture at a time the measures are off for the rest of the run with one warning, while
@@ -555,3 +556,17 @@ def test_measures_that_run_out_of_the_cards_memory_take_fewer_pictures_a_pass_th
     cvs = checkpoint_verdicts(result.run_dir)
     assert [c.step for c in cvs] == [3, 6] and cvs[0].measures.get("trigger_hold") is not None
     assert not cvs[1].measures.get("trigger_hold")
+    # measured again afterwards on a card that cannot hold one picture a pass: one line, the file as it was
+    from trainer.cli import main
+    from trainer.train.probes import ModelMeasures
+
+    def no_memory(self, step, write):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(ModelMeasures, "_measure", no_memory)
+    before = (Path(result.run_dir) / "measures.jsonl").read_text()
+    capsys.readouterr()
+    assert main(["measure", str(result.run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "ran out of cpu's memory even one picture at a time" in err and "Traceback" not in err
+    assert (Path(result.run_dir) / "measures.jsonl").read_text() == before

@@ -17,7 +17,7 @@ from typing import Any
 
 from trainer.config.overrides import read_toml
 from trainer.config.schema import from_dict
-from trainer.errors import UserError
+from trainer.errors import UserError, error_line, is_out_of_memory
 from trainer.io import atomic_write_text
 from trainer.message import msg
 from trainer.run.rundir import RunPaths, complete_checkpoints
@@ -57,7 +57,13 @@ def measure_run(run_dir: str | Path, timesteps: int | None = None, pictures: int
         if folder is not None:
             state = ckpt.load_state(folder / "state.pt")
             models.lora.load_state_dicts(state["lora"])
-        row = measures.measure(step, write=False)
+        try:
+            row = measures.measure(step, write=False)
+        except RuntimeError as e:  # one picture a pass did not fit either (ModelMeasures.measure)
+            if not is_out_of_memory(e):
+                raise
+            raise UserError(msg("error.measure.out_of_memory", step=step, device=str(models.device),
+                                error=error_line(e))) from None
         assert row is not None  # measures without ``emit`` raise when the device's memory runs out
         rows.append(row)
         if progress is not None:
