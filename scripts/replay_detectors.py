@@ -10,7 +10,8 @@ at its end (``trainer.train.loop``), and says each finding once, and again when 
 ``measures.jsonl`` rows as they stood then, in a scratch folder whose status says "running", the end read as the
 loop reads it) and today's detectors of the step numbers, the plan's dose and the model measures read it: a warning
 a healthy run would raise live shows as a row here, where ``events.jsonl`` holds what older code raised. Information
-is listed with ``--info`` (always where it takes back a warning). The sample pictures are read at the end only, and
+is listed with ``--info`` (always where it takes back a warning, as at the run's end where a warning no longer
+holds: "no longer so at the run's end"). The sample pictures are read at the end only, and
 are not replayed.
 """
 
@@ -61,7 +62,8 @@ def replay(run_dir: Path, every: int | None = None, info: bool = False) -> list[
     every = every or config.guard.detect_every
     # the loop reads "numbers" and, on a run that measures itself, "model" (the registry's collect skips the numbers
     # without a plan; a replay of rows alone still reads them)
-    live = detectors("numbers", *(("model",) if measures else ()))
+    groups = ("numbers", *(("model",) if measures else ()))
+    live = detectors(*groups)
     measured_at = {s for s, _ in measures}
     reported, warned, out = Reported(), set(), []
     with tempfile.TemporaryDirectory() as tmp:
@@ -70,7 +72,7 @@ def replay(run_dir: Path, every: int | None = None, info: bool = False) -> list[
                 [(row.step, False)] if row.step in measured_at else []) + ([(row.step, True)] if n == len(rows) else [])
             for upto, end in readings:  # the step's reading comes before its measures; the end after all
                 run = RunInputs(config, plan, rows[:n], run_dir=_cut(Path(tmp), measures, upto), stopped=end)
-                for f in reported.news([f for d in live for f in d.run(run)]):
+                for f in reported.news([f for d in live for f in d.run(run)], groups if end else (), row.step):
                     if f.level in ("warning", "error") or f.signal in warned or info:
                         out.append((row.step, f.signal, f.level, words.say(f.message, "en")))
                     if f.level in ("warning", "error"):

@@ -145,3 +145,32 @@ def test_a_cpu_run_beside_a_program_busy_all_along_is_contention_not_the_machine
     assert "50%" in ko and "닫고" in ko
     quiet = _cpu_rows(times, 42, own=(0.95, 0.3), others=(0.02, 0.02), **CPU_RUN)
     assert slowdown_finding(quiet).signal == "step_slowdown_cpu"  # alone: the machine itself, as before
+
+
+def test_a_slowdown_that_passed_is_said_as_passed_at_the_runs_end():
+    """Live, a slowdown warns while it lasts; at the run's end, where the diagnosis no longer finds it (the steps
+    came back to their speed), the Train step's last word for it says so instead of keeping the warning."""
+    from trainer.config.schema import Config
+    from trainer.doctor.registry import Reported, RunInputs, collect
+
+    times = [2.0, 1.2, *_noisy(40, 0.12), *_noisy(30, 0.59, seed=1), *_noisy(300, 0.12, seed=2)]
+    rows = _cpu_rows(times, 42, own=(0.97, 0.55), others=(0.01, 0.45), **CPU_RUN)
+    for r in rows[72:]:
+        r.cpu_self, r.cpu_others = 0.97, 0.01
+    plan = {"dose_zone": "fit"}
+    reported = Reported()
+
+    def said(n: int, end: bool) -> list[tuple[str, str]]:
+        found = collect(RunInputs(Config(), plan, rows[:n], stopped=end), "numbers")
+        return [(f.signal, f.level) for f in reported.news(found, ("numbers",) if end else (), rows[n - 1].step)]
+
+    assert said(75, False) == [("cpu_contention", "warning")] and said(150, False) == []
+    ((signal, level),) = said(len(rows), True)
+    assert (signal, level) == ("cpu_contention", "info")
+    last = reported.said["cpu_contention"].message
+    assert words.say(last, "en").startswith("no longer so at the run's end (step 372); earlier: steps became")
+    assert words.say(last, "ko").startswith("실행이 끝날 때(372스텝)는 더 이상 그렇지 않음")
+    assert said(len(rows), True) == []  # said once
+    # a warning the end's reading still finds stays as it was
+    reported = Reported()
+    assert said(75, False) == [("cpu_contention", "warning")] and said(75, True) == []

@@ -177,17 +177,30 @@ def collect(run: RunInputs, *groups: str) -> list[Finding]:
 class Reported:
     """What a live run has said of each signal so far, so that each finding is said once and again only when its
     word changes: its level, or what it says (the dose "no save read yet", then "the saves read otherwise" or a
-    warning once they read what it foretold). The Train step and the live alerts keep each signal's latest word."""
+    warning once they read what it foretold). The Train step and the live alerts keep each signal's latest word.
+    At the run's end a warning whose detector no longer finds it (a slowdown that passed, a loss that stopped
+    rising) is said once more as information, so the Train step's last word is the diagnosis's."""
 
     def __init__(self) -> None:
-        self.said: dict[str, tuple[str, str]] = {}
+        self.said: dict[str, Finding] = {}
 
-    def news(self, found: list[Finding]) -> list[Finding]:
-        """The findings of ``found`` whose word differs from the one said last of their signal (noted as said)."""
+    @staticmethod
+    def _word(f: Finding) -> tuple[str, str]:
+        return f.level, f.message.code if isinstance(f.message, Msg) else json.dumps(f.message, sort_keys=True)
+
+    def news(self, found: list[Finding], ended: tuple[str, ...] = (), step: int = 0) -> list[Finding]:
+        """The findings of ``found`` whose word differs from the one said last of their signal (noted as said).
+        ``ended``: the run's end, the groups read there; a warning of theirs not found then is said as passed."""
         out = []
         for f in found:
-            word = (f.level, f.message.code if isinstance(f.message, Msg) else json.dumps(f.message, sort_keys=True))
-            if self.said.get(f.signal) != word:
-                self.said[f.signal] = word
+            if f.signal not in self.said or self._word(self.said[f.signal]) != self._word(f):
+                self.said[f.signal] = f
                 out.append(f)
+        read = detectors(*ended) if ended else []
+        for signal, f in list(self.said.items()):
+            if (f.level in ("warning", "error") and all(g.signal != signal for g in found)
+                    and any(d.raises(signal) for d in read)):
+                self.said[signal] = Finding(signal, "info", Msg("finding.passed", {"step": step, "earlier": f.message}),
+                                            f.steps, f.values)
+                out.append(self.said[signal])
         return out
