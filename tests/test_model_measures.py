@@ -556,6 +556,8 @@ def test_measures_that_run_out_of_the_cards_memory_take_fewer_pictures_a_pass_th
     cvs = checkpoint_verdicts(result.run_dir)
     assert [c.step for c in cvs] == [3, 6] and cvs[0].measures.get("trigger_hold") is not None
     assert not cvs[1].measures.get("trigger_hold")
+    # the dose supports a measured save and speaks as in a run without measures where none was read
+    assert [[o.strength for o in c.observations if o.source == "dose"] for c in cvs] == [["weak"], ["moderate"]]
     # measured again afterwards on a card that cannot hold one picture a pass: one line, the file as it was
     from trainer.cli import main
     from trainer.train.probes import ModelMeasures

@@ -198,16 +198,18 @@ def checkpoint_verdicts(run_dir: str | Path, config: Config | None = None) -> li
     model = measures_by_step(run_dir)
     vals = val_loss_by_step(run_dir)
     doses = dose_by_step(run_dir, config)
-    judged = any(r.get("likeness") is not None for r in measured.values())
-    strong = judged or any(m.get("trigger_hold") is not None for m in model.values())
     # an optimizer that sets its own step size (a dose note) makes the lr a multiplier: the dose is not comparable;
-    # and once the model or a judge was measured, the dose only supports
-    dose_strength = "weak" if strong or sets_own_step(config) else "moderate"
+    # and where the model or a judge measured a save, the dose only supports there (a save they did not read, the
+    # measures off after the card's memory ran out, is judged as a run without them)
+    own_step = sets_own_step(config)
     style = subject_of(config, workspace_presets(run_dir)) == "style"
     out = []
     best_adh: float | None = None  # the best adherence up to this save: overfitting is a fall from an earlier peak
     for step in steps:
         obs: list[Observation] = []
+        strong = (measured.get(step, {}).get("likeness") is not None
+                  or model.get(step, {}).get("trigger_hold") is not None)
+        dose_strength = "weak" if strong or own_step else "moderate"
         mrow = {k: v for k, v in model.get(step, {}).items()
                 if k in ("trigger_hold", "trigger_gain", "prior_drift", "memorisation", "masked", "trigger_share")}
         mrow["hold_before"] = max((m["trigger_hold"] for s, m in model.items()
