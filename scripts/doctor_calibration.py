@@ -3,17 +3,15 @@
 
     python scripts/doctor_calibration.py                     # train what is missing, then print the tables
     python scripts/doctor_calibration.py --print-only        # the tables from the runs already in --work
-    python scripts/doctor_calibration.py --print-only --truth-seeds 16   # the truth read on 16 pictures a prompt
-                                                             # (kept in WORK/truth/: a second print draws nothing)
+    python scripts/doctor_calibration.py --print-only --truth-seeds 16   # the truth on 16 pictures a prompt, kept
     python scripts/doctor_calibration.py --print-only --truth-seeds 16 --edge 16   # and the saves at the edge
     python scripts/doctor_calibration.py --truth-seeds 16 --judged    # and the same runs in the demo's own folder
 
-The demo character's 20 pictures and the 30 prior scenes are written into plain folders (no demo manifest), and
-the ``demo-character`` preset trains on them at 0.1x, 1x and 10x its lr with training seeds 42, 1 and 2, then
-with one thing wrong whose dose stays in the zone (no convolution LoRA; no prior images). The app judges each
-save as it would judge a user's run: from the model measures alone (``trainer.doctor.model_measures``). Because
-the pictures are the demo world's, the truth can be measured afterwards with the demo's own picture measures
-(likeness, prompt adherence, leakage: ``trainer.demo.judge``), which the app never sees on such a folder.
+The demo character's 20 pictures and the 30 prior scenes go into plain folders (no demo manifest); the
+``demo-character`` preset trains on them at 0.1x, 1x and 10x its lr (training seeds 42, 1, 2), then with one thing
+wrong, its dose in the zone (``FAILURES``: no convolution LoRA, no prior images, one wrong picture, captions that
+write the character's look). The app judges each save from the model measures alone, as a user's run; the truth is
+read afterwards with the demo's own picture measures (likeness, adherence, leakage: ``trainer.demo.judge``).
 
 With ``--judged`` the lr sweep is trained again in the demo's own folder (its manifest there: the same pictures
 and the same weights, but the demo's judge now reads the samples as the app does, and a finishing run draws again
@@ -47,6 +45,7 @@ FAILURES = {  # name -> settings that break the run while its dose stays in the 
     "no-conv": {"lora.conv_rank": 0},
     "no-prior": {"dataset.reg_path": ""},
     "one-wrong-picture": {"dataset.path": "my-character-one-wrong"},  # a healthy run, one picture not the subject
+    "features-captioned": {"dataset.path": "my-character-features"},  # every caption writes the character's look
 }
 HEALTHY = {  # the preset's own run in the other precisions: a healthy run warns of nothing in any of them
     "bf16": {"train.precision": "bf16"},
@@ -66,9 +65,10 @@ def write_plain_folders(root: Path) -> tuple[Path, Path]:
     from trainer.demo.datasets import write_character_dataset, write_prior_dataset
 
     data, prior = root / "my-character", root / "my-prior"
-    if not data.is_dir():
-        write_character_dataset(data)
-        (data / "demo_manifest.json").unlink()
+    for folder, features in ((data, False), (root / "my-character-features", True)):
+        if not folder.is_dir():
+            write_character_dataset(folder, write_features=features)
+            (folder / "demo_manifest.json").unlink()
     if not prior.is_dir():
         write_prior_dataset(prior)
         for extra in prior.glob("*.json"):

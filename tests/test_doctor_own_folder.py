@@ -75,3 +75,21 @@ def test_a_picture_copied_resized_is_named_in_the_diagnosis_as_a_data_problem(tm
         assert "02_web.jpg" in found["message"][lang] and "02.png" in found["message"][lang]
     assert "twice as often" in found["message"]["en"] and "두 배" in found["message"]["ko"]
     assert next(c for c in d["causes"] if not c["lesser"])["id"] == "data_problem"
+
+
+def test_a_look_written_in_every_caption_reaches_the_plan_and_the_diagnosis(tmp_path):
+    """The scan's caption doctor finds a phrase in every caption; the plan keeps it, and the diagnosis says it (as
+    information on a run with nothing measured; tests/test_model_measures.py has the warning and its first cause)."""
+    import words
+    from tests.helpers import tiny_config, write_toy_dataset
+    from trainer.doctor.plan_findings import caption_everywhere_finding
+    from trainer.plan.steps import plan_from_config
+
+    data = write_toy_dataset(tmp_path / "data", n=6)
+    for caption in data.rglob("*.txt"):
+        caption.write_text(caption.read_text(encoding="utf-8").replace(", ", ", a magenta diamond with stripes, ", 1),
+                           encoding="utf-8")
+    _, plan = plan_from_config(tiny_config(data, tmp_path / "runs", {}))
+    assert plan.captions_everywhere == [{"phrase": "a magenta diamond with stripes", "pct": 100}]
+    found = caption_everywhere_finding(plan.to_json(), tmp_path)
+    assert found.level == "info" and '"a magenta diamond with stripes" (100%)' in words.say(found.message, "en")

@@ -115,6 +115,14 @@ TEXTS = {
                                 "트리거가 학습 그림 {count}장을 나머지와 다르게 배움: {pictures}. 캡션과 나란히 열어 "
                                 "보세요. 대상이 없는 그림이나 그림에 보이는 것을 빠뜨린 캡션이 흔한 원인입니다. 캡션을 "
                                 "고치거나 그림을 빼세요"),
+    "finding.caption_everywhere": ("the captions write the same words in nearly every picture: {phrases}. Words in every "
+                                   "caption learn what they say, so the trigger learns none of it: if that is the "
+                                   "subject's fixed look, take it out of the captions; if it should stay changeable, "
+                                   "vary it",
+                                   "캡션이 거의 모든 그림에 같은 말을 적음: {phrases}. 모든 캡션에 있는 말은 그 말이 "
+                                   "배우므로 트리거는 그것을 배우지 못함. 대상의 고정된 모습이라면 캡션에서 빼고, 바뀔 수 "
+                                   "있어야 하는 것이라면 다양하게 쓰세요"),
+    "finding.caption_everywhere.one": ('"{phrase}" ({pct}%)', '"{phrase}"({pct}%)'),
     "finding.near_copy": ("{count} training picture(s) are another picture again, resized, re-encoded or recoloured: "
                           "{pictures}. Each such picture is trained on twice as often as the rest, which pulls the LoRA "
                           "toward its pose and background; keep one of each pair unless the weight was meant",

@@ -51,6 +51,7 @@ from trainer.run.rundir import RunPaths
 OUTLIER_Z = 5.0
 OUTLIER_MIN_PICTURES = 6  # fewer pictures than this: no "the others" to stand apart from
 OUTLIER_MIN_GAP = 0.5  # and at least this far from the median gain: a tiny spread flags nothing
+NEARLY_ALL = 0.9  # a tag on this share of the pictures or more (the trigger) groups nothing
 
 
 def read_rows(run_dir: str | Path) -> dict[int, dict[str, Any]]:
@@ -190,7 +191,45 @@ def picture_outliers(run_dir: str | Path, step: int | None = None,
         if abs(z) >= OUTLIER_Z and abs(gap) >= OUTLIER_MIN_GAP:
             out.append({"picture": key, "side": "high" if gap > 0 else "low", "z": round(z, 2),
                         "gain": round(v, 4), "median_gain": round(median, 4)})
+    tags = _picture_tags(run_dir, rows[0], gains) if out else {}
+    for side in ("high", "low"):
+        apart = [o["picture"] for o in out if o["side"] == side]
+        if _tag_group(apart, gains, tags, side == "high") is not None:
+            out = [o for o in out if o["side"] != side]
     return sorted(out, key=lambda o: -abs(o["z"]))
+
+
+def _picture_tags(run_dir: str | Path, first: dict[str, Any], pictures: Any) -> dict[str, set[str]]:
+    """Each measured picture's caption tags: from the measures' step-0 row, or (a run measured before it kept
+    them) the caption files beside the pictures; {} where neither can be read."""
+    from trainer.data.caption_doctor import caption_tags
+
+    captions = first.get("captions")
+    if not captions:
+        try:
+            from trainer.run.contents import load_run_config
+
+            data = load_run_config(run_dir).dataset
+            captions = {k: (Path(data.path) / k).with_suffix(data.caption_ext).read_text(encoding="utf-8")
+                        for k in pictures}
+        except Exception:  # no config, a folder moved or a caption gone: the pictures are judged one by one
+            return {}
+    return {k: set(caption_tags(text)) for k, text in captions.items()}
+
+
+def _tag_group(apart: list[str], gains: dict[str, float], tags: dict[str, set[str]], high: bool) -> str | None:
+    """A caption tag that every one of several pictures standing apart on one side shares, and whose pictures,
+    more than those alone, are the furthest on that side (the six "on grass" pictures the six highest, four of them
+    flagged): what the tag shows sets them apart, not the pictures (scripts/doctor_calibration.py's run whose
+    captions write the character's look). One picture apart is always named."""
+    if len(apart) < 2 or not all(k in tags for k in apart):
+        return None
+    order = sorted(gains, key=lambda k: gains[k], reverse=high)
+    for tag in sorted(set.intersection(*(tags[k] for k in apart))):
+        group = {k for k in gains if tag in tags.get(k, set())}
+        if len(apart) < len(group) < NEARLY_ALL * len(gains) and set(order[:len(group)]) == group:
+            return tag
+    return None
 
 
 def _drift_held(measured: dict[int, dict[str, Any]], past: set[int], ended: bool) -> bool:

@@ -67,6 +67,9 @@ class Plan:
     """Sample prompts that copy a training caption: ``{index, prompt, kind, files, matches, message}``."""
     near_copies: list[dict[str, Any]] = field(default_factory=list)
     """Pictures the scan found to be another picture resized or recoloured: ``{file, original, similarity}``."""
+    captions_everywhere: list[dict[str, Any]] = field(default_factory=list)
+    """Tags or phrases the caption doctor found in nearly every caption: ``{phrase, pct}`` (the trigger learns
+    none of what they say: :mod:`trainer.data.caption_doctor`)."""
 
     @property
     def scheduled(self) -> bool:
@@ -189,6 +192,8 @@ def make_plan(cfg: Config, report: DatasetReport, world_size: int = 1) -> Plan:
         dose_note=Msg(spec.dose_note) if (spec := optimizer_spec(cfg.optim.optimizer)).dose_note else None,
         sample_warnings=sample_prompt_warnings(cfg, report),
         near_copies=[{"file": p["file"], **p["message"].values} for p in report.problems if p["kind"] == "near_copy"],
+        captions_everywhere=[dict(f["message"].values) for f in report.caption_findings
+                             if f["kind"] == "caption_everywhere"],
     )
 
 

@@ -379,6 +379,8 @@ class ModelMeasures:
         with preserved_training_state(m.modules()):
             if "subject" in self.sets:
                 row["subject"] = subject_losses(self.sets["subject"], denoise, ts, self.config.dataset.trigger)
+                if step == 0:  # what each picture was captioned: the diagnosis groups pictures by their tags
+                    row["captions"] = dict(zip(self.sets["subject"].keys, self.sets["subject"].captions))
                 if self.masked:
                     row["masked"] = True  # a masked run: its prior drift reads otherwise (docs/doctor.md)
             # the base model's own samples where there are some (never trained on); else the prior pictures; a
