@@ -41,10 +41,11 @@ def run_folders(paths: list[Path]) -> list[Path]:
     return out
 
 
-def _cut(folder: Path, measures: list[tuple[int, str]], upto: int) -> Path:
-    """``folder`` as the run folder stood when its measures reached step ``upto``: status "running", the measures
-    file's lines up to that step."""
+def _cut(folder: Path, measures: list[tuple[int, str]], upto: int, config: str) -> Path:
+    """``folder`` as the run folder stood when its measures reached step ``upto``: its config, status "running",
+    the measures file's lines up to that step."""
     paths = RunPaths(folder)
+    paths.config.write_text(config, encoding="utf-8")
     paths.status.write_text(json.dumps({"status": "running"}), encoding="utf-8")
     paths.measures.write_text("".join(line for step, line in measures if step <= upto), encoding="utf-8")
     return folder
@@ -54,6 +55,7 @@ def replay(run_dir: Path, every: int | None = None, info: bool = False) -> list[
     """(step, signal, level, English message) of each word the live checks would say, in the order they would
     say it: warnings and errors, and information that takes one back (``info``: all information too)."""
     config = load_run_config(run_dir)
+    config_text = RunPaths(run_dir).config.read_text(encoding="utf-8")
     rows = [StepRow.parse(r) for r in read_jsonl(run_dir / "metrics.jsonl")]
     plan_file, measures_file = run_dir / "plan.json", RunPaths(run_dir).measures
     plan = json.loads(plan_file.read_text(encoding="utf-8")) if plan_file.is_file() else {}
@@ -71,7 +73,7 @@ def replay(run_dir: Path, every: int | None = None, info: bool = False) -> list[
             readings = ([(row.step - 1, False)] if row.step % every == 0 else []) + (
                 [(row.step, False)] if row.step in measured_at else []) + ([(row.step, True)] if n == len(rows) else [])
             for upto, end in readings:  # the step's reading comes before its measures; the end after all
-                run = RunInputs(config, plan, rows[:n], run_dir=_cut(Path(tmp), measures, upto), stopped=end)
+                run = RunInputs(config, plan, rows[:n], run_dir=_cut(Path(tmp), measures, upto, config_text), stopped=end)
                 for f in reported.news([f for d in live for f in d.run(run)], groups if end else (), row.step):
                     if f.level in ("warning", "error") or f.signal in warned or info:
                         out.append((row.step, f.signal, f.level, words.say(f.message, "en")))

@@ -576,14 +576,14 @@ def test_measures_that_run_out_of_the_cards_memory_take_fewer_pictures_a_pass_th
 
 def test_pictures_that_stand_apart_by_what_their_captions_share_are_not_named_one_by_one(tmp_path):
     """The character's run whose captions write its look: the trigger carried its six "on grass" pictures more
-    than the rest, four of them past the outlier line; they are the tag's doing, not four wrong pictures. Pictures
-    apart without such a tag, or one alone, are named as before."""
+    than the rest, four of them past the outlier line; among the six none stands apart, so they are the tag's
+    doing, not four wrong pictures. A picture apart among its own tag's pictures too is named as before."""
     keys = [f"p{i}.png" for i in range(20)]
     grass = set(keys[:6])
     captions = {k: f"zxc, on {'grass' if k in grass else 'sky'}, {'left' if i % 2 else 'center'}"
                 for i, k in enumerate(keys)}
     first = {k: _pic(0.10, 0.10) for k in keys}
-    last = {k: _pic(0.05 - 0.0005 * i, 0.06) for i, k in enumerate(keys)}  # gains 0.17-0.27
+    last = {k: _pic(0.05 - 0.0005 * i, 0.06) for i, k in enumerate(keys)}  # gains 0.17-0.32
     for k, loss in zip(keys[:6], (0.004, 0.006, 0.008, 0.010, 0.025, 0.030)):  # the grass six lead, four past
         last[k] = _pic(loss, 0.06)
 
@@ -594,17 +594,17 @@ def test_pictures_that_stand_apart_by_what_their_captions_share_are_not_named_on
 
     assert apart(None) == ["p0.png", "p1.png", "p2.png", "p3.png"]  # no captions to read: one by one
     assert apart(captions) == []
-    last["p6.png"] = _pic(0.020, 0.06)  # a sky picture above two grass ones: the tag does not set them apart
-    assert apart(captions) == ["p0.png", "p1.png", "p2.png", "p3.png"]
-    last["p6.png"] = _pic(0.05 - 0.0005 * 6, 0.06)
-    last["p1.png"] = last["p2.png"] = last["p3.png"] = _pic(0.05, 0.06)  # one apart alone: named
-    assert apart(captions) == ["p0.png"]
+    for k in keys[:6]:  # the grass pictures like the rest, but one: it stands apart among its own too
+        last[k] = _pic(0.05, 0.06)
+    last["p0.png"] = _pic(0.004, 0.06)
+    last["p9.png"] = _pic(0.004, 0.06)  # and a sky picture as far apart
+    assert apart(captions) == ["p0.png", "p9.png"]
 
 
 def test_a_look_written_in_every_caption_is_the_first_suspect_where_the_trigger_brings_nothing(tmp_path):
     """The scan's phrase in nearly every caption reaches the diagnosis: information on a run whose saves show the
-    subject (a class word or a style tag in every caption is common), a warning where the run's own model reads
-    every save under, and then "the features to learn are written in the captions" ranks first."""
+    subject (a class word or a style tag in every caption is common) or while it trains, a warning where the run
+    ended with every save read under, and then "the features to learn are written in the captions" ranks first."""
     from trainer.doctor.kb import load_kb
     from trainer.doctor.plan_findings import caption_everywhere_finding
 
@@ -620,7 +620,8 @@ def test_a_look_written_in_every_caption_is_the_first_suspect_where_the_trigger_
     saves(verdict.HOLD_SHOWS * 1.1)
     assert caption_everywhere_finding(plan, tmp_path).level == "info"
     saves(verdict.HOLD_SHOWS * 0.6)
-    f = caption_everywhere_finding(plan, tmp_path)
+    assert caption_everywhere_finding(plan, tmp_path, ended=False).level == "info"  # live, early saves read under
+    f = caption_everywhere_finding(plan, tmp_path)  # a run that ended so
     assert f.level == "warning"
     assert '"a magenta diamond with yellow stripes and two eyes" (100%)' in words.say(f.message, "en")
     assert "트리거는 그것을 배우지 못함" in words.say(f.message, "ko")

@@ -85,14 +85,16 @@ def near_copy_finding(plan: dict) -> Finding | None:
 @detector("caption_everywhere", reads=("plan", "run_dir", "ended"))
 def caption_everywhere_finding(plan: dict, run_dir: Path | None = None, ended: bool = True) -> Finding | None:
     """A phrase in nearly every caption (the scan's caption doctor found it): what it says is learnt by its words,
-    not by the trigger. A warning where the run's own model reads every save under (the trigger alone does not bring
-    the subject: a look written in every caption is the first suspect), else information: the scan said it, and a
-    class word or a style tag in every caption is common and harmless."""
+    not by the trigger. A warning where the run has ended and its own model read every save under (the trigger alone
+    does not bring the subject: a look written in every caption is the first suspect), else information: the scan
+    said it, a class word or a style tag in every caption is common and harmless, and while the run trains its
+    first saves read under on a healthy run too (the character's captions that write its look: step 400 under, then
+    fit)."""
     phrases = plan.get("captions_everywhere") or []
     if not phrases:
         return None
     reading = _model_reading(run_dir, ended)
-    level = "warning" if reading and reading[0] == {"under"} else "info"
+    level = "warning" if ended and reading and reading[0] == {"under"} else "info"
     named = chained("error.and", [msg("finding.caption_everywhere.one", **p) for p in phrases[:3]])
     return Finding("caption_everywhere", level, msg("finding.caption_everywhere", phrases=named), [],
                    {"phrases": phrases})
