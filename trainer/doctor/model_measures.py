@@ -37,6 +37,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +203,7 @@ def _apart(value: float, values: list[float]) -> tuple[float, float]:
     return (gap / mad if mad > 0 else math.inf if gap else 0.0), gap
 
 
-def _picture_tags(run_dir: str | Path, first: dict[str, Any], pictures: Any) -> dict[str, set[str]]:
+def _picture_tags(run_dir: str | Path, first: dict[str, Any], pictures: Iterable[str]) -> dict[str, set[str]]:
     """Each measured picture's caption tags: from the measures' step-0 row, or (a run measured before it kept
     them) the caption files beside the pictures; {} where neither can be read."""
     from trainer.data.caption_doctor import caption_tags

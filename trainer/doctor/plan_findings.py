@@ -80,8 +80,6 @@ def near_copy_finding(plan: dict) -> Finding | None:
     return Finding("near_copy", "warning", said, [], {"copies": copies})
 
 
-
-
 @detector("caption_everywhere", reads=("plan", "run_dir", "ended"))
 def caption_everywhere_finding(plan: dict, run_dir: Path | None = None, ended: bool = True) -> Finding | None:
     """A phrase in nearly every caption (the scan's caption doctor found it): what it says is learnt by its words,
