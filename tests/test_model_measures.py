@@ -353,6 +353,13 @@ def test_a_run_measures_its_own_model_at_step_0_each_save_and_the_end(tmp_path):
     assert main(["measure", str(result.run_dir), "--timesteps", "5"]) == 0
     assert len(model_measures.read_rows(result.run_dir)[6]["timesteps"]) == 5
     assert main(["measure", str(tmp_path / "data")]) == 2  # not a run folder: one line, no traceback
+    # its checkpoints/ folder deleted to free space (as the full-disk message advises for older runs): the final
+    # save is read at the step it was trained to (its file says so), not as step 0
+    import shutil
+
+    shutil.rmtree(Path(result.run_dir) / "checkpoints")
+    (last,) = checkpoint_verdicts(result.run_dir)
+    assert last.step == 6 and last.measures.get("trigger_hold") is not None
 
 
 def test_a_clip_judge_reads_any_runs_pictures_against_the_base_models(tmp_path):

@@ -45,12 +45,28 @@ def checkpoint_files(run_dir: str | Path) -> list[dict[str, Any]]:
                     out.append({"step": step, "file": str(d / name), "label": f"checkpoints/{d.name}/{name}",
                                 "weights": "ema" if "ema" in name else "live", "final": False})
     if paths.final.is_dir():
-        final_step = max((c["step"] for c in out), default=0)
+        final_step = max((c["step"] for c in out), default=None)
+        if final_step is None:  # checkpoints/ deleted to free space (the full-disk advice says so): the file's own
+            final_step = _trained_steps(paths.final / "lora.safetensors")
         for name in ("lora.safetensors", "lora_ema.safetensors"):
             if (paths.final / name).is_file():
                 out.append({"step": final_step, "file": str(paths.final / name), "label": f"final/{name}",
                             "weights": "ema" if "ema" in name else "live", "final": True})
     return out
+
+
+def _trained_steps(lora: Path) -> int:
+    """The steps a saved LoRA file says it was trained for (its kohya metadata, ``ss_steps``), read from its header
+    alone; 0 where it says none or cannot be read."""
+    try:
+        with lora.open("rb") as fh:
+            size = int.from_bytes(fh.read(8), "little")
+            if not 0 < size <= 100 * 2**20:
+                return 0
+            meta = json.loads(fh.read(size)).get("__metadata__") or {}
+        return int(meta.get("ss_steps", 0))
+    except (OSError, ValueError, AttributeError):
+        return 0
 
 
 def resolve_checkpoint(run_dir: str | Path, checkpoint: str | Path) -> Path:
