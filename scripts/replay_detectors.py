@@ -74,7 +74,7 @@ def replay(run_dir: Path, every: int | None = None, info: bool = False) -> list[
                 [(row.step, False)] if row.step in measured_at else []) + ([(row.step, True)] if n == len(rows) else [])
             for upto, end in readings:  # the step's reading comes before its measures; the end after all
                 run = RunInputs(config, plan, rows[:n], run_dir=_cut(Path(tmp), measures, upto, config_text), stopped=end)
-                for f in reported.news([f for d in live for f in d.run(run)], groups if end else (), row.step):
+                for f in reported.news([f for d in live for f in d.run(run)], groups, row.step, end):
                     if f.level in ("warning", "error") or f.signal in warned or info:
                         out.append((row.step, f.signal, f.level, words.say(f.message, "en")))
                     if f.level in ("warning", "error"):

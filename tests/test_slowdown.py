@@ -147,9 +147,10 @@ def test_a_cpu_run_beside_a_program_busy_all_along_is_contention_not_the_machine
     assert slowdown_finding(quiet).signal == "step_slowdown_cpu"  # alone: the machine itself, as before
 
 
-def test_a_slowdown_that_passed_is_said_as_passed_at_the_runs_end():
-    """Live, a slowdown warns while it lasts; at the run's end, where the diagnosis no longer finds it (the steps
-    came back to their speed), the Train step's last word for it says so instead of keeping the warning."""
+def test_a_slowdown_that_passed_is_said_as_passed_live_and_at_the_runs_end():
+    """Live, a slowdown warns while it lasts; at the first reading that no longer finds it (the steps came back to
+    their speed) the Train step's word for it says so instead of keeping the warning; at the run's end a warning
+    the end's reading no longer finds is said so too. Found again, it warns again."""
     from trainer.config.schema import Config
     from trainer.doctor.registry import Reported, RunInputs, collect
 
@@ -162,15 +163,21 @@ def test_a_slowdown_that_passed_is_said_as_passed_at_the_runs_end():
 
     def said(n: int, end: bool) -> list[tuple[str, str]]:
         found = collect(RunInputs(Config(), plan, rows[:n], stopped=end), "numbers")
-        return [(f.signal, f.level) for f in reported.news(found, ("numbers",) if end else (), rows[n - 1].step)]
+        return [(f.signal, f.level) for f in reported.news(found, ("numbers",), rows[n - 1].step, end)]
 
-    assert said(75, False) == [("cpu_contention", "warning")] and said(150, False) == []
-    ((signal, level),) = said(len(rows), True)
-    assert (signal, level) == ("cpu_contention", "info")
+    assert said(75, False) == [("cpu_contention", "warning")] and said(76, False) == []  # still slow
+    assert said(150, False) == [("cpu_contention", "info")]
+    last = reported.said["cpu_contention"].message
+    assert words.say(last, "en").startswith("no longer so at step 150; earlier: steps became")
+    assert words.say(last, "ko").startswith("150스텝에서는 더 이상 그렇지 않음. 앞서: ")
+    assert said(200, False) == [] and said(len(rows), True) == []  # said once, live and at the end
+    # passed only at the end: said with the run's end
+    reported = Reported()
+    assert said(75, False) == [("cpu_contention", "warning")]
+    assert said(len(rows), True) == [("cpu_contention", "info")]
     last = reported.said["cpu_contention"].message
     assert words.say(last, "en").startswith("no longer so at the run's end (step 372); earlier: steps became")
     assert words.say(last, "ko").startswith("실행이 끝날 때(372스텝)는 더 이상 그렇지 않음")
-    assert said(len(rows), True) == []  # said once
     # a warning the end's reading still finds stays as it was
     reported = Reported()
     assert said(75, False) == [("cpu_contention", "warning")] and said(75, True) == []

@@ -75,6 +75,8 @@ TEXTS = {
                                "{own_before:.0%}에서 {own:.0%}로 줄었음: 설정이 아니라 다른 프로그램에 밀린 것"),
     "finding.passed": ("no longer so at the run's end (step {step}); earlier: {earlier}",
                        "실행이 끝날 때({step}스텝)는 더 이상 그렇지 않음. 앞서: {earlier}"),
+    "finding.passed_live": ("no longer so at step {step}; earlier: {earlier}",
+                            "{step}스텝에서는 더 이상 그렇지 않음. 앞서: {earlier}"),
     "finding.cpu_shared": ("steps became {factor:.1f}× slower from step {step} ({before:.3g} s → {after:.3g} s) "
                            "on a run without a GPU while other programs kept {others:.0%} of the machine's CPU (before: "
                            "{others_before:.0%}): programs busy on the same cores can slow each other far more than "

@@ -178,8 +178,9 @@ class Reported:
     """What a live run has said of each signal so far, so that each finding is said once and again only when its
     word changes: its level, or what it says (the dose "no save read yet", then "the saves read otherwise" or a
     warning once they read what it foretold). The Train step and the live alerts keep each signal's latest word.
-    At the run's end a warning whose detector no longer finds it (a slowdown that passed, a loss that stopped
-    rising) is said once more as information, so the Train step's last word is the diagnosis's."""
+    A warning whose detector no longer finds it (a slowdown that passed, a loss that stopped rising) is said once
+    more as information, live at the reading that no longer finds it and at the run's end, so the Train step's last
+    word is the diagnosis's; found again, it is said again."""
 
     def __init__(self) -> None:
         self.said: dict[str, Finding] = {}
@@ -188,19 +189,21 @@ class Reported:
     def _word(f: Finding) -> tuple[str, str]:
         return f.level, f.message.code if isinstance(f.message, Msg) else json.dumps(f.message, sort_keys=True)
 
-    def news(self, found: list[Finding], ended: tuple[str, ...] = (), step: int = 0) -> list[Finding]:
+    def news(self, found: list[Finding], read: tuple[str, ...] = (), step: int = 0, ended: bool = False
+             ) -> list[Finding]:
         """The findings of ``found`` whose word differs from the one said last of their signal (noted as said).
-        ``ended``: the run's end, the groups read there; a warning of theirs not found then is said as passed."""
+        ``read``: the detector groups ``found`` comes from; a warning of theirs said before and not found now is said
+        as passed at ``step`` (``ended``: the run's end)."""
         out = []
         for f in found:
             if f.signal not in self.said or self._word(self.said[f.signal]) != self._word(f):
                 self.said[f.signal] = f
                 out.append(f)
-        read = detectors(*ended) if ended else []
+        readers = detectors(*read) if read else []
         for signal, f in list(self.said.items()):
             if (f.level in ("warning", "error") and all(g.signal != signal for g in found)
-                    and any(d.raises(signal) for d in read)):
-                self.said[signal] = Finding(signal, "info", Msg("finding.passed", {"step": step, "earlier": f.message}),
-                                            f.steps, f.values)
+                    and any(d.raises(signal) for d in readers)):
+                said = Msg("finding.passed" if ended else "finding.passed_live", {"step": step, "earlier": f.message})
+                self.said[signal] = Finding(signal, "info", said, f.steps, f.values)
                 out.append(self.said[signal])
         return out

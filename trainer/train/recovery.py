@@ -67,7 +67,7 @@ class Recovery:
             step = rows[-1].step if rows else 0
             self.emit(Alert.failed("findings", step, "run.findings_failed", e))
             return
-        for f in self.reported.news(found, groups if final else (), rows[-1].step if rows else 0):
+        for f in self.reported.news(found, groups, rows[-1].step if rows else 0, ended=final):
             self.emit(f.to_event())
 
     def locate(self, broken: str) -> str | None:
