@@ -302,6 +302,8 @@ def test_a_masked_runs_drift_gives_way_to_a_judges_reading():
 
 @pytest.mark.slow
 def test_a_run_measures_its_own_model_at_step_0_each_save_and_the_end(tmp_path):
+    import torch
+
     from trainer.train.loop import Hooks, run_training
 
     class Twice(Hooks):
@@ -350,8 +352,10 @@ def test_a_run_measures_its_own_model_at_step_0_each_save_and_the_end(tmp_path):
                 old = rows[step][name][key]
                 assert flat(v) == pytest.approx(flat(old), rel=1e-4, abs=1e-7), (step, name, key)
     assert len(list(Path(result.run_dir).glob("measures.before-*.jsonl"))) == 1
-    assert main(["measure", str(result.run_dir), "--timesteps", "5"]) == 0
+    assert main(["measure", str(result.run_dir), "--timesteps", "5", "--device", "cpu"]) == 0  # where it is asked
     assert len(model_measures.read_rows(result.run_dir)[6]["timesteps"]) == 5
+    if not torch.cuda.is_available():  # a card that is not there: one line, no traceback
+        assert main(["measure", str(result.run_dir), "--device", "cuda"]) == 2
     assert main(["measure", str(tmp_path / "data")]) == 2  # not a run folder: one line, no traceback
     # its checkpoints/ folder deleted to free space (as the full-disk message advises for older runs): the final
     # save is read at the step it was trained to (its file says so), not as step 0
@@ -578,6 +582,7 @@ def test_measures_that_run_out_of_the_cards_memory_take_fewer_pictures_a_pass_th
     assert main(["measure", str(result.run_dir)]) == 2
     err = capsys.readouterr().err
     assert "ran out of cpu's memory even one picture at a time" in err and "Traceback" not in err
+    assert "--device cpu" in err  # where the card is busy, the CPU measures without stopping it
     assert (Path(result.run_dir) / "measures.jsonl").read_text() == before
 
 

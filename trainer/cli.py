@@ -207,23 +207,18 @@ def cmd_diagnose(args) -> int:
 
 def cmd_measure(args) -> int:
     from trainer.doctor.model_measures import measures_by_step
-    from trainer.train.remeasure import measure_run
+    from trainer.train.remeasure import measure_run, measures_table
 
     def show(step: int, row: dict) -> None:
         print(f"step {step}: measured in {row['seconds']:.1f} s", file=sys.stderr, flush=True)
 
-    written = measure_run(args.run_dir, timesteps=args.timesteps, pictures=args.pictures, progress=show)
+    written = measure_run(args.run_dir, timesteps=args.timesteps, pictures=args.pictures, progress=show,
+                          device=args.device)
     table = measures_by_step(written.parent)
     if args.json:
         _print_json(table)
-        return EXIT_OK
-    print(written)
-    cols = ["trigger_hold", "trigger_gain", "prior_drift", "memorisation"]
-    if any(m.get("trigger_share") is not None for m in table.values()):  # a masked run's
-        cols.insert(3, "trigger_share")
-    print(f"{'step':>7}  " + "  ".join(f"{k.replace('_', ' '):>13}" for k in cols))
-    for step, m in table.items():
-        print(f"{step:>7}  " + "  ".join(f"{'—' if m.get(k) is None else f'{m[k]:.3f}':>13}" for k in cols))
+    else:
+        print(f"{written}\n{measures_table(table)}")
     return EXIT_OK
 
 
@@ -348,6 +343,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir")
     p.add_argument("--timesteps", type=int, metavar="N", help="timesteps per picture (the run's [measure] by default)")
     p.add_argument("--pictures", type=int, metavar="N", help="pictures per set (the run's [measure] by default)")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda", "mps"], help="where to measure (the run's own device "
+                   "by default); cpu: beside a run that holds the card")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_measure)
 

@@ -155,10 +155,12 @@ TEXTS: dict[str, tuple[str, str]] = {
                                     "{root}: 측정할 완전한 체크포인트가 없습니다. 측정은 저장된 가중치를 읽습니다"),
     "error.measure.out_of_memory": ("measuring step {step} ran out of {device}'s memory even one picture at a time "
                                     "({error}); nothing was written. Close what else uses it (a run training on it, "
-                                    "another program) and measure again",
+                                    "another program) and measure again, or measure on the CPU: --device cpu "
+                                    "(slower, and nothing else needs to stop)",
                                     "{step}스텝을 재다가 그림을 한 장씩 넣어도 {device} 메모리가 모자랐습니다({error}). "
                                     "아무것도 쓰지 않았습니다. 그 장치를 쓰는 다른 작업(학습 중인 실행, 다른 "
-                                    "프로그램)을 닫고 다시 재세요"),
+                                    "프로그램)을 닫고 다시 재거나, CPU에서 재세요: --device cpu(느리지만 다른 작업을 "
+                                    "멈추지 않아도 됨)"),
     "error.resume.not_a_run": ("--resume {resume}: not a run folder (no config.toml)",
                                "--resume {resume}: 실행 폴더가 아닙니다(config.toml 없음)"),
     "error.resume.running": ("--resume {resume}: this run is still training (process {pid}); stop it first, or wait "

@@ -13,7 +13,7 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from trainer.config.overrides import read_toml
 from trainer.config.schema import from_dict
@@ -24,9 +24,11 @@ from trainer.run.rundir import RunPaths, complete_checkpoints
 
 
 def measure_run(run_dir: str | Path, timesteps: int | None = None, pictures: int | None = None,
-                progress: Callable[[int, dict[str, Any]], None] | None = None) -> Path:
+                progress: Callable[[int, dict[str, Any]], None] | None = None,
+                device: Literal["auto", "cpu", "cuda", "mps"] | None = None) -> Path:
     """Measure step 0 and every complete checkpoint of ``run_dir`` and write ``measures.jsonl`` (an earlier one is
-    renamed ``measures.before-<time>.jsonl``). Returns the file written."""
+    renamed ``measures.before-<time>.jsonl``). ``device``: where (the run's ``train.device`` when None; every step
+    is measured there, so the file's numbers compare with each other). Returns the file written."""
     from trainer.data.batches import samples_from_report
     from trainer.train import checkpoint as ckpt
     from trainer.train.distributed import Dist
@@ -47,6 +49,8 @@ def measure_run(run_dir: str | Path, timesteps: int | None = None, pictures: int
     if pictures is not None:
         cfg.measure.pictures = pictures
     cfg.dataset.cache_latents = False  # the probes encode their own pictures; nothing trains
+    if device is not None:
+        cfg.train.device = device
     dist = Dist()
     report, plan, held_out = scan_and_plan(cfg, dist)
     models = load_models(cfg, dist, foreseen_text(cfg, report, held_out))
@@ -77,3 +81,14 @@ def measure_run(run_dir: str | Path, timesteps: int | None = None, pictures: int
         paths.measures.rename(keep)
     atomic_write_text(paths.measures, "".join(json.dumps(r) + "\n" for r in rows))
     return paths.measures
+
+
+def measures_table(table: dict[int, dict[str, Any]]) -> str:
+    """:func:`trainer.doctor.model_measures.measures_by_step`'s rows as a text table, a step a line."""
+    cols = ["trigger_hold", "trigger_gain", "prior_drift", "memorisation"]
+    if any(m.get("trigger_share") is not None for m in table.values()):  # a masked run's
+        cols.insert(3, "trigger_share")
+    lines = [f"{'step':>7}  " + "  ".join(f"{k.replace('_', ' '):>13}" for k in cols)]
+    for step, m in table.items():
+        lines.append(f"{step:>7}  " + "  ".join(f"{'—' if m.get(k) is None else f'{m[k]:.3f}':>13}" for k in cols))
+    return "\n".join(lines)
