@@ -106,3 +106,37 @@ def test_resume_restores_the_embedding(tmp_path):
     a = load_file(str(straight.run_dir / "final" / "embedding.safetensors"))["emb_params"]
     b = load_file(str(resumed.run_dir / "final" / "embedding.safetensors"))["emb_params"]
     assert torch.allclose(a.float(), b.float(), atol=1e-3)
+
+
+def test_an_embedding_whose_trigger_is_already_a_token_loads_as_it_was_trained(tmp_path):
+    """A trigger the tokenizer already holds ("star": an everyday word; "tok": a rare one that is still a token)
+    cannot be added under its name, and Review failed to load such a run's saves ("Token star already in tokenizer
+    vocabulary"). Its vectors now go in as training applied them, and come out again."""
+    from trainer.models.embedding import taken, write_embedding
+
+    trained, base = build_tiny_pipeline("sd15"), build_tiny_pipeline("sd15")
+    tok = base.tokenizer
+    assert taken(tok, "star") and taken(tok, "tok") and not taken(tok, "zxc") and not taken(tok, "ohwx")
+    emb = TriggerEmbedding([trained.text_encoder], [trained.tokenizer], "star")
+    with torch.no_grad():
+        emb.deltas[0].normal_(0.0, 0.5)
+    path = write_embedding(tmp_path / "embedding.safetensors", emb.install(), "sd15")
+
+    def encoded(pipe, prompt: str) -> torch.Tensor:
+        with torch.no_grad():
+            return pipe.text_encoder(tok(prompt, padding="max_length", return_tensors="pt").input_ids)[0]
+
+    with pytest.raises(ValueError, match="already in tokenizer vocabulary"):  # what diffusers says of it
+        base.load_textual_inversion(load_file(str(path))["emb_params"], token="star", text_encoder=base.text_encoder,
+                                    tokenizer=tok)
+    prompts = ["star, wearing a red hat, on grass", "a red circle on grass"]
+    before = [encoded(base, p) for p in prompts]
+    load_embedding(base, path, "star")
+    assert torch.allclose(encoded(base, prompts[0]), encoded(trained, prompts[0]), atol=2e-3)  # fp16 file
+    assert not torch.allclose(encoded(base, prompts[0]), before[0], atol=1e-2)
+    assert torch.equal(encoded(base, prompts[1]), before[1])  # a prompt without the trigger is the base's
+    unload_embedding(base, "star")
+    assert all(torch.equal(encoded(base, p), b) for p, b in zip(prompts, before))
+    load_embedding(base, path, "star")  # the next checkpoint loads as well
+    unload_embedding(base, "star")
+    assert torch.equal(encoded(base, prompts[0]), before[0])

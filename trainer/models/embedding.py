@@ -118,19 +118,50 @@ def embedding_beside(lora_file: str | Path) -> Path | None:
 
 
 def load_embedding(pipe, path: str | Path, trigger: str) -> None:
-    """Load a trained trigger embedding into a diffusers pipeline (undo with ``unload_embedding``)."""
+    """Load a trained trigger embedding into a diffusers pipeline (undo with ``unload_embedding``).
+
+    A trigger its tokenizer already holds as a token ("star", "woman", "tok") cannot be added under its own name
+    (diffusers' ``load_textual_inversion`` refuses it), so its vectors go in as training put them: a delta on the
+    trigger's tokens wherever the whole trigger appears (:class:`TriggerEmbedding`)."""
     tensors = load_file(str(path))
     # the file's keys say whose it is (textual-inversion keys per text encoder: one for SD1.5, SDXL's named
     # after the CLIP models)
     for f in families():
         if all(key in tensors for key in f.embedding_keys):
-            for te in f.text_encoders:
-                pipe.load_textual_inversion(tensors[te.embedding_key], token=trigger,
-                                            text_encoder=getattr(pipe, te.component),
-                                            tokenizer=getattr(pipe, te.tokenizer))
+            pairs = [(getattr(pipe, te.tokenizer), getattr(pipe, te.component), tensors[te.embedding_key])
+                     for te in f.text_encoders]
+            if any(taken(tok, trigger) for tok, _, _ in pairs):
+                pipe.__dict__[_HOOKED] = _hooked(pairs, trigger)
+                return
+            for tok, enc, vectors in pairs:
+                pipe.load_textual_inversion(vectors, token=trigger, text_encoder=enc, tokenizer=tok)
             return
     expected = ", or ".join(" and ".join(f.embedding_keys) for f in families())
     raise UserError(msg("error.trigger.not_embedding", path=path, expected=expected))
+
+
+_HOOKED = "_trigger_embedding_hooked"  # the pipeline's attribute holding a hooked embedding (load_embedding)
+
+
+def taken(tokenizer, trigger: str) -> bool:
+    """Whether ``trigger`` is already one of the tokenizer's tokens (or the name of an embedding's second vector),
+    so that a textual-inversion file cannot be added under it."""
+    vocab = tokenizer.get_vocab()
+    return trigger in vocab or f"{trigger}_1" in vocab
+
+
+def _hooked(pairs: list, trigger: str) -> TriggerEmbedding:
+    """The file's vectors (per encoder: its tokenizer, encoder and vectors) as a :class:`TriggerEmbedding` hooked
+    into the encoders."""
+    emb = TriggerEmbedding([enc for _, enc, _ in pairs], [tok for tok, _, _ in pairs], trigger)
+    with torch.no_grad():
+        for i, ((_, enc, vectors), ids) in enumerate(zip(pairs, emb.token_ids)):
+            if vectors.shape[0] != len(ids):
+                raise ValueError(f"the file holds {vectors.shape[0]} vector(s) where the trigger {trigger!r} is "
+                                 f"{len(ids)} token(s)")
+            base = enc.get_input_embeddings().weight[ids].detach().float().cpu()
+            emb.deltas[i].copy_(vectors.float() - base)
+    return emb.to(pairs[0][1].device).install()
 
 
 def _loaded_tokens(tokenizer, trigger: str) -> list[str]:
@@ -140,7 +171,10 @@ def _loaded_tokens(tokenizer, trigger: str) -> list[str]:
 
 
 def unload_embedding(pipe, trigger: str) -> None:
-    """Undo ``load_embedding``: every token it added goes (diffusers' unload takes them by name)."""
+    """Undo ``load_embedding``: every token it added goes (diffusers' unload takes them by name), or its hook."""
+    hooked = pipe.__dict__.pop(_HOOKED, None)
+    if hooked is not None:
+        hooked.remove()
     for tokenizer, encoder in text_pairs(pipe):
         tokens = _loaded_tokens(tokenizer, trigger)
         if tokens:
