@@ -93,3 +93,24 @@ def test_a_look_written_in_every_caption_reaches_the_plan_and_the_diagnosis(tmp_
     assert plan.captions_everywhere == [{"phrase": "a magenta diamond with stripes", "pct": 100}]
     found = caption_everywhere_finding(plan.to_json(), tmp_path)
     assert found.level == "info" and '"a magenta diamond with stripes" (100%)' in words.say(found.message, "en")
+
+
+def test_a_trigger_that_is_an_everyday_word_reaches_the_plan_and_the_diagnosis(tmp_path):
+    """The scan warns of a trigger the base model already draws ("star"); the plan keeps it, and the diagnosis says
+    it (as information on a run with nothing measured; tests/test_model_measures.py has the warning and its first
+    cause). A rare trigger keeps the plan's field empty."""
+    import words
+    from tests.helpers import tiny_config, write_toy_dataset
+    from trainer.doctor.plan_findings import trigger_common_finding
+    from trainer.plan.steps import plan_from_config
+
+    data = write_toy_dataset(tmp_path / "data", n=6)
+    _, plan = plan_from_config(tiny_config(data, tmp_path / "runs", {}))
+    assert plan.trigger_common == "" and trigger_common_finding(plan.to_json(), tmp_path) is None
+    for caption in data.rglob("*.txt"):
+        caption.write_text(caption.read_text(encoding="utf-8").replace("zxc", "star"), encoding="utf-8")
+    _, plan = plan_from_config(tiny_config(data, tmp_path / "runs", {"dataset.trigger": "star"}))
+    assert plan.trigger_common == "star"
+    found = trigger_common_finding(plan.to_json(), tmp_path)
+    assert found.level == "info" and 'the trigger "star" is an everyday word' in words.say(found.message, "en")
+    assert "드문 지어낸 단어" in words.say(found.message, "ko")

@@ -613,16 +613,36 @@ def test_pictures_that_stand_apart_by_what_their_captions_share_are_not_named_on
     assert apart(captions) == ["p0.png", "p9.png"]
 
 
-def test_a_look_written_in_every_caption_is_the_first_suspect_where_the_trigger_brings_nothing(tmp_path):
-    """The scan's phrase in nearly every caption reaches the diagnosis: information on a run whose saves show the
-    subject (a class word or a style tag in every caption is common) or while it trains, a warning where the run
-    ended with every save read under, and then "the features to learn are written in the captions" ranks first."""
-    from trainer.doctor.kb import load_kb
-    from trainer.doctor.plan_findings import caption_everywhere_finding
+SCAN_SAID = {  # what the scan's caption doctor found, as the plan keeps it: the finding's words, its first cause
+    "caption_everywhere": ({"captions_everywhere": [{"phrase": "a magenta diamond with yellow stripes and two eyes",
+                                                     "pct": 100}]},
+                           ['"a magenta diamond with yellow stripes and two eyes" (100%)', "트리거는 그것을 배우지 못함"],
+                           "features_captioned_away"),
+    "trigger_common_word": ({"trigger_common": "star"},
+                            ['the trigger "star" is an everyday word', '트리거가 기반 모델이 이미 그리는 일상 단어임("star")'],
+                            "trigger_common"),
+}
 
-    plan = {"captions_everywhere": [{"phrase": "a magenta diamond with yellow stripes and two eyes", "pct": 100}]}
-    assert caption_everywhere_finding({}, tmp_path) is None
-    assert caption_everywhere_finding(plan, tmp_path).level == "info"  # nothing measured: the scan said it
+
+@pytest.mark.parametrize("signal", SCAN_SAID)
+def test_what_the_scan_said_of_the_captions_is_the_first_suspect_where_the_trigger_brings_nothing(tmp_path, signal):
+    """The scan's phrase in nearly every caption, or a trigger that is an everyday word ("star" on the demo
+    character's pictures: fit from step 800 by its pictures, under by its holds of 0.744-0.752, and its first
+    cause was "the LoRA cannot hold the subject's details, double the rank"), reaches the diagnosis: information on
+    a run whose saves show the subject (a class word or a style tag in every caption is common) or while it trains,
+    a warning where the run ended with every save read under, and then what the scan found ranks first."""
+    from trainer.doctor.kb import load_kb
+    from trainer.doctor.registry import detector_for
+
+    plan, said, cause = SCAN_SAID[signal]
+    detector = detector_for(signal)
+    assert detector is not None and detector.reads == ("plan", "run_dir", "ended")
+
+    def found(plan: dict, ended: bool = True):
+        return detector.fn(plan, tmp_path, ended)
+
+    assert found({}) is None
+    assert found(plan).level == "info"  # nothing measured: the scan said it
     base = {"s.png": _moved(0.2, 0.2, 0.0)}
 
     def saves(hold: float) -> None:
@@ -630,15 +650,15 @@ def test_a_look_written_in_every_caption_is_the_first_suspect_where_the_trigger_
             {"step": s, "subject": _subject(0.10 * (1 - hold), 0.10), "base_samples": base} for s in (400, 800))])
 
     saves(verdict.HOLD_SHOWS * 1.1)
-    assert caption_everywhere_finding(plan, tmp_path).level == "info"
+    assert found(plan).level == "info"
     saves(verdict.HOLD_SHOWS * 0.6)
-    assert caption_everywhere_finding(plan, tmp_path, ended=False).level == "info"  # live, early saves read under
-    f = caption_everywhere_finding(plan, tmp_path)  # a run that ended so
-    assert f.level == "warning"
-    assert '"a magenta diamond with yellow stripes and two eyes" (100%)' in words.say(f.message, "en")
-    assert "트리거는 그것을 배우지 못함" in words.say(f.message, "ko")
+    assert found(plan, ended=False).level == "info"  # live, early saves read under
+    f = found(plan)  # a run that ended so
+    assert f.level == "warning" and f.signal == signal
+    assert said[0] in words.say(f.message, "en") and said[1] in words.say(f.message, "ko")
     kb = load_kb()
     stalled = {"low_trigger_hold": 1.0, "trigger_hold_plateau": 1.0}
-    assert kb.rank_causes(stalled)[0].cause.id == "capacity_short"  # no caption to blame: the LoRA's room
-    for signals in (stalled, {"low_trigger_hold": 1.0}):
-        assert kb.rank_causes({**signals, "caption_everywhere": 0.6})[0].cause.id == "features_captioned_away"
+    assert kb.rank_causes(stalled)[0].cause.id == "capacity_short"  # nothing to blame in the data: the LoRA's room
+    assert kb.rank_causes({**stalled, signal: 0.6})[0].cause.id == cause
+    if signal == "caption_everywhere":
+        assert kb.rank_causes({"low_trigger_hold": 1.0, signal: 0.6})[0].cause.id == cause

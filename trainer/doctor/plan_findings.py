@@ -91,8 +91,28 @@ def caption_everywhere_finding(plan: dict, run_dir: Path | None = None, ended: b
     phrases = plan.get("captions_everywhere") or []
     if not phrases:
         return None
-    reading = _model_reading(run_dir, ended)
-    level = "warning" if ended and reading and reading[0] == {"under"} else "info"
     named = chained("error.and", [msg("finding.caption_everywhere.one", **p) for p in phrases[:3]])
-    return Finding("caption_everywhere", level, msg("finding.caption_everywhere", phrases=named), [],
-                   {"phrases": phrases})
+    return Finding("caption_everywhere", _under_at_end(run_dir, ended), msg("finding.caption_everywhere", phrases=named),
+                   [], {"phrases": phrases})
+
+
+@detector("trigger_common_word", reads=("plan", "run_dir", "ended"))
+def trigger_common_finding(plan: dict, run_dir: Path | None = None, ended: bool = True) -> Finding | None:
+    """A trigger that is an everyday word the base model already draws (the scan's caption doctor found it): every
+    prompt that uses the word in its own sense now draws the subject, and the base's meaning of it pulls against
+    what the LoRA learns. Information, and a warning where the run ended with every save read under (as
+    :func:`caption_everywhere_finding`): on the demo character's pictures with the trigger "star" the trigger
+    alone denoised the subject less well at every save than "zxc" did, and the saves read under at holds of
+    0.744-0.752 where its pictures showed the character (likeness 0.62-0.65, the rare trigger's 0.71-0.75)."""
+    trigger = plan.get("trigger_common")
+    if not trigger:
+        return None
+    return Finding("trigger_common_word", _under_at_end(run_dir, ended),
+                   msg("finding.trigger_common_word", trigger=trigger), [], {"trigger": trigger})
+
+
+def _under_at_end(run_dir: Path | None, ended: bool) -> str:
+    """A finding's level where it explains a run that learnt too little: a warning once the run ended with every
+    save its own model read under, else information (while it trains, early saves read under on a healthy run)."""
+    reading = _model_reading(run_dir, ended)
+    return "warning" if ended and reading and reading[0] == {"under"} else "info"

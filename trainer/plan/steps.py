@@ -70,6 +70,9 @@ class Plan:
     captions_everywhere: list[dict[str, Any]] = field(default_factory=list)
     """Tags or phrases the caption doctor found in nearly every caption: ``{phrase, pct}`` (the trigger learns
     none of what they say: :mod:`trainer.data.caption_doctor`)."""
+    trigger_common: str = ""
+    """The trigger, where the caption doctor found it an everyday word the base model already draws ("star",
+    "woman"); "" otherwise."""
 
     @property
     def scheduled(self) -> bool:
@@ -194,6 +197,8 @@ def make_plan(cfg: Config, report: DatasetReport, world_size: int = 1) -> Plan:
         near_copies=[{"file": p["file"], **p["message"].values} for p in report.problems if p["kind"] == "near_copy"],
         captions_everywhere=[dict(f["message"].values) for f in report.caption_findings
                              if f["kind"] == "caption_everywhere"],
+        trigger_common=next((f["message"].values["trigger"] for f in report.caption_findings
+                             if f["kind"] == "trigger_common_word"), ""),
     )
 
 
