@@ -10,7 +10,7 @@
 The demo character's 20 pictures and the 30 prior scenes go into plain folders (no demo manifest); the
 ``demo-character`` preset trains on them at 0.1x, 1x and 10x its lr (training seeds 42, 1, 2), then with one thing
 wrong, its dose in the zone (``FAILURES``: no convolution LoRA, no prior images, one wrong picture, captions that
-write the character's look). The app judges each save from the model measures alone, as a user's run; the truth is
+write the character's look, the trigger an everyday word). The app judges each save from the model measures alone, as a user's run; the truth is
 read afterwards with the demo's own picture measures (likeness, adherence, leakage: ``trainer.demo.judge``).
 
 With ``--judged`` the lr sweep is trained again in the demo's own folder (its manifest there: the same pictures
@@ -46,6 +46,7 @@ FAILURES = {  # name -> settings that break the run while its dose stays in the 
     "no-prior": {"dataset.reg_path": ""},
     "one-wrong-picture": {"dataset.path": "my-character-one-wrong"},  # a healthy run, one picture not the subject
     "features-captioned": {"dataset.path": "my-character-features"},  # every caption writes the character's look
+    "common-trigger": {"dataset.path": "my-character-star", "dataset.trigger": "star"},  # an everyday word
 }
 HEALTHY = {  # the preset's own run in the other precisions: a healthy run warns of nothing in any of them
     "bf16": {"train.precision": "bf16"},
@@ -63,6 +64,7 @@ def write_plain_folders(root: Path) -> tuple[Path, Path]:
     """The demo character's pictures and the prior scenes as a user would have them: no demo manifest (and the
     demo's own folder, with it, for ``--judged``)."""
     from trainer.demo.datasets import write_character_dataset, write_prior_dataset
+    from trainer.demo.world import Scene, render_scene
 
     data, prior = root / "my-character", root / "my-prior"
     for folder, features in ((data, False), (root / "my-character-features", True)):
@@ -75,12 +77,13 @@ def write_plain_folders(root: Path) -> tuple[Path, Path]:
             extra.unlink()
     if not (root / "demo-character").is_dir():
         write_character_dataset(root / "demo-character")
-    wrong = root / "my-character-one-wrong"
-    if not wrong.is_dir():  # one picture that is not the character, its caption unchanged
-        from trainer.demo.world import Scene, render_scene
-
-        shutil.copytree(data, wrong)
-        render_scene(Scene("square", "blue", "sky", "center", "large"), 64).save(wrong / "10_zxc" / WRONG_PICTURE)
+    for name in ("one-wrong", "star"):  # one picture not the character (its caption unchanged); the trigger "star"
+        if not (copy := root / f"my-character-{name}").is_dir():
+            shutil.copytree(data, copy)
+            if name == "one-wrong":
+                render_scene(Scene("square", "blue", "sky", "center", "large"), 64).save(copy / "10_zxc" / WRONG_PICTURE)
+            for caption in copy.rglob("*.txt") if name == "star" else ():
+                caption.write_text(caption.read_text(encoding="utf-8").replace("zxc", "star", 1), encoding="utf-8")
     return data, prior
 
 
@@ -324,11 +327,9 @@ def report(args) -> int:
             if name.startswith("lr"):
                 sweep_agree += ok
                 sweep_total += truth is not None
-            lines.append(f"| {name} | {cv.step} | {_f(m.get('trigger_hold'))} | {_f(m.get('plain_hold'))} | "
-                         f"{_f(m.get('trigger_gain'))} | "
-                         f"{_f(m.get('prior_drift'))} | "
-                         f"{_f(d.get('likeness'))} | {_f(d.get('adherence'))} | {_f(d.get('leakage'))} | {truth} | "
-                         f"{cv.label}{'' if ok else ' ✗'} |")
+            cells = [m.get(k) for k in ("trigger_hold", "plain_hold", "trigger_gain", "prior_drift")] + [
+                d.get(k) for k in ("likeness", "adherence", "leakage")]
+            lines.append(f"| {name} | {cv.step} | {' | '.join(map(_f, cells))} | {truth} | {cv.label}{'' if ok else ' ✗'} |")
             for key, (mk, dk) in PAIRS.items():
                 if m.get(mk) is not None and d.get(dk) is not None:
                     pairs[key].append((m[mk], d[dk], truth == "over" or cv.label == "over", name))
@@ -383,9 +384,8 @@ def main() -> int:
     ap.add_argument("--print-only", action="store_true")
     ap.add_argument("--truth-seeds", type=int, default=0, metavar="N",
                     help="read the truth on N pictures a prompt drawn again from each save (0: the run's own samples)")
-    ap.add_argument("--edge", type=int, default=0, metavar="N",
-                    help="at the saves whose trigger hold sits just under its line, read N pictures a prompt and "
-                         "say how often the run's own few pictures a prompt could put them on either side")
+    ap.add_argument("--edge", type=int, default=0, metavar="N", help="at the saves whose trigger hold sits just under "
+                    "its line, read N pictures a prompt: how often the run's own few could put them on either side")
     ap.add_argument("--judged", action="store_true",
                     help="train the lr sweep in the demo's own folder too and compare the app's verdict there")
     args = ap.parse_args()
