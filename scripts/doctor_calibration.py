@@ -10,8 +10,8 @@
 The demo character's 20 pictures and the 30 prior scenes go into plain folders (no demo manifest); the
 ``demo-character`` preset trains on them at 0.1x, 1x and 10x its lr (training seeds 42, 1, 2), then with one thing
 wrong, its dose in the zone (``FAILURES``: no convolution LoRA, no prior images, one wrong picture, captions that
-write the character's look, the trigger an everyday word). The app judges each save from the model measures alone, as a user's run; the truth is
-read afterwards with the demo's own picture measures (likeness, adherence, leakage: ``trainer.demo.judge``).
+write the character's look, the trigger an everyday word). The app judges each save from the model measures alone,
+as a user's run; the truth, afterwards, with the demo's own picture measures (likeness, adherence, leakage).
 
 With ``--judged`` the lr sweep is trained again in the demo's own folder (its manifest there: the same pictures
 and the same weights, but the demo's judge now reads the samples as the app does, and a finishing run draws again

@@ -103,7 +103,7 @@ def trigger_common_finding(plan: dict, run_dir: Path | None = None, ended: bool 
     what the LoRA learns. Information, and a warning where the run ended with every save read under (as
     :func:`caption_everywhere_finding`): on the demo character's pictures with the trigger "star" the trigger
     alone denoised the subject less well at every save than "zxc" did, and the saves read under at holds of
-    0.744-0.752 where its pictures showed the character (likeness 0.62-0.65, the rare trigger's 0.71-0.75)."""
+    0.744-0.752 where its pictures showed the character (likeness 0.62-0.65, the rare trigger's 0.69-0.84)."""
     trigger = plan.get("trigger_common")
     if not trigger:
         return None
