@@ -114,3 +114,24 @@ def test_a_trigger_that_is_an_everyday_word_reaches_the_plan_and_the_diagnosis(t
     found = trigger_common_finding(plan.to_json(), tmp_path)
     assert found.level == "info" and 'the trigger "star" is an everyday word' in words.say(found.message, "en")
     assert "드문 지어낸 단어" in words.say(found.message, "ko")
+
+
+def test_captions_that_write_the_trigger_last_reach_the_plan_and_the_diagnosis(tmp_path):
+    """Tags shuffled with the first one kept in place, and the trigger written last: the scan warns, the plan keeps
+    it, the diagnosis says it (tests/test_model_measures.py has its warning and its first cause)."""
+    import words
+    from tests.helpers import tiny_config, write_toy_dataset
+    from trainer.doctor.plan_findings import trigger_not_first_finding
+    from trainer.plan.steps import plan_from_config
+
+    data = write_toy_dataset(tmp_path / "data", n=6)
+    shuffled = {"dataset.shuffle_tags": True, "dataset.keep_tokens": 1}
+    _, plan = plan_from_config(tiny_config(data, tmp_path / "runs", shuffled))
+    assert plan.trigger_not_first == {} and trigger_not_first_finding(plan.to_json(), tmp_path) is None
+    for caption in data.rglob("*.txt"):
+        tags = [t.strip() for t in caption.read_text(encoding="utf-8").split(",")]
+        caption.write_text(", ".join([t for t in tags if t != "zxc"] + ["zxc"]), encoding="utf-8")
+    _, plan = plan_from_config(tiny_config(data, tmp_path / "runs", shuffled))
+    assert plan.trigger_not_first == {"trigger": "zxc", "n": 6, "keep": 1}
+    found = trigger_not_first_finding(plan.to_json(), tmp_path)
+    assert found.level == "info" and 'write the trigger "zxc" after their first 1 tag(s)' in words.say(found.message, "en")

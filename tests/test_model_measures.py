@@ -621,14 +621,19 @@ SCAN_SAID = {  # what the scan's caption doctor found, as the plan keeps it: the
     "trigger_common_word": ({"trigger_common": "star"},
                             ['the trigger "star" is an everyday word', '트리거가 기반 모델이 이미 그리는 일상 단어임("star")'],
                             "trigger_common"),
+    "trigger_not_first": ({"trigger_not_first": {"trigger": "zxc", "n": 20, "keep": 1}},
+                          ['20 caption(s) write the trigger "zxc" after their first 1 tag(s)', "트리거를 맨 앞에 두세요"],
+                          "trigger_shuffled"),
 }
 
 
 @pytest.mark.parametrize("signal", SCAN_SAID)
 def test_what_the_scan_said_of_the_captions_is_the_first_suspect_where_the_trigger_brings_nothing(tmp_path, signal):
-    """The scan's phrase in nearly every caption, or a trigger that is an everyday word ("star" on the demo
+    """The scan's phrase in nearly every caption, a trigger that is an everyday word ("star" on the demo
     character's pictures: fit from step 800 by its pictures, under by its holds of 0.744-0.752, and its first
-    cause was "the LoRA cannot hold the subject's details, double the rank"), reaches the diagnosis: information on
+    cause was "the LoRA cannot hold the subject's details, double the rank"), or captions that write the trigger
+    after the tags kept in place (the same pictures with it last: under at every save, by the pictures too, with
+    the same first cause) reach the diagnosis: information on
     a run whose saves show the subject (a class word or a style tag in every caption is common) or while it trains,
     a warning where the run ended with every save read under, and then what the scan found ranks first."""
     from trainer.doctor.kb import load_kb

@@ -111,6 +111,21 @@ def trigger_common_finding(plan: dict, run_dir: Path | None = None, ended: bool 
                    msg("finding.trigger_common_word", trigger=trigger), [], {"trigger": trigger})
 
 
+@detector("trigger_not_first", reads=("plan", "run_dir", "ended"))
+def trigger_not_first_finding(plan: dict, run_dir: Path | None = None, ended: bool = True) -> Finding | None:
+    """Captions that write the trigger after the tags kept in place while the rest are shuffled or dropped (the
+    scan's caption doctor found them): the trigger moves and is sometimes left out, and the tag that always stays
+    first learns the subject. Said as :func:`caption_everywhere_finding` is: on the demo character's pictures with
+    the trigger written last ("wearing a red hat, on grass, bottom, small, zxc"; the preset shuffles, drops a quarter
+    of the tags and keeps the first) every save read under, as its pictures did (likeness 0.01-0.21), the trigger
+    adding next to nothing to a caption (gain 0.006), and the diagnosis's first cause was "double the rank"."""
+    said = plan.get("trigger_not_first")
+    if not said:
+        return None
+    return Finding("trigger_not_first", _under_at_end(run_dir, ended), msg("finding.trigger_not_first", **said), [],
+                   dict(said))
+
+
 def _under_at_end(run_dir: Path | None, ended: bool) -> str:
     """A finding's level where it explains a run that learnt too little: a warning once the run ended with every
     save its own model read under, else information (while it trains, early saves read under on a healthy run)."""

@@ -73,6 +73,9 @@ class Plan:
     trigger_common: str = ""
     """The trigger, where the caption doctor found it an everyday word the base model already draws ("star",
     "woman"); "" otherwise."""
+    trigger_not_first: dict[str, Any] = field(default_factory=dict)
+    """Where captions write the trigger after the tags that stay in place while the rest are shuffled or dropped:
+    ``{trigger, n, keep}`` (the caption doctor's finding); {} otherwise."""
 
     @property
     def scheduled(self) -> bool:
@@ -199,6 +202,8 @@ def make_plan(cfg: Config, report: DatasetReport, world_size: int = 1) -> Plan:
                              if f["kind"] == "caption_everywhere"],
         trigger_common=next((f["message"].values["trigger"] for f in report.caption_findings
                              if f["kind"] == "trigger_common_word"), ""),
+        trigger_not_first=next((dict(f["message"].values) for f in report.caption_findings
+                                if f["kind"] == "trigger_not_first"), {}),
     )
 
 
