@@ -10,7 +10,7 @@
 The demo character's 20 pictures and the 30 prior scenes go into plain folders (no demo manifest); the
 ``demo-character`` preset trains on them at 0.1x, 1x and 10x its lr (training seeds 42, 1, 2), then with one thing
 wrong, its dose in the zone (``FAILURES``: no convolution LoRA, no prior images, one wrong picture, captions that
-write the character's look, the trigger an everyday word). The app judges each save from the model measures alone,
+write the character's look, the trigger an everyday word or written last). The app judges each save from the model measures alone,
 as a user's run; the truth, afterwards, with the demo's own picture measures (likeness, adherence, leakage).
 
 With ``--judged`` the lr sweep is trained again in the demo's own folder (its manifest there: the same pictures
@@ -36,6 +36,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
+from calibration_folders import write_plain_folders
 
 import words  # noqa: F401  run folders hold their messages worded, as the app and the CLI write them
 from trainer.config.schema import from_dict
@@ -47,44 +48,17 @@ FAILURES = {  # name -> settings that break the run while its dose stays in the 
     "one-wrong-picture": {"dataset.path": "my-character-one-wrong"},  # a healthy run, one picture not the subject
     "features-captioned": {"dataset.path": "my-character-features"},  # every caption writes the character's look
     "common-trigger": {"dataset.path": "my-character-star", "dataset.trigger": "star"},  # an everyday word
+    "trigger-last": {"dataset.path": "my-character-trigger-last"},  # written after the tags kept in place
 }
 HEALTHY = {  # the preset's own run in the other precisions: a healthy run warns of nothing in any of them
     "bf16": {"train.precision": "bf16"},
     "fp16": {"train.precision": "fp16"},  # on the CPU: fp16 autocast with the loss scaler, as on a GPU
 }
-WRONG_PICTURE = "zxc_007.png"
 PAIRS = {  # each model measure and its demo counterpart, for the rank correlations
     "trigger hold ~ likeness": ("trigger_hold", "likeness"),
     "plain hold ~ likeness": ("plain_hold", "likeness"),
     "prior drift ~ leakage": ("prior_drift", "leakage"),
 }
-
-
-def write_plain_folders(root: Path) -> tuple[Path, Path]:
-    """The demo character's pictures and the prior scenes as a user would have them: no demo manifest (and the
-    demo's own folder, with it, for ``--judged``)."""
-    from trainer.demo.datasets import write_character_dataset, write_prior_dataset
-    from trainer.demo.world import Scene, render_scene
-
-    data, prior = root / "my-character", root / "my-prior"
-    for folder, features in ((data, False), (root / "my-character-features", True)):
-        if not folder.is_dir():
-            write_character_dataset(folder, write_features=features)
-            (folder / "demo_manifest.json").unlink()
-    if not prior.is_dir():
-        write_prior_dataset(prior)
-        for extra in prior.glob("*.json"):
-            extra.unlink()
-    if not (root / "demo-character").is_dir():
-        write_character_dataset(root / "demo-character")
-    for name in ("one-wrong", "star"):  # one picture not the character (its caption unchanged); the trigger "star"
-        if not (copy := root / f"my-character-{name}").is_dir():
-            shutil.copytree(data, copy)
-            if name == "one-wrong":
-                render_scene(Scene("square", "blue", "sky", "center", "large"), 64).save(copy / "10_zxc" / WRONG_PICTURE)
-            for caption in copy.rglob("*.txt") if name == "star" else ():
-                caption.write_text(caption.read_text(encoding="utf-8").replace("zxc", "star", 1), encoding="utf-8")
-    return data, prior
 
 
 def run_config(data: Path, prior: Path, out: Path, factor: float, seed: int, extra: dict):

@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
-from doctor_calibration import run_config, write_plain_folders
+from calibration_folders import write_plain_folders
+from doctor_calibration import run_config
 from doctor_compare import compare
 from PIL import Image
 

@@ -36,7 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
-from doctor_calibration import VERDICT_HEADER, run_config, verdict_row, write_plain_folders
+from calibration_folders import write_plain_folders
+from doctor_calibration import VERDICT_HEADER, run_config, verdict_row
 from PIL import Image, ImageDraw
 
 import words  # noqa: F401  run folders hold their messages worded, as the app and the CLI write them

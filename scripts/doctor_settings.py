@@ -27,7 +27,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from doctor_calibration import run_config, write_plain_folders
+from calibration_folders import write_plain_folders
+from doctor_calibration import run_config
 from doctor_compare import compare
 
 import words  # noqa: F401  run folders hold their messages worded, as the app and the CLI write them
