@@ -102,7 +102,7 @@ def test_undo_restores_every_changed_caption_byte_for_byte(tmp_path, make_image)
     assert (tmp_path / "a.txt").read_text() == "new a\n" and last_change(tmp_path).files == change.files
     undone = undo_last(tmp_path)
     assert snapshot(tmp_path) == before and not (tmp_path / "b.txt").exists()  # b had no caption: none again
-    assert words.say(undone.what) == 'trigger "t" inserted'
+    assert words.say(undone.what) == 'trigger "t" put first'
     with pytest.raises(UserError, match="nothing to undo"):
         undo_last(tmp_path)
 
@@ -188,6 +188,21 @@ def test_tools_count_replace_remove_insert_and_find_and_each_is_undoable(tmp_pat
     assert (tmp_path / "p1.txt").read_text() == "zxc, blue hat\n"
     for _ in range(3):
         undo_last(tmp_path)
+    assert snapshot(tmp_path) == before
+
+
+def test_put_the_trigger_first_moves_a_trigger_written_later_to_the_front(tmp_path, make_image):
+    """Training keeps the first tags in place and shuffles the rest: a trigger written last must come first (the
+    scan's "trigger after the first tag" warning sends the user to this button). A trigger inside a longer tag and
+    one already first are left as they are; a caption without it gets it first, as before."""
+    for i, cap in enumerate(["wearing a red hat, on grass, ZXC", "zxc, on sky", "a photo of zxc, smiling", "on sand"]):
+        make_image(tmp_path / f"p{i}.png", caption=cap)
+    before = snapshot(tmp_path)
+    assert insert_trigger(tmp_path, "zxc").files == ["p0.txt", "p3.txt"]
+    assert (tmp_path / "p0.txt").read_text() == "zxc, wearing a red hat, on grass\n"
+    assert (tmp_path / "p3.txt").read_text() == "zxc, on sand\n"
+    assert insert_trigger(tmp_path, "zxc") is None  # nothing left to move
+    undo_last(tmp_path)
     assert snapshot(tmp_path) == before
 
 

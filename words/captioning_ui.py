@@ -37,7 +37,7 @@ TEXTS = {
     "ui.cap_tag_new": ("Replace with", "바꿀 말"),
     "ui.cap_replace": ("Replace everywhere", "모두 바꾸기"),
     "ui.cap_remove": ("Remove everywhere", "모두 지우기"),
-    "ui.cap_insert_trigger": ("Insert trigger where missing", "없는 곳에 트리거 넣기"),
+    "ui.cap_insert_trigger": ("Put the trigger first", "트리거를 맨 앞에 넣기"),
     "ui.cap_find_text": ("Find captions with", "찾을 말"),
     "ui.cap_find": ("Find", "찾기"),
     "ui.cap_found": ("Captions found", "찾은 캡션"),

@@ -128,11 +128,11 @@ TEXTS = {
     "finding.trigger_not_first": ('{n} caption(s) write the trigger "{trigger}" after their first {keep} tag(s), which '
                                   "stay in place while the others are shuffled and dropped: the trigger moves and is "
                                   "sometimes left out, and what always stays first learns the subject instead; put the "
-                                  "trigger first (the Dataset step's Insert trigger puts it there)",
+                                  "trigger first (the Dataset step's Put the trigger first does it)",
                                   '캡션 {n}개가 트리거 "{trigger}"를 앞의 {keep}개 태그 뒤에 적음. 앞의 태그만 제자리에 '
                                   "있고 나머지는 섞이거나 빠지므로 트리거가 자리를 옮기고 가끔 빠지며, 늘 맨 앞에 있는 "
-                                  "말이 대신 대상을 배움. 트리거를 맨 앞에 두세요(데이터셋 단계의 트리거 넣기가 맨 앞에 "
-                                  "넣음)"),
+                                  "말이 대신 대상을 배움. 트리거를 맨 앞에 두세요(데이터셋 단계의 \"트리거를 맨 앞에 넣기\"가 "
+                                  "해 줌)"),
     "finding.trigger_common_word": ('the trigger "{trigger}" is an everyday word the base model already draws: its own '
                                     "meaning pulls against the subject, and every prompt that uses the word in that "
                                     'sense draws the subject too; a rare made-up word (like "zxc" or "ohwx") gives '

@@ -68,11 +68,19 @@ def replace_tag(root: str | Path, tag: str, new: str = "", caption_ext: str = ".
 
 
 def insert_trigger(root: str | Path, trigger: str, caption_ext: str = ".txt") -> ChangeSet | None:
-    """Put ``trigger`` first in every caption that lacks it (a picture without a caption gets the trigger alone)."""
+    """Put ``trigger`` first in every caption: where it lacks it (a picture without a caption gets the trigger
+    alone), and where a later tag is the trigger (training keeps the first tags in place and shuffles or drops the
+    rest, so a trigger written last moves and goes missing). A trigger inside a longer tag ("a photo of zxc") is
+    left where it is."""
     trigger = " ".join(trigger.split())
     if not trigger:
         raise UserError(msg("caption.error.no_trigger"))
     folder, pictures = pictures_of(root, caption_ext)
-    change = {p.caption_path: ", ".join([trigger, *split_tags(p.old)])
-              for p in pictures if not (p.old and contains_trigger(p.old, trigger))}
+    change = {}
+    for p in pictures:
+        tags = split_tags(p.old)
+        if not (p.old and contains_trigger(p.old, trigger)):
+            change[p.caption_path] = ", ".join([trigger, *tags])
+        elif any(same_tag(t, trigger) for t in tags[1:]) and not same_tag(tags[0], trigger):
+            change[p.caption_path] = ", ".join([trigger, *(t for t in tags if not same_tag(t, trigger))])
     return apply_changes(folder, change, msg("caption.change.trigger", trigger=trigger))
