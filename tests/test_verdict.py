@@ -268,11 +268,9 @@ def test_a_symptom_that_points_against_the_verdict_is_read_in_its_light(tmp_path
     assert note and "over-trained" in words.say(note, "en") and "more likely means" in words.say(note, "en")
     assert "과적합" in words.say(note, "ko")
     order = [(c.id, lesser) for c, lesser in symptom_causes("not_alike", v)]
-    # the causes of too little learning (too little dose, the look written in the captions, the trigger shuffled with
-    # the tags, an everyday word as the trigger) go last, as lesser
-    assert order[-4:] == [("underfit", True), ("features_captioned_away", True), ("trigger_shuffled", True),
-                          ("trigger_common", True)], order
-    assert not any(lesser for _, lesser in order[:-4])
+    # the causes of too little learning (too little dose, the look written in the captions) go last, as lesser
+    assert order[-2:] == [("underfit", True), ("features_captioned_away", True)], order
+    assert not any(lesser for _, lesser in order[:-2])
     assert symptom_reading("burnt_colours", v) is None  # it agrees with the verdict: nothing to explain
 
 

@@ -139,7 +139,7 @@ TEXTS = {
                                     "the LoRA a word of its own",
                                     '트리거가 기반 모델이 이미 그리는 일상 단어임("{trigger}"): 그 단어의 원래 뜻이 대상을 '
                                     "배우는 쪽과 부딪치고, 그 단어를 원래 뜻으로 쓰는 프롬프트마다 대상이 함께 나옴. "
-                                    '드문 지어낸 단어("zxc", "ohwx" 같은)를 쓰면 LoRA가 자기만의 단어를 가짐'),
+                                    '드문 지어낸 단어("zxc" 같은)를 쓰면 LoRA가 자기만의 단어를 가짐'),
     "finding.near_copy": ("{count} training picture(s) are another picture again, resized, re-encoded or recoloured: "
                           "{pictures}. Each such picture is trained on twice as often as the rest, which pulls the LoRA "
                           "toward its pose and background; keep one of each pair unless the weight was meant",

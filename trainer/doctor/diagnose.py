@@ -59,9 +59,13 @@ def collect_findings(run_dir: Path, config: Config | None = None, with_samples: 
 
 
 def finding_weight(signal: str, level: str) -> float:
-    """How much a finding counts towards the causes: its detector's weight, else its level's."""
+    """How much a finding counts towards the causes: its detector's weight (for its level, where the detector
+    weighs levels apart), else its level's."""
     d = detector_for(signal)
-    return d.weight if d is not None and d.weight is not None else LEVEL_WEIGHT[level]
+    weight = None if d is None else d.weight
+    if isinstance(weight, dict):
+        weight = weight.get(level)
+    return LEVEL_WEIGHT[level] if weight is None else weight
 
 
 def earlier_checkpoint(verdict) -> int | None:

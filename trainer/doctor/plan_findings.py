@@ -15,6 +15,11 @@ from pathlib import Path
 from trainer.doctor.registry import Finding, detector
 from trainer.message import chained, msg
 
+# A finding of the scan that the run's end bore out (every save read under, :func:`_under_at_end`): it outweighs the
+# causes every under-trained run shares (too little dose 1.0, the LoRA's room 1.0 where the hold stopped growing), as
+# what sets this run apart; said as information it weighs as any.
+BORNE_OUT = {"warning": 1.2}
+
 
 def _model_reading(run_dir: Path | None, ended: bool) -> tuple[set[str], bool] | None:
     """What the run's own model reads at each measured step after step 0, and whether it warns of over-training (a
@@ -96,7 +101,7 @@ def caption_everywhere_finding(plan: dict, run_dir: Path | None = None, ended: b
                    [], {"phrases": phrases})
 
 
-@detector("trigger_common_word", reads=("plan", "run_dir", "ended"))
+@detector("trigger_common_word", reads=("plan", "run_dir", "ended"), weight=BORNE_OUT)
 def trigger_common_finding(plan: dict, run_dir: Path | None = None, ended: bool = True) -> Finding | None:
     """A trigger that is an everyday word the base model already draws (the scan's caption doctor found it): every
     prompt that uses the word in its own sense now draws the subject, and the base's meaning of it pulls against
@@ -111,7 +116,7 @@ def trigger_common_finding(plan: dict, run_dir: Path | None = None, ended: bool 
                    msg("finding.trigger_common_word", trigger=trigger), [], {"trigger": trigger})
 
 
-@detector("trigger_not_first", reads=("plan", "run_dir", "ended"))
+@detector("trigger_not_first", reads=("plan", "run_dir", "ended"), weight=BORNE_OUT)
 def trigger_not_first_finding(plan: dict, run_dir: Path | None = None, ended: bool = True) -> Finding | None:
     """Captions that write the trigger after the tags kept in place while the rest are shuffled or dropped (the
     scan's caption doctor found them): the trigger moves and is sometimes left out, and the tag that always stays

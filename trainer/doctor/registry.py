@@ -118,7 +118,7 @@ class Detector:
     group: str
     points_to: str | None  # the verdict its findings argue for; None: the verdict does not weigh them
     strength: str | None  # how far the verdict trusts them (trainer.doctor.evidence.STRENGTH_WEIGHT)
-    weight: float | None  # the diagnosis's weight for its findings; None: by their level
+    weight: float | dict[str, float] | None  # the diagnosis's weight for its findings (by level); None: by level
     reads: tuple[str, ...]  # the RunInputs it is called with, in order
     fn: Callable[..., Any]
 
@@ -134,7 +134,8 @@ _REGISTRY: dict[str, Detector] = {}  # by the function's full name: a module imp
 
 
 def detector(signal: str | Sequence[str], points_to: str | None = None, strength: str | None = None, *,
-             group: str = "numbers", reads: Sequence[str] = ("rows",), weight: float | None = None):
+             group: str = "numbers", reads: Sequence[str] = ("rows",),
+             weight: float | dict[str, float] | None = None):
     """Register the decorated function as a detector of ``signal`` (or of each of several signals); see the module."""
     if group not in GROUPS:
         raise ValueError(f"unknown detector group {group!r}")
