@@ -63,8 +63,8 @@ def finding_weight(signal: str, level: str) -> float:
     weighs levels apart), else its level's."""
     d = detector_for(signal)
     weight = None if d is None else d.weight
-    if isinstance(weight, dict):
-        weight = weight.get(level)
+    if isinstance(weight, tuple):
+        weight = dict(weight).get(level)
     return LEVEL_WEIGHT[level] if weight is None else weight
 
 

@@ -118,7 +118,8 @@ class Detector:
     group: str
     points_to: str | None  # the verdict its findings argue for; None: the verdict does not weigh them
     strength: str | None  # how far the verdict trusts them (trainer.doctor.evidence.STRENGTH_WEIGHT)
-    weight: float | dict[str, float] | None  # the diagnosis's weight for its findings (by level); None: by level
+    weight: float | tuple[tuple[str, float], ...] | None  # the diagnosis's weight for its findings, or (level,
+    # weight) pairs for the levels it weighs apart; None: by their level
     reads: tuple[str, ...]  # the RunInputs it is called with, in order
     fn: Callable[..., Any]
 
@@ -142,7 +143,8 @@ def detector(signal: str | Sequence[str], points_to: str | None = None, strength
     signals = (signal,) if isinstance(signal, str) else tuple(signal)
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        _REGISTRY[f"{fn.__module__}.{fn.__qualname__}"] = Detector(signals, group, points_to, strength, weight,
+        by_level = tuple(sorted(weight.items())) if isinstance(weight, dict) else weight  # kept hashable
+        _REGISTRY[f"{fn.__module__}.{fn.__qualname__}"] = Detector(signals, group, points_to, strength, by_level,
                                                                     tuple(reads), fn)
         return fn
 
