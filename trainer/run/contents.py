@@ -56,16 +56,15 @@ def checkpoint_files(run_dir: str | Path) -> list[dict[str, Any]]:
 
 
 def _trained_steps(lora: Path) -> int:
-    """The steps a saved LoRA file says it was trained for (its kohya metadata, ``ss_steps``), read from its header
-    alone; 0 where it says none or cannot be read."""
+    """The steps a saved LoRA file says it was trained for (its kohya metadata, ``ss_steps``); 0 where it says none
+    or cannot be read."""
+    from safetensors import SafetensorError
+
+    from trainer.models.base_files import checkpoint_metadata
+
     try:
-        with lora.open("rb") as fh:
-            size = int.from_bytes(fh.read(8), "little")
-            if not 0 < size <= 100 * 2**20:
-                return 0
-            meta = json.loads(fh.read(size)).get("__metadata__") or {}
-        return int(meta.get("ss_steps", 0))
-    except (OSError, ValueError, AttributeError):
+        return int(checkpoint_metadata(lora).get("ss_steps", 0))
+    except (OSError, ValueError, SafetensorError):
         return 0
 
 
