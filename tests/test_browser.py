@@ -131,6 +131,10 @@ def upload(page, box: str, path) -> None:
     with page.expect_file_chooser() as chooser:
         page.locator(f"{box} input[type=file]").locator("xpath=..").click()
     chooser.value.set_files(str(path))
+    # The box lists the file, with its download link, once gradio has it on the server. (While it uploads, the box
+    # says "Uploading 1 file... mine.zip"; once there it shows the name in two parts, "mine" and ".zip": a test
+    # that waited for "mine.zip" in the page's text saw only that short moment, and missed it on a busy machine.)
+    page.locator(f'{box} td.filename[aria-label="{Path(path).name}"] ~ td a.download-link').wait_for(timeout=60_000)
 
 
 def wait_text(page, selector: str, pattern: str, timeout_s: int = 60) -> None:
