@@ -672,3 +672,14 @@ def test_what_the_scan_said_of_the_captions_is_the_first_suspect_where_the_trigg
         assert kb.rank_causes({**signals, signal: finding_weight(signal, "warning")})[0].cause.id == cause
     # said as information (the saves showed the subject, or the run still trains) it does not lead a weak hold
     assert kb.rank_causes({"low_trigger_hold": 1.0, signal: finding_weight(signal, "info")})[0].cause.id != cause
+    # and the verdict's summary of a run that ended so names it, not "train longer" (what the star run's said)
+    from trainer.doctor.plan_findings import caption_suspect
+    from trainer.doctor.verdict_summary import summary_of
+
+    assert caption_suspect([found(plan, ended=False)]) is None  # information: not the suspect
+    summary = summary_of("under", 800, [], [], suspect=caption_suspect([found(plan)]))
+    en, ko = words.say(summary, "en"), words.say(summary, "ko")
+    assert en.startswith("Under-trained: even the last checkpoint (step 800)") and said[0] in en and "Train longer" not in en, en
+    assert "캡션부터 고치세요" in ko and said[1] in ko, ko
+    plain = words.say(summary_of("under", 800, [], []), "en")
+    assert "Train longer or raise the learning rate" in plain and said[0] not in plain

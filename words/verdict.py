@@ -113,6 +113,11 @@ TEXTS = {
     "verdict.summary.under": ("Under-trained: {last} has not learned enough. Train longer or raise the learning rate "
                               "(one of the two).",
                               "미적합: {last} 아직 덜 배웠습니다. 더 오래 학습하거나 학습률을 올리세요(둘 중 하나만)."),
+    "verdict.summary.under_captions": ("Under-trained: {last} has not learned enough, and the captions are the first "
+                                       "suspect: {why}. Mend the captions before training longer (Troubleshoot's "
+                                       "first prescription).",
+                                       "미적합: {last} 아직 덜 배웠습니다. 먼저 의심할 것은 캡션입니다: {why}. 더 오래 "
+                                       "학습하기 전에 캡션부터 고치세요(문제 해결의 첫 처방)."),
     "verdict.summary.under_unfinished": ("Under-trained so far: the run stopped at step {step} of the {planned} it "
                                          "planned. Continue it before changing a setting: the rest of its plan may "
                                          "be all it lacks.",

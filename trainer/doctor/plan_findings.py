@@ -131,6 +131,16 @@ def trigger_not_first_finding(plan: dict, run_dir: Path | None = None, ended: bo
                    dict(said))
 
 
+# The scan's caption findings that a run's end can bear out (:func:`_under_at_end`): the first one said as a warning is
+# what the verdict's summary names for an under-trained run instead of "train longer" (verdict_summary.summary_of).
+CAPTION_SUSPECTS = ("caption_everywhere", "trigger_common_word", "trigger_not_first")
+
+
+def caption_suspect(findings: list[Finding]) -> Finding | None:
+    """The first of ``findings`` that is a scan's caption finding the run's end bore out (a warning), if any."""
+    return next((f for f in findings if f.signal in CAPTION_SUSPECTS and f.level == "warning"), None)
+
+
 def _under_at_end(run_dir: Path | None, ended: bool) -> str:
     """A finding's level where it explains a run that learnt too little: a warning once the run ended with every
     save its own model read under, else information (while it trains, early saves read under on a healthy run)."""

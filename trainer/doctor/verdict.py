@@ -37,6 +37,7 @@ from trainer.doctor.model_lines import (  # the lines the model measures are rea
     HOLD_SHOWS,
     model_observations,
 )
+from trainer.doctor.plan_findings import caption_suspect
 from trainer.doctor.progress import failure, still_training, unfinished
 from trainer.doctor.registry import RunInputs, collect, detector_for, detectors
 from trainer.doctor.risks import sets_own_step, subject_of
@@ -329,5 +330,5 @@ def run_verdict(run_dir: str | Path, findings: list[Any] | None = None) -> Verdi
     observations = tuple(run_obs) + (rec.observations if rec else ()) + (
         deciding.observations if deciding is not None and deciding is not rec else ())
     summary = summary_of(label, recommended, cvs, broken, unfinished(findings), still_training(run_dir),
-                         failure(findings), planned_steps(RunPaths(run_dir)))
+                         failure(findings), planned_steps(RunPaths(run_dir)), caption_suspect(findings))
     return Verdict(label, lines, recommended, summary, observations, tuple(cvs), weak_signals=weak)

@@ -13,7 +13,10 @@ if TYPE_CHECKING:
 
 
 def summary_of(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken: list[Observation],
-               stopped_early: Any = None, training: int | None = None, failed: Any = None, planned: float = 0) -> Msg:
+               stopped_early: Any = None, training: int | None = None, failed: Any = None, planned: float = 0,
+               suspect: Any = None) -> Msg:
+    """``suspect``: a scan's caption finding the run's end bore out (plan_findings.caption_suspect); an under-trained
+    run's summary then names it, not "train longer": more steps on those captions teach the same thing."""
     later = [c.step for c in cvs if rec is not None and c.step > rec and c.label == "over"]
     if label == "none":  # what stopped it, said here: Review shows no observation list
         return msg("verdict.summary.none", why=failed.message if failed else msg("verdict.no_step")) if training is None \
@@ -37,7 +40,8 @@ def summary_of(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken
         return msg("verdict.summary.under_training", step=cvs[-1].step, planned=training)
     if label == "under":
         last = msg("verdict.last_checkpoint", step=rec) if rec is not None else msg("verdict.the_run")
-        return msg("verdict.summary.under", last=last)
+        return msg("verdict.summary.under_captions", last=last, why=suspect.message) if suspect is not None \
+            else msg("verdict.summary.under", last=last)
     where = msg("verdict.least_pushed", step=rec) if rec is not None else ""
     masked = any(o.signal == "masked_drift" for c in cvs if c.label == "over" for o in c.observations)
     return msg("verdict.summary.over_masked" if masked else "verdict.summary.over", where=where)
