@@ -21,14 +21,27 @@ from trainer.message import chained, msg
 BORNE_OUT = {"warning": 1.2}
 
 
-def _model_reading(run_dir: Path | None, ended: bool) -> tuple[set[str], bool] | None:
+def _model_reading(run_dir: Path | None, ended: bool) -> tuple[frozenset[str], bool] | None:
     """What the run's own model reads at each measured step after step 0, and whether it warns of over-training (a
     prior drift that stayed past its line, or memorisation: :func:`trainer.doctor.model_measures.over_warnings`).
     None: the run does not measure its saves, so the dose is all there is; an empty set: measured from step 0, no
     save read yet. ``ended``: the run has stopped (its last save's drift then counts alone). The measures file is read
-    once."""
+    once for the findings that ask of one version of it (the dose's and the scan's caption findings, live and in
+    the diagnosis)."""
     if run_dir is None:
         return None
+    from trainer.run.rundir import RunPaths
+
+    try:
+        st = RunPaths(run_dir).measures.stat()
+    except OSError:
+        return None
+    return _reading_of(str(run_dir), (st.st_mtime_ns, st.st_size), ended)
+
+
+@functools.lru_cache(maxsize=16)
+def _reading_of(run_dir: str, version: tuple[int, int], ended: bool) -> tuple[frozenset[str], bool] | None:
+    """:func:`_model_reading` of one version (modified time, size) of a run's measures file."""
     from trainer.doctor.evidence import decide
     from trainer.doctor.model_lines import model_observations
     from trainer.doctor.model_measures import measures_by_step, over_warnings
@@ -36,7 +49,8 @@ def _model_reading(run_dir: Path | None, ended: bool) -> tuple[set[str], bool] |
     measured = measures_by_step(run_dir)
     if not measured:
         return None
-    labels = {decide(model_observations(m)) for s, m in measured.items() if s > 0 and m.get("trigger_hold") is not None}
+    labels = frozenset(decide(model_observations(m)) for s, m in measured.items()
+                       if s > 0 and m.get("trigger_hold") is not None)
     return labels, bool(labels) and bool(over_warnings(measured, ended))
 
 
