@@ -10,6 +10,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+import words
 from tests.helpers import InfInBatch, NanGradOnce, Overflow, tiny_config, write_toy_dataset
 from trainer.config.presets import preset_config
 from trainer.io import read_jsonl
@@ -204,3 +205,22 @@ def test_a_prescribed_run_differs_from_its_parent_in_one_setting(dataset, tmp_pa
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["parent"]["parent"] == str(parent.run_dir)
+    # a prescription that changes what this run already changed from its parent says so (its detail), in both
+    # languages; the others do not
+    from trainer.doctor.diagnose import _prescriptions
+    from trainer.run.contents import load_run_config
+
+    kb = load_kb()
+    ranked = [rc for rc in kb.rank_causes({"grad_spike": 1.0}, child_cfg) if rc.cause.id == "lr_too_high"]
+    assert ranked, "the cause that prescribes a lower lr"
+    made = _prescriptions(kb, ranked, load_run_config(child.run_dir), made=journal["changes"])
+    said = {p["id"]: p["detail"] for p in made}
+    lr_keyed = {p["id"] for p in made if (p["change"] or {}).get("key") == "optim.lr"}
+    lower = words.say(said["lower_lr"], "en")
+    assert lower.startswith("This run already made this change from the run it was started from (optim.lr: 0.001 → "
+                            "0.0005)"), lower
+    assert "이미 이 변경을 했습니다" in words.say(said["lower_lr"], "ko")
+    assert all(("already made this change" in words.say(d, "en")) == (i in lr_keyed) for i, d in said.items())
+    assert len(said) > len(lr_keyed)  # prescriptions of other settings, which do not say so
+    plain = {p["id"]: p["detail"] for p in _prescriptions(kb, ranked, load_run_config(child.run_dir))}
+    assert "already made" not in words.say(plain["lower_lr"], "en")

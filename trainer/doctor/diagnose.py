@@ -99,7 +99,12 @@ def change_refusal(config: Config, change: Any, preset_dirs: list[Path] | None =
 
 
 def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[str] = frozenset(),
-                   continuable: bool = True, preset_dirs: list[Path] | None = None) -> list[dict[str, Any]]:
+                   continuable: bool = True, preset_dirs: list[Path] | None = None,
+                   made: dict[str, list] | None = None) -> list[dict[str, Any]]:
+    """Every ranked cause's prescriptions, in order, each with its change and whether this run can take it.
+    ``made``: the settings this run changed from the run it was started from (its journal): a prescription that
+    changes one of them says so (doubling the rank of a run whose rank was doubled: its hold can stay where it was
+    while its pictures get better, so the pictures are what tell)."""
     from trainer.doctor.kb import apply_change, describe_change
 
     out, seen = [], set()
@@ -120,6 +125,9 @@ def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[s
                 applicable = step is not None  # never a checkpoint the run does not have
                 if step is not None:
                     detail = msg("diagnosis.at_step", step=step, text=detail)
+            if made and p.change is not None and p.change.key in made:
+                before, after = made[p.change.key]
+                detail = msg("diagnosis.made_from_parent", key=p.change.key, old=before, new=after, text=detail)
             if p.change is not None:
                 refusal = change_refusal(config, p.change, preset_dirs)
                 applicable = applicable and refusal is None
@@ -199,6 +207,7 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
     from trainer.doctor.verdict import LABEL_TEXT, run_verdict
 
     verdict = run_verdict(paths.root, findings=findings)
+    parent = compare_with_parent(paths, findings)
     status = run_status(paths.root)
     kb = load_kb()
     signals: dict[str, float] = {}
@@ -242,8 +251,8 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
             for rc in ranked
         ],
         "prescriptions": _prescriptions(kb, ranked, config, verdict, lesser, continuable(findings),
-                                        workspace_presets(paths.root)),
-        "parent": compare_with_parent(paths, findings),
+                                        workspace_presets(paths.root), parent["changes"] if parent else None),
+        "parent": parent,
         "healthy": not any(f.level in ("warning", "error") for f in findings),
     }
     result = worded(result)  # what diagnosis.json holds, messages worded in both languages
