@@ -683,3 +683,27 @@ def test_what_the_scan_said_of_the_captions_is_the_first_suspect_where_the_trigg
     assert "캡션부터 고치세요" in ko and said[1] in ko, ko
     plain = words.say(summary_of("under", 800, [], []), "en")
     assert "Train longer or raise the learning rate" in plain and said[0] not in plain
+
+
+def test_an_under_trained_run_whose_hold_stopped_growing_is_not_told_to_train_longer():
+    """The mixed-sizes folder (docs/doctor.md): every save under, the hold stalled at 0.70-0.71 with the dose in its
+    zone; 1.5x the steps drew less of the character, the rank doubled drew it. Its summary said "train longer or
+    raise the learning rate"; where the last save's hold stopped growing it now says that more of the same dose
+    will not mend it, as its first cause does. A hold that stalled early and then grew is told to train longer."""
+    from trainer.doctor.evidence import Observation
+    from trainer.doctor.verdict import CheckpointVerdict
+    from trainer.doctor.verdict_summary import summary_of
+
+    stalled = Observation("model", "under", "strong", "", "trigger_hold_plateau")
+    low = Observation("model", "under", "strong", "", "low_trigger_hold")
+
+    def summary(*signals: Observation) -> tuple[str, str]:
+        cvs = [CheckpointVerdict(400 * (i + 1), "under", [], observations=(o,)) for i, o in enumerate(signals)]
+        said = summary_of("under", cvs[-1].step, cvs, [])
+        return words.say(said, "en"), words.say(said, "ko")
+
+    en, ko = summary(low, stalled)
+    assert "stopped growing" in en and "will not mend it" in en and "Train longer" not in en, en
+    assert "더 오르지 않았습니다" in ko and "LoRA에 자리부터" in ko, ko
+    en, _ = summary(stalled, low)
+    assert "Train longer or raise the learning rate" in en and "stopped growing" not in en, en

@@ -118,6 +118,12 @@ TEXTS = {
                                        "first prescription).",
                                        "미적합: {last} 아직 덜 배웠습니다. 먼저 의심할 것은 캡션입니다: {why}. 더 오래 "
                                        "학습하기 전에 캡션부터 고치세요(문제 해결의 첫 처방)."),
+    "verdict.summary.under_plateau": ("Under-trained: {last} has not learned enough, and the trigger's hold stopped "
+                                      "growing while the dose kept rising: more steps or a higher learning rate will "
+                                      "not mend it. Give the LoRA more room first (Troubleshoot's first prescription).",
+                                      "미적합: {last} 아직 덜 배웠습니다. 학습량은 계속 늘었는데 트리거 장악이 더 "
+                                      "오르지 않았습니다: 스텝이나 학습률을 올려도 고쳐지지 않습니다. LoRA에 자리부터 "
+                                      "더 주세요(문제 해결의 첫 처방)."),
     "verdict.summary.under_unfinished": ("Under-trained so far: the run stopped at step {step} of the {planned} it "
                                          "planned. Continue it before changing a setting: the rest of its plan may "
                                          "be all it lacks.",
