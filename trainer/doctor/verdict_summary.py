@@ -44,7 +44,7 @@ def summary_of(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken
             return msg("verdict.summary.under_captions", last=last, why=suspect.message)
         # the last save's hold stopped growing while the dose rose: more steps or lr are not what it lacks (the mixed
         # sizes folder: 1.5x the steps drew less of the character, the rank doubled drew it; docs/doctor.md)
-        stalled = cvs and any(o.signal == "trigger_hold_plateau" for o in max(cvs, key=lambda c: c.step).observations)
+        stalled = bool(cvs) and any(o.signal == "trigger_hold_plateau" for o in cvs[-1].observations)
         return msg("verdict.summary.under_plateau" if stalled else "verdict.summary.under", last=last)
     where = msg("verdict.least_pushed", step=rec) if rec is not None else ""
     masked = any(o.signal == "masked_drift" for c in cvs if c.label == "over" for o in c.observations)
