@@ -224,3 +224,12 @@ def test_a_prescribed_run_differs_from_its_parent_in_one_setting(dataset, tmp_pa
     assert len(said) > len(lr_keyed)  # prescriptions of other settings, which do not say so
     plain = {p["id"]: p["detail"] for p in _prescriptions(kb, ranked, load_run_config(child.run_dir))}
     assert "already made" not in words.say(plain["lower_lr"], "en")
+    # a change of the epochs moves max_steps where the run sets it (this one: 3), so a run whose steps were halved
+    # from its parent's is told so by the prescription that halves the epochs
+    over = [rc for rc in kb.rank_causes({"dose_over": 1.0}, child_cfg) if any(
+        p.id == "fewer_steps" for p in kb.prescriptions_for(rc.cause.id))]
+    assert over, "a cause that prescribes fewer steps"
+    steps = {p["id"]: p["detail"] for p in _prescriptions(kb, over[:1], load_run_config(child.run_dir),
+                                                          made={"train.max_steps": [6, 3]})}
+    assert words.say(steps["fewer_steps"], "en").startswith(
+        "This run already made this change from the run it was started from (train.max_steps: 6 → 3)")

@@ -53,7 +53,7 @@ def apply_change(config: Config | dict, change: Change | Prescription | dict,
     A change to ``train.epochs`` goes to ``train.max_steps`` when that is set, since it then decides the length.
     ``preset_dirs``: where presets of the user's own are (a run's workspace), for a change back to the preset."""
     cfg, ch = as_config(config), _as_change(change)
-    key = _effective_key(cfg, ch.key)
+    key = effective_key(cfg, ch.key)
     data = cfg.to_dict()
     preset = data.pop("preset", "")  # already folded into the values; don't re-apply it
     *sections, leaf = key.split(".")
@@ -71,7 +71,7 @@ def describe_change(change: Change | Prescription | dict, config: Config | dict 
     """What the change does (``change.<op>``); with a config, also the value it moves from and to."""
     ch = _as_change(change)
     cfg = None if config is None else as_config(config)
-    key = ch.key if cfg is None else _effective_key(cfg, ch.key)
+    key = ch.key if cfg is None else effective_key(cfg, ch.key)
     line = Msg(f"change.{ch.op}", {"key": key, "value": _fmt(ch.value)})
     if cfg is not None:
         return msg("change.from_to", change=line, old=_fmt(cfg.get(key)), new=_fmt(apply_change(cfg, ch, preset_dirs).get(key)))
@@ -98,7 +98,7 @@ def moves_as_meant(config: Config | dict, change: Change | Prescription | dict,
     way = intent(ch)
     if way is None:
         return True
-    key = _effective_key(cfg, ch.key)
+    key = effective_key(cfg, ch.key)
     old, new = cfg.get(key), apply_change(cfg, ch, preset_dirs).get(key)
     if key in _ZERO_MEANS_OFF:  # 0 is "off", i.e. no limit at all
         old, new = (math.inf if v == 0 else v for v in (old, new))
@@ -138,7 +138,8 @@ def _as_change(change: Change | Prescription | dict) -> Change:
     return change
 
 
-def _effective_key(cfg: Config, key: str) -> str:
+def effective_key(cfg: Config, key: str) -> str:
+    """The setting a change of ``key`` moves in ``cfg``: a change of the epochs moves the steps where they are set."""
     return "train.max_steps" if key == "train.epochs" and cfg.train.max_steps > 0 else key
 
 

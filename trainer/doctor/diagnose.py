@@ -105,6 +105,7 @@ def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[s
     ``made``: the settings this run changed from the run it was started from (its journal): a prescription that
     changes one of them says so (doubling the rank of a run whose rank was doubled: its hold can stay where it was
     while its pictures get better, so the pictures are what tell)."""
+    from trainer.doctor.changes import effective_key
     from trainer.doctor.kb import apply_change, describe_change
 
     out, seen = [], set()
@@ -125,9 +126,10 @@ def _prescriptions(kb, ranked, config: Config, verdict=None, lesser: frozenset[s
                 applicable = step is not None  # never a checkpoint the run does not have
                 if step is not None:
                     detail = msg("diagnosis.at_step", step=step, text=detail)
-            if made and p.change is not None and p.change.key in made:
-                before, after = made[p.change.key]
-                detail = msg("diagnosis.made_from_parent", key=p.change.key, old=before, new=after, text=detail)
+            key = effective_key(config, p.change.key) if p.change is not None else None  # epochs: max_steps if set
+            if made and key in made:
+                before, after = made[key]
+                detail = msg("diagnosis.made_from_parent", key=key, old=before, new=after, text=detail)
             if p.change is not None:
                 refusal = change_refusal(config, p.change, preset_dirs)
                 applicable = applicable and refusal is None
