@@ -19,6 +19,17 @@ from trainer.message import chained, msg
 # causes every under-trained run shares (too little dose 1.0, the LoRA's room 1.0 where the hold stopped growing), as
 # what sets this run apart; said as information it weighs as any.
 BORNE_OUT = {"warning": 1.2}
+# The scan's caption findings that a run's end can bear out (:func:`_under_at_end`), as :func:`_caption_suspect`
+# registers them: the first one said as a warning is what the verdict's summary names for an under-trained run
+# instead of "train longer" (verdict_summary.summary_of).
+CAPTION_SUSPECTS: list[str] = []
+
+
+def _caption_suspect(signal: str, weight: dict[str, float] | None = None):
+    """Register a detector of one of the scan's caption findings whose level the run's end decides, as a
+    :data:`CAPTION_SUSPECTS`."""
+    CAPTION_SUSPECTS.append(signal)
+    return detector(signal, reads=("plan", "run_dir", "ended"), weight=weight)
 
 
 def _model_reading(run_dir: Path | None, ended: bool) -> tuple[frozenset[str], bool] | None:
@@ -99,7 +110,7 @@ def near_copy_finding(plan: dict) -> Finding | None:
     return Finding("near_copy", "warning", said, [], {"copies": copies})
 
 
-@detector("caption_everywhere", reads=("plan", "run_dir", "ended"))
+@_caption_suspect("caption_everywhere")
 def caption_everywhere_finding(plan: dict, run_dir: Path | None = None, ended: bool = True) -> Finding | None:
     """A phrase in nearly every caption (the scan's caption doctor found it): what it says is learnt by its words,
     not by the trigger. A warning where the run has ended and its own model read every save under (the trigger alone
@@ -115,7 +126,7 @@ def caption_everywhere_finding(plan: dict, run_dir: Path | None = None, ended: b
                    [], {"phrases": phrases})
 
 
-@detector("trigger_common_word", reads=("plan", "run_dir", "ended"), weight=BORNE_OUT)
+@_caption_suspect("trigger_common_word", BORNE_OUT)
 def trigger_common_finding(plan: dict, run_dir: Path | None = None, ended: bool = True) -> Finding | None:
     """A trigger that is an everyday word the base model already draws (the scan's caption doctor found it): every
     prompt that uses the word in its own sense now draws the subject, and the base's meaning of it pulls against
@@ -130,7 +141,7 @@ def trigger_common_finding(plan: dict, run_dir: Path | None = None, ended: bool 
                    msg("finding.trigger_common_word", trigger=trigger), [], {"trigger": trigger})
 
 
-@detector("trigger_not_first", reads=("plan", "run_dir", "ended"), weight=BORNE_OUT)
+@_caption_suspect("trigger_not_first", BORNE_OUT)
 def trigger_not_first_finding(plan: dict, run_dir: Path | None = None, ended: bool = True) -> Finding | None:
     """Captions that write the trigger after the tags kept in place while the rest are shuffled or dropped (the
     scan's caption doctor found them): the trigger moves and is sometimes left out, and the tag that always stays
@@ -143,11 +154,6 @@ def trigger_not_first_finding(plan: dict, run_dir: Path | None = None, ended: bo
         return None
     return Finding("trigger_not_first", _under_at_end(run_dir, ended), msg("finding.trigger_not_first", **said), [],
                    dict(said))
-
-
-# The scan's caption findings that a run's end can bear out (:func:`_under_at_end`): the first one said as a warning is
-# what the verdict's summary names for an under-trained run instead of "train longer" (verdict_summary.summary_of).
-CAPTION_SUSPECTS = ("caption_everywhere", "trigger_common_word", "trigger_not_first")
 
 
 def caption_suspect(findings: list[Finding]) -> Finding | None:
