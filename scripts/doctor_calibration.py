@@ -10,7 +10,7 @@
 The demo character's 20 pictures and the 30 prior scenes go into plain folders (no demo manifest); the
 ``demo-character`` preset trains on them at 0.1x, 1x and 10x its lr (training seeds 42, 1, 2), then with one thing
 wrong, its dose in the zone (``FAILURES``: no convolution LoRA, no prior images, one wrong picture, captions that
-write the character's look, the trigger an everyday word or written last). The app judges each save from the model measures alone,
+write the character's look, the trigger an everyday word (three seeds) or written last, pictures in mixed sizes). The app judges each save from the model measures alone,
 as a user's run; the truth, afterwards, with the demo's own picture measures (likeness, adherence, leakage).
 
 With ``--judged`` the lr sweep is trained again in the demo's own folder (its manifest there: the same pictures
@@ -49,7 +49,9 @@ FAILURES = {  # name -> settings that break the run while its dose stays in the 
     "features-captioned": {"dataset.path": "my-character-features"},  # every caption writes the character's look
     "common-trigger": {"dataset.path": "my-character-star", "dataset.trigger": "star"},  # an everyday word
     "trigger-last": {"dataset.path": "my-character-trigger-last"},  # written after the tags kept in place
+    "mixed-sizes": {"dataset.path": "my-character-mixed"},  # wide, tall and upscaled pictures, some JPEGs
 }
+FAILURE_SEEDS = {"common-trigger": (42, 1, 2)}  # where the training seed decides it (others: seed 42 alone)
 HEALTHY = {  # the preset's own run in the other precisions: a healthy run warns of nothing in any of them
     "bf16": {"train.precision": "bf16"},
     "fp16": {"train.precision": "fp16"},  # on the CPU: fp16 autocast with the loss scaler, as on a GPU
@@ -76,7 +78,8 @@ def runs(args) -> list[tuple[str, dict, float, int]]:
     out = [(f"lr{f:g}x-seed{s}", {}, f, s) for s in args.seeds for f in args.factors]
     out.sort(key=lambda r: (r[2] != 1.0, r[3] != 42))  # the preset's own run first
     if not args.skip_failures:
-        out[1:1] = [(f"{name}-seed42", extra, 1.0, 42) for name, extra in FAILURES.items()]
+        out[1:1] = [(f"{name}-seed{s}", extra, 1.0, s) for name, extra in FAILURES.items()
+                    for s in FAILURE_SEEDS.get(name, (42,))]
     if not args.skip_precisions:
         out += [(f"{name}-seed42", extra, 1.0, 42) for name, extra in HEALTHY.items()]
     return out

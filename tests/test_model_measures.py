@@ -707,3 +707,41 @@ def test_an_under_trained_run_whose_hold_stopped_growing_is_not_told_to_train_lo
     assert "더 오르지 않았습니다" in ko and "LoRA에 자리부터" in ko, ko
     en, _ = summary(stalled, low)
     assert "Train longer or raise the learning rate" in en and "stopped growing" not in en, en
+
+
+def test_an_under_trained_run_whose_last_hold_sits_in_the_band_is_told_to_look_at_its_pictures_first():
+    """Of the saves read under with the trigger hold in the band where the pictures decide (HOLD_EDGE to HOLD_SHOWS),
+    13 of 31 showed the subject on the demo world's pictures in plain folders (the trigger "star", the pictures in
+    mixed sizes), 3 of the 5 that were a run's last. The summary of a run whose last save sits there says to look at
+    that save's pictures before changing anything; below the band, past the line, or where a judge read the pictures
+    it does not; and a save whose hold stopped growing in the band says so too (the no-convolution run's, far below,
+    does not)."""
+    from trainer.doctor.evidence import Observation
+    from trainer.doctor.model_lines import HOLD_EDGE, HOLD_SHOWS, model_observations
+    from trainer.doctor.verdict import CheckpointVerdict
+    from trainer.doctor.verdict_summary import summary_of
+
+    low = Observation("model", "under", "strong", "", "low_trigger_hold")
+
+    def summary(hold: float, likeness: float | None = None, suspect=None) -> tuple[str, str]:
+        last = {"trigger_hold": hold, **({"likeness": likeness} if likeness is not None else {})}
+        cvs = [CheckpointVerdict(400, "under", [], measures={"trigger_hold": 0.6}, observations=(low,)),
+               CheckpointVerdict(800, "under", [], measures=last, observations=(low,))]
+        said = summary_of("under", 800, cvs, [], suspect=suspect)
+        return words.say(said, "en"), words.say(said, "ko")
+
+    en, ko = summary((HOLD_EDGE + HOLD_SHOWS) / 2)
+    assert en.startswith("Under-trained: even the last checkpoint (step 800)"), en
+    assert "look at step 800's pictures before changing anything" in en and "if they show the subject, use it" in en
+    assert "800스텝의 그림부터 보세요" in ko, ko
+    for hold, likeness in ((HOLD_EDGE - 0.01, None), (HOLD_SHOWS, None), (HOLD_EDGE + 0.01, 0.3)):
+        assert "look at step" not in summary(hold, likeness)[0]
+
+    def said(hold: float, before: float) -> str:
+        obs = model_observations({"trigger_hold": hold, "hold_before": before})
+        plateau = [o for o in obs if o.signal == "trigger_hold_plateau"]
+        assert plateau and plateau[0].points_to == "under"
+        return words.say(plateau[0].text, "en")
+
+    assert "stopped growing just under the line" in said(0.72, 0.71) and "look at this save's pictures" in said(0.72, 0.71)
+    assert "just under the line" not in said(0.46, 0.45) and "look at" not in said(0.46, 0.45)

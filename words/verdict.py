@@ -59,6 +59,8 @@ TEXTS = {
                                  "트리거가 대상을 불러오기 시작함: 트리거 장악 {hold:.3f}, {shows:g} 바로 아래로 그림에 대상이 보이는 체크포인트와 아직 안 보이는 체크포인트가 함께 있는 구간. 여기서는 그림 판정의 읽음이 결정합니다"),
     "verdict.hold_plateau": ("the trigger's hold on the subject stopped growing: trigger hold {hold:.3f}, hardly above the {before:.3f} of an earlier save (it brings the subject from {shows:g})",
                              "트리거가 대상을 붙드는 정도가 더 늘지 않음: 트리거 장악 {hold:.3f}, 앞선 체크포인트의 {before:.3f}과 거의 같음 ({shows:g}부터 대상을 불러옴)"),
+    "verdict.hold_plateau_edge": ("the trigger's hold on the subject stopped growing just under the line: trigger hold {hold:.3f}, hardly above the {before:.3f} of an earlier save (it brings the subject from {shows:g}); some subjects settle here with pictures that show them (an everyday trigger, a subject drawn small in most pictures): look at this save's pictures (Review: More pictures of this save), or have a picture judge read them (choose one under Preset → Advanced settings, then Review: Read with the picture judge)",
+                                  "트리거가 대상을 붙드는 정도가 경계 바로 아래에서 더 늘지 않음: 트리거 장악 {hold:.3f}, 앞선 체크포인트의 {before:.3f}과 거의 같음 ({shows:g}부터 대상을 불러옴). 그림에 대상이 보이면서 여기에 머무는 대상도 있습니다(일상 단어 트리거, 대부분의 그림에서 작게 그려진 대상). 이 체크포인트의 그림을 직접 보거나 (검토 단계: '이 체크포인트 그림 더 보기') 그림 판정 모델에 읽게 하세요 (프리셋 → 고급 설정에서 고른 뒤 검토 단계: '그림 판정 모델로 읽기')"),
     "verdict.trigger_hold": ("the trigger alone brings the subject: trigger hold {hold:.3f}",
                              "트리거만으로 대상이 나옴: 트리거 장악 {hold:.3f}"),
     "verdict.hold_past": ("the trigger alone brings the subject, just: trigger hold {hold:.3f}, just past {shows:g}, where a few saves whose pictures did not show it yet also fell; look at this save's pictures (Review: More pictures of this save), or have a picture judge read them (choose one under Preset → Advanced settings, then Review: Read with the picture judge)",
@@ -124,6 +126,14 @@ TEXTS = {
                                       "미적합: {last} 아직 덜 배웠습니다. 학습량은 계속 늘었는데 트리거 장악이 더 "
                                       "오르지 않았습니다: 스텝이나 학습률을 올려도 고쳐지지 않습니다. LoRA에 자리부터 "
                                       "더 주세요(문제 해결의 첫 처방)."),
+    "verdict.summary.look_first": ("{text} Its trigger hold ({hold:.3f}) sits just under the line, where many saves "
+                                   "whose pictures already showed the subject fell too (an everyday trigger, a subject "
+                                   "drawn small in most pictures): look at step {step}'s pictures before changing "
+                                   "anything (Review: More pictures of this save); if they show the subject, use it.",
+                                   "{text} 다만 트리거 장악({hold:.3f})이 경계 바로 아래로, 그림에 이미 대상이 보이는 "
+                                   "체크포인트도 많이 있었던 구간입니다(일상 단어 트리거, 대부분의 그림에서 작게 그려진 "
+                                   "대상). 무엇이든 바꾸기 전에 {step}스텝의 그림부터 보세요(검토 단계: '이 체크포인트 "
+                                   "그림 더 보기'). 대상이 보이면 그 체크포인트를 쓰세요."),
     "verdict.summary.under_unfinished": ("Under-trained so far: the run stopped at step {step} of the {planned} it "
                                          "planned. Continue it before changing a setting: the rest of its plan may "
                                          "be all it lacks.",

@@ -56,7 +56,8 @@ def model_observations(m: dict[str, Any], dose_reached_zone: bool = True, style:
         if hold < HOLD_SHOWS and dose_reached_zone and before is not None and hold <= before + HOLD_GROWS:
             # more dose no longer helps: what is missing is room in the LoRA, not steps
             obs.append(Observation("model", "under", "strong",
-                                   msg("verdict.hold_plateau", hold=hold, before=before, shows=HOLD_SHOWS),
+                                   msg("verdict.hold_plateau_edge" if hold >= HOLD_EDGE else "verdict.hold_plateau",
+                                       hold=hold, before=before, shows=HOLD_SHOWS),
                                    "trigger_hold_plateau"))
         elif HOLD_EDGE <= hold < HOLD_SHOWS and m.get("likeness") is not None:
             # the transition, where the pictures decide: a judge read them, so its reading does

@@ -39,13 +39,33 @@ def summary_of(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken
     if label == "under" and training is not None and cvs:  # judged while it trains: not a reason to change anything
         return msg("verdict.summary.under_training", step=cvs[-1].step, planned=training)
     if label == "under":
-        last = msg("verdict.last_checkpoint", step=rec) if rec is not None else msg("verdict.the_run")
-        if suspect is not None:
-            return msg("verdict.summary.under_captions", last=last, why=suspect.message)
-        # the last save's hold stopped growing while the dose rose: more steps or lr are not what it lacks (the mixed
-        # sizes folder: 1.5x the steps drew less of the character, the rank doubled drew it; docs/doctor.md)
-        stalled = bool(cvs) and any(o.signal == "trigger_hold_plateau" for o in cvs[-1].observations)
-        return msg("verdict.summary.under_plateau" if stalled else "verdict.summary.under", last=last)
+        return _look_first(cvs, _under(rec, cvs, suspect))
     where = msg("verdict.least_pushed", step=rec) if rec is not None else ""
     masked = any(o.signal == "masked_drift" for c in cvs if c.label == "over" for o in c.observations)
     return msg("verdict.summary.over_masked" if masked else "verdict.summary.over", where=where)
+
+
+def _under(rec: int | None, cvs: list[CheckpointVerdict], suspect: Any) -> Msg:
+    last = msg("verdict.last_checkpoint", step=rec) if rec is not None else msg("verdict.the_run")
+    if suspect is not None:
+        return msg("verdict.summary.under_captions", last=last, why=suspect.message)
+    # the last save's hold stopped growing while the dose rose: more steps or lr are not what it lacks (the mixed
+    # sizes folder: 1.5x the steps drew less of the character, the rank doubled drew it; docs/doctor.md)
+    stalled = bool(cvs) and any(o.signal == "trigger_hold_plateau" for o in cvs[-1].observations)
+    return msg("verdict.summary.under_plateau" if stalled else "verdict.summary.under", last=last)
+
+
+def _look_first(cvs: list[CheckpointVerdict], said: Msg) -> Msg:
+    """An under-trained run's summary, and where its last save's trigger hold sits in the band where the pictures
+    decide and no judge read them, to look at that save's pictures before changing anything: on the demo world's
+    pictures in plain folders 13 of the 31 saves read under there showed the subject (an everyday trigger, a subject
+    drawn small or large, a step-400 save), 3 of the 5 that were a run's last (scripts/doctor_calibration.py)."""
+    from trainer.doctor.model_lines import HOLD_EDGE, HOLD_SHOWS
+
+    if not cvs:
+        return said
+    last = cvs[-1]
+    hold = last.measures.get("trigger_hold")
+    if hold is None or not HOLD_EDGE <= hold < HOLD_SHOWS or last.measures.get("likeness") is not None:
+        return said
+    return msg("verdict.summary.look_first", text=said, step=last.step, hold=hold)
