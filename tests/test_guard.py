@@ -191,6 +191,7 @@ def test_a_prescribed_run_differs_from_its_parent_in_one_setting(dataset, tmp_pa
 
     from trainer.doctor.diagnose import diagnose
     from trainer.doctor.kb import apply_change, load_kb
+    from trainer.doctor.verdict import run_verdict
 
     parent_cfg = tiny_config(dataset, tmp_path, {"train.max_steps": 3})
     parent = run_training(parent_cfg, MemorySink())
@@ -201,6 +202,13 @@ def test_a_prescribed_run_differs_from_its_parent_in_one_setting(dataset, tmp_pa
     assert list(journal["changes"]) == ["optim.lr"]
     comparison = diagnose(child.run_dir)["parent"]
     assert comparison["one_change"] and comparison["changes"]["optim.lr"][1] == pytest.approx(5e-4)
+    # what the change did, at the save each verdict recommends: these tiny runs have no picture judge, so the
+    # comparison gives each verdict and says the pictures decide
+    outcome = comparison["outcome"]
+    assert outcome["parent"]["label"] == run_verdict(parent.run_dir).label
+    assert outcome["this"]["likeness"] is None
+    assert words.say(outcome["said"], "en").startswith("What the change did: the parent read ")
+    assert "두 실행 비교에서 나란히 보거나" in words.say(outcome["said"], "ko")
     proc = subprocess.run([sys.executable, "-m", "trainer", "diagnose", str(child.run_dir), "--json"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

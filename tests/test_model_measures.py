@@ -745,3 +745,30 @@ def test_an_under_trained_run_whose_last_hold_sits_in_the_band_is_told_to_look_a
 
     assert "stopped growing just under the line" in said(0.72, 0.71) and "look at this save's pictures" in said(0.72, 0.71)
     assert "just under the line" not in said(0.46, 0.45) and "look at" not in said(0.46, 0.45)
+
+
+def test_what_a_change_did_is_said_by_the_judge_where_one_read_both_runs():
+    """A child run against its parent at the save each verdict recommends: a judge's likeness 0.05 or more apart
+    says the pictures got better or worse, closer says they hardly moved; without a judge's reading on both the
+    model measures are given and the pictures decide (the doubled rank held less while its pictures improved)."""
+    from trainer.doctor.outcome import at_recommended, change_outcome
+
+    def verdict(label, rec, *saves):
+        return {"label": label, "recommended_step": rec,
+                "checkpoints": [{"step": s, "measures": {"trigger_hold": h, "likeness": like}} for s, h, like in saves]}
+
+    parent = verdict("under", 1416, (800, 0.731, 0.30), (1416, 0.709, 0.46))
+    assert at_recommended(parent) == {"label": "under", "step": 1416, "trigger_hold": 0.709, "prior_drift": None,
+                                      "likeness": 0.46}
+    better = change_outcome(parent, verdict("under", 1416, (1416, 0.694, 0.59)))
+    en, ko = words.say(better["said"], "en"), words.say(better["said"], "ko")
+    assert "from 0.46 (the parent: under-trained, step 1416) to 0.59" in en and "the pictures got better" in en, en
+    assert "그림이 나아졌습니다" in ko, ko
+    worse = words.say(change_outcome(parent, verdict("fit", 800, (800, 0.80, 0.40)))["said"], "en")
+    assert "to 0.40 (this run: fit, step 800)" in worse and "got worse" in worse, worse
+    assert "hardly moved" in words.say(change_outcome(parent, verdict("under", 1416, (1416, 0.70, 0.49)))["said"], "en")
+    unjudged = words.say(change_outcome(parent, verdict("under", None, (1416, 0.694, None)))["said"], "en")
+    assert "trigger hold 0.709), this run reads under-trained (step 1416, trigger hold 0.694)" in unjudged, unjudged
+    assert "Compare two runs" in unjudged
+    assert change_outcome(None, parent) is None and change_outcome({"label": "?"}, parent) is None
+    assert "step —" in words.say(change_outcome(verdict("under", None), parent)["said"], "en")

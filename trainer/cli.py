@@ -250,6 +250,8 @@ def _format_diagnosis(result: dict, lang: str = "en") -> str:
         par = result["parent"]
         lines.append(f"compared with parent {par['parent']}: changes {par['changes']}, resolved {par['resolved']}, "
                      f"new {par['new']}")
+        if (par.get("outcome") or {}).get("said"):
+            lines.append(say(par["outcome"]["said"]))
     return "\n".join(lines)
 
 

@@ -210,6 +210,15 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
 
     verdict = run_verdict(paths.root, findings=findings)
     parent = compare_with_parent(paths, findings)
+    if parent is not None:  # what the change did, at the save each verdict recommends
+        from trainer.doctor.outcome import change_outcome, saved_verdict
+
+        ppaths = RunPaths(Path(parent["parent"]))  # its own diagnosis's verdict, else judged now as this run is
+        try:
+            before = saved_verdict(ppaths) or run_verdict(ppaths.root).to_json()
+        except (OSError, ValueError, UserError):  # a parent folder that cannot be judged costs this run nothing
+            before = None
+        parent["outcome"] = change_outcome(before, verdict.to_json())
     status = run_status(paths.root)
     kb = load_kb()
     signals: dict[str, float] = {}

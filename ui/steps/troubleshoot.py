@@ -208,6 +208,8 @@ def findings_markdown(diag: dict[str, Any] | None, lang: str) -> str:
         changes = "; ".join(f"{k}: {a} → {b}" for k, (a, b) in parent["changes"].items()) or "—"
         signals = {k: ", ".join(signal_label(s, lang) for s in parent[k]) or "—" for k in ("resolved", "new", "still")}
         lines.append("\n" + t("parent_compare", lang, changes=changes, **signals))
+        if (parent.get("outcome") or {}).get("said"):
+            lines.append(parent["outcome"]["said"][lang])
     return "\n".join(lines)
 
 
