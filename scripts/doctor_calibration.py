@@ -269,7 +269,7 @@ def judged_report(args) -> list[str]:
 def report(args) -> int:
     from trainer.demo.judge import demo_checkpoint_labels, demo_measure_steps
     from trainer.demo.judge import demo_labels as demo_labels_of
-    from trainer.doctor.model_lines import HOLD_EDGE, HOLD_SURE
+    from trainer.doctor.model_lines import HOLD_EDGE, HOLD_SHOWS, HOLD_SURE
     from trainer.doctor.model_measures import measures_by_step
     from trainer.doctor.verdict import checkpoint_verdicts
     from trainer.run.contents import load_run_config
@@ -277,6 +277,7 @@ def report(args) -> int:
     # per pair: (model measure, demo measure, either verdict says over, the run's name)
     pairs: dict[str, list[tuple[float, float, bool, str]]] = {key: [] for key in PAIRS}
     agree = total = sweep_agree = sweep_total = 0
+    band: list[tuple[bool, bool]] = []  # saves read under with the hold in its band: (the truth not under, a run's last)
     lines = ["| run | step | trigger hold | plain hold | trigger gain | prior drift | likeness | adherence | leakage | "
              "demo verdict | model verdict |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     verdict_lines = list(VERDICT_HEADER)
@@ -295,9 +296,12 @@ def report(args) -> int:
         else:
             demo = {r["step"]: r for r in demo_measure_steps(run_dir, force=True)}
             demo_labels = demo_checkpoint_labels(run_dir, force=True)
-        for cv in checkpoint_verdicts(run_dir):
+        cvs = checkpoint_verdicts(run_dir)
+        for cv in cvs:
             m, d = model.get(cv.step, {}), demo.get(cv.step, {})
             truth = demo_labels.get(cv.step)
+            if cv.label == "under" and truth and HOLD_EDGE <= (m.get("trigger_hold") or 0.0) < HOLD_SHOWS:
+                band.append((truth != "under", cv is cvs[-1]))
             ok = truth == cv.label
             agree += ok
             total += truth is not None
@@ -330,6 +334,9 @@ def report(args) -> int:
         print()
     print(f"model-only verdict = demo-measure verdict at {sweep_agree} of {sweep_total} saves of the 0.1x / 1x / 10x "
           f"runs, {agree} of {total} with the failing runs")
+    last = [shown for shown, is_last in band if is_last]
+    print(f"saves read under with the trigger hold in its band ({HOLD_EDGE}-{HOLD_SHOWS}): {len(band)}, "
+          f"{sum(s for s, _ in band)} of them showing the subject; {sum(last)} of the {len(last)} that are a run's last")
     for key, values in pairs.items():  # what the calibration asks: >= 0.8 over the lr sweep's saves
         sweep = [(x, y) for x, y, _, name in values if name.startswith("lr")]
         low = [(x, y) for x, y, _, name in values if name.startswith("lr") and not name.startswith("lr10x")]

@@ -13,8 +13,8 @@ from trainer.doctor.evidence import LABEL_TEXT
 from trainer.message import msg
 from trainer.run.rundir import RunPaths
 
-# A judge's likeness this far apart at the two recommended saves: the change moved the pictures (the demo's judge
-# reads a save's likeness within about 0.05 from one draw of its pictures to another, docs/doctor.md).
+# A judge's likeness this far apart at the two recommended saves: the change moved the pictures. A reading on a few
+# pictures a prompt moves from one draw of them to another, so a smaller step is not told apart from that.
 LIKENESS_MOVES = 0.05
 
 

@@ -58,8 +58,8 @@ def _under(rec: int | None, cvs: list[CheckpointVerdict], suspect: Any) -> Msg:
 def _look_first(cvs: list[CheckpointVerdict], said: Msg) -> Msg:
     """An under-trained run's summary, and where its last save's trigger hold sits in the band where the pictures
     decide and no judge read them, to look at that save's pictures before changing anything: on the demo world's
-    pictures in plain folders 13 of the 31 saves read under there showed the subject (an everyday trigger, a subject
-    drawn small or large, a step-400 save), 3 of the 5 that were a run's last (scripts/doctor_calibration.py)."""
+    pictures in plain folders 11 of the 19 saves read under there showed the subject (an everyday trigger, a subject
+    drawn small or large, a step-400 save), 3 of the 4 that were a run's last (scripts/doctor_calibration.py)."""
     from trainer.doctor.model_lines import HOLD_EDGE, HOLD_SHOWS
 
     if not cvs:
