@@ -12,6 +12,7 @@ WRONG_PICTURE = "zxc_007.png"
 RECAPTIONED: dict[str, Callable[[str], str]] = {  # folder my-character-NAME: each caption as the user wrote it
     "star": lambda text: text.replace("zxc", "star", 1),  # the trigger an everyday word the base model draws
     "trigger-last": lambda text: text.strip().removeprefix("zxc, ") + ", zxc\n",  # after the tags kept in place
+    "trigger-only": lambda text: "zxc\n",  # every caption the trigger alone
 }
 MIXED_SIZES = ((96, 64), (64, 96), (256, 256))  # in turn: wide, tall, upscaled; every fourth picture a JPEG
 

@@ -10,7 +10,8 @@
 The demo character's 20 pictures and the 30 prior scenes go into plain folders (no demo manifest); the
 ``demo-character`` preset trains on them at 0.1x, 1x and 10x its lr (training seeds 42, 1, 2), then with one thing
 wrong, its dose in the zone (``FAILURES``: no convolution LoRA, no prior images, one wrong picture, captions that
-write the character's look, the trigger an everyday word (three seeds) or written last, pictures in mixed sizes). The app judges each save from the model measures alone,
+write the character's look, the trigger an everyday word (three seeds) or written last, pictures in mixed sizes,
+every caption the trigger alone). The app judges each save from the model measures alone,
 as a user's run; the truth, afterwards, with the demo's own picture measures (likeness, adherence, leakage).
 
 With ``--judged`` the lr sweep is trained again in the demo's own folder (its manifest there: the same pictures
@@ -50,6 +51,7 @@ FAILURES = {  # name -> settings that break the run while its dose stays in the 
     "common-trigger": {"dataset.path": "my-character-star", "dataset.trigger": "star"},  # an everyday word
     "trigger-last": {"dataset.path": "my-character-trigger-last"},  # written after the tags kept in place
     "mixed-sizes": {"dataset.path": "my-character-mixed"},  # wide, tall and upscaled pictures, some JPEGs
+    "trigger-only": {"dataset.path": "my-character-trigger-only"},  # every caption the trigger alone
 }
 FAILURE_SEEDS = {"common-trigger": (42, 1, 2)}  # where the training seed decides it (others: seed 42 alone)
 HEALTHY = {  # the preset's own run in the other precisions: a healthy run warns of nothing in any of them

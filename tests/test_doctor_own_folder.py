@@ -135,3 +135,42 @@ def test_captions_that_write_the_trigger_last_reach_the_plan_and_the_diagnosis(t
     assert plan.trigger_not_first == {"trigger": "zxc", "n": 6, "keep": 1}
     found = trigger_not_first_finding(plan.to_json(), tmp_path)
     assert found.level == "info" and 'write the trigger "zxc" after their first 1 tag(s)' in words.say(found.message, "en")
+
+
+def test_pictures_that_share_one_caption_reach_the_plan_and_the_diagnosis(tmp_path):
+    """Every caption the trigger alone: the scan warns, the plan keeps the largest group, the diagnosis warns and
+    ranks "the captions do not say what changes" first, and a fit verdict's summary says the model's measures read
+    what those captions trained (the demo character's pictures so: fit by the model, likeness 0.14-0.16)."""
+    import words
+    from tests.helpers import tiny_config, write_toy_dataset
+    from trainer.doctor.kb import load_kb
+    from trainer.doctor.plan_findings import captions_alike, captions_identical_finding
+    from trainer.doctor.verdict_summary import summary_of
+    from trainer.plan.steps import plan_from_config
+
+    data = write_toy_dataset(tmp_path / "data", n=6)
+    places = ("on sand", "on grass", "on snow", "in a room", "on a road", "by the sea")
+    for caption, place in zip(sorted(data.rglob("*.txt")), places):
+        caption.write_text(f"zxc, {place}\n", encoding="utf-8")
+    _, plan = plan_from_config(tiny_config(data, tmp_path / "runs", {}))
+    assert plan.captions_identical == {} and captions_identical_finding(plan.to_json()) is None
+    for caption in data.rglob("*.txt"):
+        caption.write_text("zxc\n", encoding="utf-8")
+    _, plan = plan_from_config(tiny_config(data, tmp_path / "runs", {}))
+    assert plan.captions_identical == {"n": 6, "caption": "zxc", "of": 6}
+    found = captions_identical_finding(plan.to_json())
+    assert found.level == "warning" and '6 pictures share one caption, "zxc"' in words.say(found.message, "en")
+    assert '그림 6장이 같은 캡션을 씀: "zxc"' in words.say(found.message, "ko")
+    kb = load_kb()
+    assert kb.rank_causes({"captions_identical": 1.0})[0].cause.id == "captions_say_nothing"
+    assert captions_alike([found]) is found
+    # four of the six sharing one caption: the scan's to say, not the diagnosis's (the others name what changes)
+    for caption in sorted(data.rglob("*.txt"))[4:]:
+        caption.write_text("zxc, by the sea\n", encoding="utf-8")
+    _, fewer = plan_from_config(tiny_config(data, tmp_path / "runs", {}))
+    assert fewer.captions_identical["n"] == 4 and captions_identical_finding(fewer.to_json()) is None
+    en = words.say(summary_of("fit", 1392, [], [], alike=found), "en")
+    assert en.startswith("Fit by the model's measures at step 1392, but 6 pictures share one caption") and \
+        "Look at step 1392's pictures before using it" in en, en
+    assert "1392스텝의 그림부터 보세요" in words.say(summary_of("fit", 1392, [], [], alike=found), "ko")
+    assert words.say(summary_of("fit", 1392, [], []), "en").startswith("Fit: use step 1392")

@@ -711,7 +711,7 @@ def test_an_under_trained_run_whose_hold_stopped_growing_is_not_told_to_train_lo
 
 def test_an_under_trained_run_whose_last_hold_sits_in_the_band_is_told_to_look_at_its_pictures_first():
     """Of the saves read under with the trigger hold in the band where the pictures decide (HOLD_EDGE to HOLD_SHOWS),
-    11 of 19 showed the subject on the demo world's pictures in plain folders (the trigger "star", the pictures in
+    11 of 20 showed the subject on the demo world's pictures in plain folders (the trigger "star", the pictures in
     mixed sizes), 3 of the 4 that were a run's last (scripts/doctor_calibration.py prints it). The summary of a run whose last save sits there says to look at
     that save's pictures before changing anything; below the band, past the line, or where a judge read the pictures
     it does not; and a save whose hold stopped growing in the band says so too (the no-convolution run's, far below,

@@ -125,6 +125,14 @@ TEXTS = {
                                    "배우므로 트리거는 그것을 배우지 못함. 대상의 고정된 모습이라면 캡션에서 빼고, 바뀔 수 "
                                    "있어야 하는 것이라면 다양하게 쓰세요"),
     "finding.caption_everywhere.one": ('"{phrase}" ({pct}%)', '"{phrase}"({pct}%)'),
+    "finding.captions_identical": ('{n} pictures share one caption, "{caption}": what differs between them (the place, '
+                                   "the background, the size, the pose) has no word, so the trigger learns it with the "
+                                   "subject, and the model's trigger hold reads what these captions trained, not "
+                                   "whether the trigger draws the subject elsewhere; write what differs in each caption",
+                                   '그림 {n}장이 같은 캡션을 씀: "{caption}". 그림마다 다른 것(장소, 배경, 크기, 자세)에 '
+                                   "붙을 말이 없어서 트리거가 대상과 함께 그것까지 배우고, 모델의 트리거 장악은 트리거가 "
+                                   "다른 곳에서도 대상을 그리는지가 아니라 이 캡션으로 배운 것을 잽니다. 캡션마다 다른 점을 "
+                                   "적으세요"),
     "finding.trigger_not_first": ('{n} caption(s) write the trigger "{trigger}" after their first {keep} tag(s), which '
                                   "stay in place while the others are shuffled and dropped: the trigger moves and is "
                                   "sometimes left out, and what always stays first learns the subject instead; put the "

@@ -110,6 +110,14 @@ TEXTS = {
     "verdict.salvage": (" Checkpoint {step} was saved before it broke.", " 깨지기 전에 {step}스텝이 저장됐습니다."),
     "verdict.summary.fit": ("Fit: {use}nothing needs to change.{tail} Confirm it with the strength sweep.",
                             "알맞음: {use}바꿀 것이 없습니다.{tail} 강도 비교로 확인하세요."),
+    "verdict.summary.fit_captions_alike": ("Fit by the model's measures at step {step}, but {why}. Look at step "
+                                           "{step}'s pictures before using it (Review: More pictures of this save): "
+                                           "where the trigger draws the data's places and shapes rather than the "
+                                           "subject, the captions are what to mend (Troubleshoot's first "
+                                           "prescription).",
+                                           "모델 측정으로는 {step}스텝에서 알맞음. 다만 {why}. 쓰기 전에 {step}스텝의 "
+                                           "그림부터 보세요(검토 단계: '이 체크포인트 그림 더 보기'). 트리거가 대상보다 "
+                                           "데이터의 장소와 모양을 그리면 고칠 것은 캡션입니다(문제 해결의 첫 처방)."),
     "verdict.use_step": ("use step {step}; ", "{step}스텝을 쓰세요. "),
     "verdict.later_overfit": (" Later checkpoints ({steps}) start to overfit.", " 이후 체크포인트({steps})는 과적합이 시작됩니다."),
     "verdict.summary.under": ("Under-trained: {last} has not learned enough. Train longer or raise the learning rate "

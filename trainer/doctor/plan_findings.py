@@ -19,6 +19,7 @@ from trainer.message import chained, msg
 # causes every under-trained run shares (too little dose 1.0, the LoRA's room 1.0 where the hold stopped growing), as
 # what sets this run apart; said as information it weighs as any.
 BORNE_OUT = {"warning": 1.2}
+ALL_ALIKE = 0.9  # a caption shared by this share of the pictures or more: the captions name nothing that changes
 # The scan's caption findings that a run's end can bear out (:func:`_under_at_end`), as :func:`_caption_suspect`
 # registers them: the first one said as a warning is what the verdict's summary names for an under-trained run
 # instead of "train longer" (verdict_summary.summary_of).
@@ -154,6 +155,27 @@ def trigger_not_first_finding(plan: dict, run_dir: Path | None = None, ended: bo
         return None
     return Finding("trigger_not_first", _under_at_end(run_dir, ended), msg("finding.trigger_not_first", **said), [],
                    dict(said))
+
+
+@detector("captions_identical", reads=("plan",))
+def captions_identical_finding(plan: dict) -> Finding | None:
+    """Nearly every picture sharing one caption (:data:`ALL_ALIKE`; the scan's caption doctor warned of it), a
+    warning: what differs between them (the place, the size, the pose) has no word, so the trigger learns it with
+    the subject, and the trigger hold, measured with the trigger alone, reads what these captions trained. On the
+    demo character's pictures with every caption "zxc" the model read fit from step 800 (holds 0.78-0.80) where the
+    pictures did not show the character (likeness 0.14-0.16: the trigger drew the data's places and shapes). A
+    smaller group sharing one caption is the scan's to say (the Dataset step): the other captions still name what
+    changes."""
+    said = plan.get("captions_identical")
+    if not said or said["n"] < ALL_ALIKE * said.get("of", said["n"]):
+        return None
+    return Finding("captions_identical", "warning", msg("finding.captions_identical", n=said["n"],
+                                                        caption=said["caption"]), [], dict(said))
+
+
+def captions_alike(findings: list[Finding]) -> Finding | None:
+    """The finding that many pictures share one caption, if the run has it."""
+    return next((f for f in findings if f.signal == "captions_identical"), None)
 
 
 def caption_suspect(findings: list[Finding]) -> Finding | None:

@@ -37,7 +37,7 @@ from trainer.doctor.model_lines import (  # the lines the model measures are rea
     HOLD_SHOWS,
     model_observations,
 )
-from trainer.doctor.plan_findings import caption_suspect
+from trainer.doctor.plan_findings import caption_suspect, captions_alike
 from trainer.doctor.progress import failure, still_training, unfinished
 from trainer.doctor.registry import RunInputs, collect, detector_for, detectors
 from trainer.doctor.risks import sets_own_step, subject_of
@@ -330,5 +330,6 @@ def run_verdict(run_dir: str | Path, findings: list[Any] | None = None) -> Verdi
     observations = tuple(run_obs) + (rec.observations if rec else ()) + (
         deciding.observations if deciding is not None and deciding is not rec else ())
     summary = summary_of(label, recommended, cvs, broken, unfinished(findings), still_training(run_dir),
-                         failure(findings), planned_steps(RunPaths(run_dir)), caption_suspect(findings))
+                         failure(findings), planned_steps(RunPaths(run_dir)), caption_suspect(findings),
+                         captions_alike(findings))
     return Verdict(label, lines, recommended, summary, observations, tuple(cvs), weak_signals=weak)

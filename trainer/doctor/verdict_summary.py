@@ -14,9 +14,11 @@ if TYPE_CHECKING:
 
 def summary_of(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken: list[Observation],
                stopped_early: Any = None, training: int | None = None, failed: Any = None, planned: float = 0,
-               suspect: Any = None) -> Msg:
+               suspect: Any = None, alike: Any = None) -> Msg:
     """``suspect``: a scan's caption finding the run's end bore out (plan_findings.caption_suspect); an under-trained
-    run's summary then names it, not "train longer": more steps on those captions teach the same thing."""
+    run's summary then names it, not "train longer": more steps on those captions teach the same thing. ``alike``:
+    the finding that many pictures share one caption (plan_findings.captions_alike); a fit run's summary then says
+    the model's measures read what those captions trained, and to look at the pictures first."""
     later = [c.step for c in cvs if rec is not None and c.step > rec and c.label == "over"]
     if label == "none":  # what stopped it, said here: Review shows no observation list
         return msg("verdict.summary.none", why=failed.message if failed else msg("verdict.no_step")) if training is None \
@@ -24,6 +26,8 @@ def summary_of(label: str, rec: int | None, cvs: list[CheckpointVerdict], broken
     if label == "broken":
         salvage = msg("verdict.salvage", step=rec) if rec is not None else ""
         return msg("verdict.summary.broken", first=broken[0].text, salvage=salvage)
+    if label == "fit" and alike is not None and rec is not None:
+        return msg("verdict.summary.fit_captions_alike", step=rec, why=alike.message)
     if label == "fit":
         tail = msg("verdict.later_overfit", steps=", ".join(map(str, later))) if later else ""
         use = msg("verdict.use_step", step=rec) if rec is not None else ""
@@ -58,7 +62,7 @@ def _under(rec: int | None, cvs: list[CheckpointVerdict], suspect: Any) -> Msg:
 def _look_first(cvs: list[CheckpointVerdict], said: Msg) -> Msg:
     """An under-trained run's summary, and where its last save's trigger hold sits in the band where the pictures
     decide and no judge read them, to look at that save's pictures before changing anything: on the demo world's
-    pictures in plain folders 11 of the 19 saves read under there showed the subject (an everyday trigger, a subject
+    pictures in plain folders 11 of the 20 saves read under there showed the subject (an everyday trigger, a subject
     drawn small or large, a step-400 save), 3 of the 4 that were a run's last (scripts/doctor_calibration.py)."""
     from trainer.doctor.model_lines import HOLD_EDGE, HOLD_SHOWS
 

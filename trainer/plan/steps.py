@@ -76,6 +76,9 @@ class Plan:
     trigger_not_first: dict[str, Any] = field(default_factory=dict)
     """Where captions write the trigger after the tags that stay in place while the rest are shuffled or dropped:
     ``{trigger, n, keep}`` (the caption doctor's finding); {} otherwise."""
+    captions_identical: dict[str, Any] = field(default_factory=dict)
+    """Where many pictures share one caption (the lazy "every caption is the trigger" folder): ``{n, caption, of}``
+    of the largest such group, ``of`` the subject's pictures (the caption doctor's warning); {} otherwise."""
 
     @property
     def scheduled(self) -> bool:
@@ -204,6 +207,9 @@ def make_plan(cfg: Config, report: DatasetReport, world_size: int = 1) -> Plan:
                              if f["kind"] == "trigger_common_word"), ""),
         trigger_not_first=next((dict(f["message"].values) for f in report.caption_findings
                                 if f["kind"] == "trigger_not_first"), {}),
+        captions_identical=max(({**f["message"].values, "of": report.own_images} for f in report.caption_findings
+                                if f["kind"] == "identical_captions" and f["severity"] == "warning"),
+                               key=lambda v: v["n"], default={}),
     )
 
 
