@@ -32,7 +32,7 @@ TEXTS = {
                                    "Compare two runs, or have a picture judge read both.",
                                    "변경의 결과: 부모 실행은 {old_label}({old_step}스텝, 트리거 장악 {old_hold}), 이 "
                                    "실행은 {new_label}({new_step}스텝, 트리거 장악 {new_hold})입니다. 모델 측정만으로는 "
-                                   "그림이 나아졌는지 말할 수 없습니다(rank를 두 배로 하면 그림이 나아져도 장악이 "
+                                   "그림이 나아졌는지 말할 수 없습니다(랭크를 두 배로 하면 그림이 나아져도 장악이 "
                                    "낮아질 수 있음). 두 실행 비교에서 나란히 보거나 그림 판정 모델에 둘 다 읽게 "
                                    "하세요."),
     "diagnosis.made_from_parent": ("This run already made this change from the run it was started from ({key}: {old} "
