@@ -171,7 +171,10 @@ def _loss_summary(metrics: Path) -> dict[str, Any]:
             "nonfinite_rows": sum(1 for r in rows if r.nonfinite)}
 
 
-def compare_with_parent(paths: RunPaths, findings: list[Finding]) -> dict[str, Any] | None:
+def compare_with_parent(paths: RunPaths, findings: list[Finding], verdict: Any = None) -> dict[str, Any] | None:
+    """This run against the run it was started from (its journal's parent): the settings changed, the findings
+    resolved, new and still there, the loss; with this run's ``verdict``, also ``outcome``: what the change did at
+    the save each verdict recommends (:mod:`trainer.doctor.outcome`). None without a parent to read."""
     if not paths.journal.is_file():
         return None
     journal = json.loads(paths.journal.read_text())
@@ -192,7 +195,21 @@ def compare_with_parent(paths: RunPaths, findings: list[Finding]) -> dict[str, A
         "new": sorted(mine - parent_findings),
         "still": sorted(parent_findings & mine),
         "loss": {"parent": _loss_summary(ppaths.metrics), "this": _loss_summary(paths.metrics)},
+        "outcome": None if verdict is None else _outcome(ppaths, verdict),
     }
+
+
+def _outcome(ppaths: RunPaths, verdict: Any) -> dict[str, Any] | None:
+    """What the change did: the parent's verdict from its own diagnosis, else judged now as this run is (a parent
+    folder that cannot be judged costs this run nothing)."""
+    from trainer.doctor.outcome import change_outcome, saved_verdict
+    from trainer.doctor.verdict import run_verdict
+
+    try:
+        before = saved_verdict(ppaths) or run_verdict(ppaths.root).to_json()
+    except (OSError, ValueError, UserError):
+        before = None
+    return change_outcome(before, verdict.to_json())
 
 
 def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
@@ -209,16 +226,7 @@ def diagnose(run_dir: str | Path, write: bool = True) -> dict[str, Any]:
     from trainer.doctor.verdict import LABEL_TEXT, run_verdict
 
     verdict = run_verdict(paths.root, findings=findings)
-    parent = compare_with_parent(paths, findings)
-    if parent is not None:  # what the change did, at the save each verdict recommends
-        from trainer.doctor.outcome import change_outcome, saved_verdict
-
-        ppaths = RunPaths(Path(parent["parent"]))  # its own diagnosis's verdict, else judged now as this run is
-        try:
-            before = saved_verdict(ppaths) or run_verdict(ppaths.root).to_json()
-        except (OSError, ValueError, UserError):  # a parent folder that cannot be judged costs this run nothing
-            before = None
-        parent["outcome"] = change_outcome(before, verdict.to_json())
+    parent = compare_with_parent(paths, findings, verdict)
     status = run_status(paths.root)
     kb = load_kb()
     signals: dict[str, float] = {}
