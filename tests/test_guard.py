@@ -196,6 +196,7 @@ def test_a_prescribed_run_differs_from_its_parent_in_one_setting(dataset, tmp_pa
     parent_cfg = tiny_config(dataset, tmp_path, {"train.max_steps": 3})
     parent = run_training(parent_cfg, MemorySink())
     child_cfg = apply_change(parent_cfg, load_kb().prescription("lower_lr"))
+    child_cfg.save.output_dir = str(tmp_path / "elsewhere")  # where a run is written is not a change of how it trains
     child = run_training(child_cfg, MemorySink(), parent=parent.run_dir)
     journal = json.loads((child.run_dir / "journal.json").read_text())
     assert journal["parent"] == str(parent.run_dir)
@@ -208,7 +209,8 @@ def test_a_prescribed_run_differs_from_its_parent_in_one_setting(dataset, tmp_pa
     assert outcome["parent"]["label"] == run_verdict(parent.run_dir).label
     assert outcome["this"]["likeness"] is None
     assert words.say(outcome["said"], "en").startswith("What the change did: the parent read ")
-    assert "두 실행 비교에서 나란히 보거나" in words.say(outcome["said"], "ko")
+    ko = words.say(outcome["said"], "ko")
+    assert "두 실행 비교에서 나란히 보거나" in ko and ")(" not in ko  # no label's brackets run into the step's
     proc = subprocess.run([sys.executable, "-m", "trainer", "diagnose", str(child.run_dir), "--json"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

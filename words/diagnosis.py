@@ -6,32 +6,29 @@ TEXTS = {
     "diagnosis.outcome_judged_better": ("What the change did: the picture judge's likeness at the save each verdict "
                                         "recommends went from {old:.2f} (the parent: {old_label}, step {old_step}) to "
                                         "{new:.2f} (this run: {new_label}, step {new_step}): the pictures got better.",
-                                        "변경의 결과: 판정마다 권하는 체크포인트에서 그림 판정의 닮음이 {old:.2f}(부모 "
-                                        "실행: {old_label}, {old_step}스텝)에서 {new:.2f}(이 실행: {new_label}, "
-                                        "{new_step}스텝)로 바뀌었습니다. 그림이 나아졌습니다."),
+                                        "변경의 결과: 판정마다 권하는 체크포인트에서 부모 실행은 {old_step}스텝, {old_label}, 그림 판정의 닮음 "
+                                        "{old:.2f}. 이 실행은 {new_step}스텝, {new_label}, 닮음 {new:.2f}. 그림이 나아졌습니다."),
     "diagnosis.outcome_judged_worse": ("What the change did: the picture judge's likeness at the save each verdict "
                                        "recommends went from {old:.2f} (the parent: {old_label}, step {old_step}) to "
                                        "{new:.2f} (this run: {new_label}, step {new_step}): the pictures got worse; "
                                        "go back to the parent's setting before trying another change.",
-                                       "변경의 결과: 판정마다 권하는 체크포인트에서 그림 판정의 닮음이 {old:.2f}(부모 "
-                                       "실행: {old_label}, {old_step}스텝)에서 {new:.2f}(이 실행: {new_label}, "
-                                       "{new_step}스텝)로 바뀌었습니다. 그림이 나빠졌으니 다른 변경을 하기 전에 부모 "
-                                       "실행의 설정으로 돌아가세요."),
+                                       "변경의 결과: 판정마다 권하는 체크포인트에서 부모 실행은 {old_step}스텝, {old_label}, 그림 판정의 닮음 "
+                                       "{old:.2f}. 이 실행은 {new_step}스텝, {new_label}, 닮음 {new:.2f}. 그림이 나빠졌으니 다른 변경을 "
+                                       "하기 전에 부모 실행의 설정으로 돌아가세요."),
     "diagnosis.outcome_judged_same": ("What the change did: the picture judge's likeness at the save each verdict "
                                       "recommends went from {old:.2f} (the parent: {old_label}, step {old_step}) to "
                                       "{new:.2f} (this run: {new_label}, step {new_step}): the pictures hardly moved, "
                                       "so this setting was not what held them back.",
-                                      "변경의 결과: 판정마다 권하는 체크포인트에서 그림 판정의 닮음이 {old:.2f}(부모 "
-                                      "실행: {old_label}, {old_step}스텝)에서 {new:.2f}(이 실행: {new_label}, "
-                                      "{new_step}스텝)로 바뀌었습니다. 그림이 거의 그대로이니 이 설정이 걸림돌은 "
-                                      "아니었습니다."),
+                                      "변경의 결과: 판정마다 권하는 체크포인트에서 부모 실행은 {old_step}스텝, {old_label}, 그림 판정의 닮음 "
+                                      "{old:.2f}. 이 실행은 {new_step}스텝, {new_label}, 닮음 {new:.2f}. 그림이 거의 그대로이니 이 설정이 "
+                                      "걸림돌은 아니었습니다."),
     "diagnosis.outcome_unjudged": ("What the change did: the parent read {old_label} (step {old_step}, trigger hold "
                                    "{old_hold}), this run reads {new_label} (step {new_step}, trigger hold {new_hold}). "
                                    "The model measures alone cannot say whether the pictures got better (a doubled "
                                    "rank can hold less while its pictures improve): put the two runs side by side in "
                                    "Compare two runs, or have a picture judge read both.",
-                                   "변경의 결과: 부모 실행은 {old_label}({old_step}스텝, 트리거 장악 {old_hold}), 이 "
-                                   "실행은 {new_label}({new_step}스텝, 트리거 장악 {new_hold})입니다. 모델 측정만으로는 "
+                                   "변경의 결과: 부모 실행은 {old_step}스텝, {old_label}, 트리거 장악 {old_hold}. 이 "
+                                   "실행은 {new_step}스텝, {new_label}, 트리거 장악 {new_hold}. 모델 측정만으로는 "
                                    "그림이 나아졌는지 말할 수 없습니다(랭크를 두 배로 하면 그림이 나아져도 장악이 "
                                    "낮아질 수 있음). 두 실행 비교에서 나란히 보거나 그림 판정 모델에 둘 다 읽게 "
                                    "하세요."),

@@ -16,7 +16,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from trainer.config.schema import Config, diff_configs, from_dict, read_toml
+from trainer.config.schema import Config, diff_configs, from_dict, read_toml, setting_changes
 from trainer.doctor.detectors import NONFINITE_WEIGHT, Finding
 from trainer.doctor.registry import RunInputs, collect, detector_for
 from trainer.doctor.risks import LR_FIRST_WEIGHT
@@ -184,7 +184,7 @@ def compare_with_parent(paths: RunPaths, findings: list[Finding], verdict: Any =
     ppaths = RunPaths(Path(parent))
     parent_findings = {f.signal for f in collect_findings(ppaths.root, with_samples=False)}
     mine = {f.signal for f in findings}
-    changes = diff_configs(_load_config(ppaths), _load_config(paths))
+    changes = setting_changes(_load_config(ppaths), _load_config(paths))
     return {
         "parent": parent,
         "changes": {k: list(v) for k, v in changes.items()},

@@ -12,13 +12,12 @@ import math
 from pathlib import Path
 from typing import Any
 
-from trainer.config.schema import diff_configs
+from trainer.config.schema import WHERE_RUNS_GO, setting_changes
 from trainer.review.grid import review_grid
 from trainer.run.contents import load_run_config
 from trainer.run.rundir import RunPaths, metrics
 
 SERIES = ("loss", "grad_norm", "val_loss")  # the metrics compared, as metrics.jsonl names them
-IGNORED = ("save.output_dir",)  # where runs go, not how they train: the same folder for runs of one workspace
 
 
 def compare_runs(run_a: str | Path, run_b: str | Path) -> dict[str, Any]:
@@ -40,8 +39,8 @@ def config_difference(run_a: Path, run_b: Path) -> tuple[list[tuple[str, Any, An
     changes = _journal_changes(run_a, run_b)
     if changes is not None:
         return changes, "journal"
-    diff = diff_configs(load_run_config(run_a), load_run_config(run_b))
-    return [(k, va, vb) for k, (va, vb) in diff.items() if k not in IGNORED], "config"
+    diff = setting_changes(load_run_config(run_a), load_run_config(run_b))
+    return [(k, va, vb) for k, (va, vb) in diff.items()], "config"
 
 
 def _journal_changes(run_a: Path, run_b: Path) -> list[tuple[str, Any, Any]] | None:
@@ -53,7 +52,7 @@ def _journal_changes(run_a: Path, run_b: Path) -> list[tuple[str, Any, Any]] | N
             continue
         rows = []
         for key, pair in sorted(entry["changes"].items()):
-            if key in IGNORED or not isinstance(pair, list | tuple) or len(pair) != 2:
+            if key in WHERE_RUNS_GO or not isinstance(pair, list | tuple) or len(pair) != 2:
                 continue
             before, after = pair
             rows.append((key, after, before) if flip else (key, before, after))

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainer.config.schema import Config, diff_configs, from_dict, read_toml, save_config
+from trainer.config.schema import Config, from_dict, read_toml, save_config, setting_changes
 from trainer.data.batches import samples_from_report, training_captions
 from trainer.data.holdout import split_holdout
 from trainer.data.scan import DatasetReport
@@ -127,7 +127,7 @@ def _write_journal(cfg: Config, paths: RunPaths, parent: str | Path | None) -> N
         if parent_cfg_path.is_file():
             parent_cfg = from_dict(read_toml(parent_cfg_path), origin=str(parent_cfg_path))
             entry["parent"] = str(Path(parent))
-            entry["changes"] = {k: list(v) for k, v in diff_configs(parent_cfg, cfg).items()}
+            entry["changes"] = {k: list(v) for k, v in setting_changes(parent_cfg, cfg).items()}
     atomic_write_json(paths.journal, entry)
 
 
