@@ -201,7 +201,8 @@ def test_a_prescribed_run_differs_from_its_parent_in_one_setting(dataset, tmp_pa
     journal = json.loads((child.run_dir / "journal.json").read_text())
     assert journal["parent"] == str(parent.run_dir)
     assert list(journal["changes"]) == ["optim.lr"]
-    comparison = diagnose(child.run_dir)["parent"]
+    diag = diagnose(child.run_dir)
+    comparison = diag["parent"]
     assert comparison["one_change"] and comparison["changes"]["optim.lr"][1] == pytest.approx(5e-4)
     # what the change did, at the save each verdict recommends: these tiny runs have no picture judge, so the
     # comparison gives each verdict and says the pictures decide
@@ -211,6 +212,10 @@ def test_a_prescribed_run_differs_from_its_parent_in_one_setting(dataset, tmp_pa
     assert words.say(outcome["said"], "en").startswith("What the change did: the parent read ")
     ko = words.say(outcome["said"], "ko")
     assert "두 실행 비교에서 나란히 보거나" in ko and ")(" not in ko  # no label's brackets run into the step's
+    from ui.steps.troubleshoot import findings_markdown
+
+    shown = findings_markdown(diag, "en").split("**Against the run it was started from**")[1].splitlines()
+    assert shown[1].startswith("- Changed: optim.lr: ") and shown[3].startswith("- What the change did: ")
     proc = subprocess.run([sys.executable, "-m", "trainer", "diagnose", str(child.run_dir), "--json"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

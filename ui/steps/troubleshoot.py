@@ -207,9 +207,10 @@ def findings_markdown(diag: dict[str, Any] | None, lang: str) -> str:
     if parent:
         changes = "; ".join(f"{k}: {a} → {b}" for k, (a, b) in parent["changes"].items()) or "—"
         signals = {k: ", ".join(signal_label(s, lang) for s in parent[k]) or "—" for k in ("resolved", "new", "still")}
-        lines.append("\n" + t("parent_compare", lang, changes=changes, **signals))
+        lines += [f"\n**{t('parent_compare', lang)}**", f"- {t('parent_changed', lang, changes=changes)}",
+                  f"- {t('parent_findings', lang, **signals)}"]
         if (parent.get("outcome") or {}).get("said"):
-            lines.append(parent["outcome"]["said"][lang])
+            lines.append(f"- {parent['outcome']['said'][lang]}")
     return "\n".join(lines)
 
 
