@@ -81,7 +81,7 @@ def runs(args) -> list[tuple[str, dict, float, int]]:
     out.sort(key=lambda r: (r[2] != 1.0, r[3] != 42))  # the preset's own run first
     if not args.skip_failures:
         out[1:1] = [(f"{name}-seed{s}", extra, 1.0, s) for name, extra in FAILURES.items()
-                    for s in FAILURE_SEEDS.get(name, (42,))]
+                    for s in args.failure_seeds or FAILURE_SEEDS.get(name, (42,))]
     if not args.skip_precisions:
         out += [(f"{name}-seed42", extra, 1.0, 42) for name, extra in HEALTHY.items()]
     return out
@@ -364,6 +364,8 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[42, 1, 2])
     ap.add_argument("--factors", type=float, nargs="+", default=[0.1, 1.0, 10.0])
     ap.add_argument("--skip-failures", action="store_true")
+    ap.add_argument("--failure-seeds", type=int, nargs="+", default=[], metavar="SEED",
+                    help="train every failing run on these training seeds (default: FAILURE_SEEDS, else seed 42)")
     ap.add_argument("--skip-precisions", action="store_true")
     ap.add_argument("--first", nargs="+", default=[], metavar="NAME",
                     help="train the runs whose names start with these first (e.g. lr10x)")
