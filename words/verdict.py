@@ -134,14 +134,17 @@ TEXTS = {
                                       "미적합: {last} 아직 덜 배웠습니다. 학습량은 계속 늘었는데 트리거 장악이 더 "
                                       "오르지 않았습니다: 스텝이나 학습률을 올려도 고쳐지지 않습니다. LoRA에 자리부터 "
                                       "더 주세요(문제 해결의 첫 처방)."),
-    "verdict.summary.look_first": ("{text} Its trigger hold ({hold:.3f}) sits just under the line, where many saves "
-                                   "whose pictures already showed the subject fell too (an everyday trigger, a subject "
-                                   "drawn small in most pictures): look at step {step}'s pictures before changing "
-                                   "anything (Review: More pictures of this save); if they show the subject, use it.",
-                                   "{text} 다만 트리거 장악({hold:.3f})이 경계 바로 아래로, 그림에 이미 대상이 보이는 "
-                                   "체크포인트도 많이 있었던 구간입니다(일상 단어 트리거, 대부분의 그림에서 작게 그려진 "
-                                   "대상). 무엇이든 바꾸기 전에 {step}스텝의 그림부터 보세요(검토 단계: '이 체크포인트 "
-                                   "그림 더 보기'). 대상이 보이면 그 체크포인트를 쓰세요."),
+    "verdict.summary.look_first": ("Under-trained by the model's measures, but the last save's trigger hold ({hold:.3f}) "
+                                   "sits just under the line, where many saves whose pictures already showed the "
+                                   "subject fell too (an everyday trigger, a subject drawn small in most pictures, "
+                                   "pictures of mixed sizes): look at step {step}'s pictures before changing anything "
+                                   "(Review: More pictures of this save); if they show the subject, use it. If they do "
+                                   "not: {text}",
+                                   "모델 측정으로는 미적합이지만, 마지막 체크포인트의 트리거 장악({hold:.3f})이 경계 "
+                                   "바로 아래로, 그림에 이미 대상이 보이는 체크포인트도 많이 있었던 구간입니다(일상 단어 "
+                                   "트리거, 대부분의 그림에서 작게 그려진 대상, 크기가 제각각인 그림). 무엇이든 바꾸기 "
+                                   "전에 {step}스텝의 그림부터 보세요(검토 단계: '이 체크포인트 그림 더 보기'). 대상이 "
+                                   "보이면 그 체크포인트를 쓰세요. 보이지 않으면: {text}"),
     "verdict.summary.under_unfinished": ("Under-trained so far: the run stopped at step {step} of the {planned} it "
                                          "planned. Continue it before changing a setting: the rest of its plan may "
                                          "be all it lacks.",

@@ -60,10 +60,11 @@ def _under(rec: int | None, cvs: list[CheckpointVerdict], suspect: Any) -> Msg:
 
 
 def _look_first(cvs: list[CheckpointVerdict], said: Msg) -> Msg:
-    """An under-trained run's summary, and where its last save's trigger hold sits in the band where the pictures
-    decide and no judge read them, to look at that save's pictures before changing anything: on the demo world's
-    pictures in plain folders 11 of the 20 saves read under there showed the subject (an everyday trigger, a subject
-    drawn small or large, a step-400 save), 3 of the 4 that were a run's last (scripts/doctor_calibration.py)."""
+    """An under-trained run's summary; where its last save's trigger hold sits in the band where the pictures decide
+    and no judge read them, first to look at that save's pictures, the summary being what to do if they do not show
+    the subject: on the demo world's pictures in plain folders 18 of the 38 saves read under there showed the subject
+    (an everyday trigger, pictures of mixed sizes on three training seeds each, a step-400 save), 5 of the 8 that
+    were a run's last (scripts/doctor_calibration.py --failure-seeds 42 1 2)."""
     from trainer.doctor.model_lines import HOLD_EDGE, HOLD_SHOWS
 
     if not cvs:
