@@ -715,9 +715,8 @@ def test_an_under_trained_run_whose_last_hold_sits_in_the_band_is_told_to_look_a
     mixed sizes, each on three training seeds), 5 of the 8 that were a run's last (scripts/doctor_calibration.py
     --failure-seeds 42 1 2 prints it). The summary of a run whose last save sits there says first to look at that
     save's pictures before changing anything, then what to do if they do not show the subject; below the band, past
-    the line, or where a judge read the pictures
-    it does not; and a save whose hold stopped growing in the band says so too (the no-convolution run's, far below,
-    does not)."""
+    the line, or where a judge read the pictures it does not; and a save whose hold stopped growing in the band says
+    so too (the no-convolution run's, far below, does not)."""
     from trainer.doctor.evidence import Observation
     from trainer.doctor.model_lines import HOLD_EDGE, HOLD_SHOWS, model_observations
     from trainer.doctor.verdict import CheckpointVerdict

@@ -396,12 +396,3 @@ def diff_configs(a: Config, b: Config) -> dict[str, tuple[Any, Any]]:
     fa, fb = flatten(a.to_dict()), flatten(b.to_dict())
     keys = sorted(set(fa) | set(fb))
     return {k: (fa.get(k), fb.get(k)) for k in keys if fa.get(k) != fb.get(k) and k != "preset"}
-
-
-WHERE_RUNS_GO = ("save.output_dir",)  # where a workspace puts its runs, not how they train
-
-
-def setting_changes(a: Config, b: Config) -> dict[str, tuple[Any, Any]]:
-    """:func:`diff_configs` less where the runs are written (:data:`WHERE_RUNS_GO`): what one run changed against
-    another, as the journal, the parent comparison and Compare two runs count it."""
-    return {k: v for k, v in diff_configs(a, b).items() if k not in WHERE_RUNS_GO}

@@ -16,7 +16,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from trainer.config.schema import Config, diff_configs, from_dict, read_toml, setting_changes
+from trainer.config.changes import setting_changes
+from trainer.config.schema import Config, diff_configs, from_dict, read_toml
 from trainer.doctor.detectors import NONFINITE_WEIGHT, Finding
 from trainer.doctor.registry import RunInputs, collect, detector_for
 from trainer.doctor.risks import LR_FIRST_WEIGHT

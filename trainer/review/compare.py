@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from trainer.config.schema import WHERE_RUNS_GO, setting_changes
+from trainer.config.changes import WHERE_RUNS_GO, setting_changes
 from trainer.review.grid import review_grid
 from trainer.run.contents import load_run_config
 from trainer.run.rundir import RunPaths, metrics

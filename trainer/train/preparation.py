@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainer.config.schema import Config, from_dict, read_toml, save_config, setting_changes
+from trainer.config.changes import setting_changes
+from trainer.config.schema import Config, from_dict, read_toml, save_config
 from trainer.data.batches import samples_from_report, training_captions
 from trainer.data.holdout import split_holdout
 from trainer.data.scan import DatasetReport

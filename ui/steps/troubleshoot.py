@@ -10,6 +10,7 @@ from typing import Any
 import gradio as gr
 
 import words
+from trainer.config.changes import WHERE_RUNS_GO
 from trainer.config.schema import diff_configs
 from trainer.doctor.diagnose import already_followed, cause_strength, change_refusal, earlier_checkpoint
 from trainer.doctor.evidence import STRENGTH_TEXT
@@ -341,7 +342,7 @@ def journal_table(ui: UI, lang: str) -> Any:
                 entry = {}
         parent = ctx.run_rel(entry.get("parent")) or (entry.get("parent") or "—")
         changes = "; ".join(f"{k}: {a} → {b}" for k, (a, b) in (entry.get("changes") or {}).items()
-                            if k != "save.output_dir") or "—"
+                            if k not in WHERE_RUNS_GO) or "—"
         rec = ctx.recommend(run)
         rows.append([ctx.run_rel(run), parent, changes, status_label(run_status(run), lang),
                      f"{t('step', lang)} {rec['step']}" if rec else "—"])
