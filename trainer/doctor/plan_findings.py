@@ -167,7 +167,7 @@ def captions_identical_finding(plan: dict) -> Finding | None:
     smaller group sharing one caption is the scan's to say (the Dataset step): the other captions still name what
     changes."""
     said = plan.get("captions_identical")
-    if not said or said["n"] < ALL_ALIKE * said.get("of", said["n"]):
+    if not said or said["n"] < ALL_ALIKE * said["of"]:
         return None
     return Finding("captions_identical", "warning", msg("finding.captions_identical", n=said["n"],
                                                         caption=said["caption"]), [], dict(said))
