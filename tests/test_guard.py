@@ -191,7 +191,6 @@ def test_a_prescribed_run_differs_from_its_parent_in_one_setting(dataset, tmp_pa
 
     from trainer.doctor.diagnose import diagnose
     from trainer.doctor.kb import apply_change, load_kb
-    from trainer.doctor.verdict import run_verdict
 
     parent_cfg = tiny_config(dataset, tmp_path, {"train.max_steps": 3})
     parent = run_training(parent_cfg, MemorySink())
@@ -207,7 +206,7 @@ def test_a_prescribed_run_differs_from_its_parent_in_one_setting(dataset, tmp_pa
     # what the change did, at the save each verdict recommends: these tiny runs have no picture judge, so the
     # comparison gives each verdict and says the pictures decide
     outcome = comparison["outcome"]
-    assert outcome["parent"]["label"] == run_verdict(parent.run_dir).label
+    assert outcome["parent"]["label"] == diagnose(parent.run_dir, write=False)["verdict"]["label"]
     assert outcome["this"]["likeness"] is None
     assert words.say(outcome["said"], "en").startswith("What the change did: the parent read ")
     ko = words.say(outcome["said"], "ko")
@@ -248,3 +247,28 @@ def test_a_prescribed_run_differs_from_its_parent_in_one_setting(dataset, tmp_pa
                                                           made={"train.max_steps": [6, 3]})}
     assert words.say(steps["fewer_steps"], "en").startswith(
         "This run already made this change from the run it was started from (train.max_steps: 6 → 3)")
+
+
+def test_a_finding_of_the_pictures_both_runs_have_is_still_there_not_new(dataset, tmp_path, monkeypatch):
+    """The parent's findings are read as its own diagnosis reads them, the pictures' too: a picture finding this
+    run shares with it is "still there", whether the parent's diagnosis.json was written or not."""
+    from trainer.doctor import registry
+    from trainer.doctor.diagnose import diagnose
+    from trainer.doctor.pictures import prompt_kind
+    from trainer.message import msg
+    from trainer.run.rundir import RunPaths
+
+    parent = run_training(tiny_config(dataset, tmp_path, {"train.max_steps": 2}), MemorySink())
+    child_cfg = tiny_config(dataset, tmp_path, {"train.max_steps": 2, "optim.lr": 5e-4})
+    child = run_training(child_cfg, MemorySink(), parent=parent.run_dir)
+    burnt = registry.Detector(("sample_burn",), "pictures", None, None, None, ("samples",),
+                              lambda samples: registry.Finding("sample_burn", "warning", msg(
+                                  "finding.sample_burn", burn=0.9, step=2, kind=prompt_kind("trigger")), [2]))
+    monkeypatch.setitem(registry._REGISTRY, "tests.burnt", burnt)
+    for run in (parent, child):  # these tiny runs draw no samples: the pictures' detectors read a folder of them
+        RunPaths(run.run_dir).samples.mkdir(exist_ok=True)
+    for parent_diagnosed in (False, True):
+        if parent_diagnosed:
+            assert "sample_burn" in {f["signal"] for f in diagnose(parent.run_dir)["observed"]}
+        compared = diagnose(child.run_dir, write=False)["parent"]
+        assert "sample_burn" in compared["still"] and "sample_burn" not in compared["new"], compared

@@ -19,6 +19,7 @@ from typing import Any
 from trainer.config.changes import setting_changes
 from trainer.config.schema import Config, diff_configs, from_dict, read_toml
 from trainer.doctor.detectors import NONFINITE_WEIGHT, Finding
+from trainer.doctor.outcome import saved_diagnosis
 from trainer.doctor.registry import RunInputs, collect, detector_for
 from trainer.doctor.risks import LR_FIRST_WEIGHT
 from trainer.errors import UserError
@@ -183,7 +184,14 @@ def compare_with_parent(paths: RunPaths, findings: list[Finding], verdict: Any =
     if not parent or not RunPaths(Path(parent)).config.is_file():
         return None
     ppaths = RunPaths(Path(parent))
-    parent_findings = {f.signal for f in collect_findings(ppaths.root, with_samples=False)}
+    saved = saved_diagnosis(ppaths)
+    # the parent's findings as its own diagnosis read them, else read now as a diagnosis reads them (every group, the
+    # pictures' too) and once: the sets compare with this run's, and its verdict is judged from the same findings
+    read = None if saved is not None else collect_findings(ppaths.root)
+    if saved is not None:
+        parent_findings = {o["signal"] for o in saved["observed"] if isinstance(o, dict) and "signal" in o}
+    else:
+        parent_findings = {f.signal for f in read or []}
     mine = {f.signal for f in findings}
     changes = setting_changes(_load_config(ppaths), _load_config(paths))
     return {
@@ -196,20 +204,21 @@ def compare_with_parent(paths: RunPaths, findings: list[Finding], verdict: Any =
         "new": sorted(mine - parent_findings),
         "still": sorted(parent_findings & mine),
         "loss": {"parent": _loss_summary(ppaths.metrics), "this": _loss_summary(paths.metrics)},
-        "outcome": None if verdict is None else _outcome(ppaths, verdict),
+        "outcome": None if verdict is None else _outcome(ppaths, verdict, saved and saved["verdict"], read),
     }
 
 
-def _outcome(ppaths: RunPaths, verdict: Any) -> dict[str, Any] | None:
-    """What the change did: the parent's verdict from its own diagnosis, else judged now as this run is (a parent
-    folder that cannot be judged costs this run nothing)."""
-    from trainer.doctor.outcome import change_outcome, saved_verdict
+def _outcome(ppaths: RunPaths, verdict: Any, before: dict[str, Any] | None, findings: list[Finding] | None) -> Any:
+    """What the change did: the parent's verdict from its own diagnosis (``before``), else judged now from its
+    ``findings`` as this run is (a parent folder that cannot be judged costs this run nothing)."""
+    from trainer.doctor.outcome import change_outcome
     from trainer.doctor.verdict import run_verdict
 
-    try:
-        before = saved_verdict(ppaths) or run_verdict(ppaths.root).to_json()
-    except (OSError, ValueError, UserError):
-        before = None
+    if before is None:
+        try:
+            before = run_verdict(ppaths.root, findings=findings).to_json()
+        except (OSError, ValueError, UserError):
+            before = None
     return change_outcome(before, verdict.to_json())
 
 

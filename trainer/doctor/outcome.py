@@ -18,13 +18,15 @@ from trainer.run.rundir import RunPaths
 LIKENESS_MOVES = 0.05
 
 
-def saved_verdict(paths: RunPaths) -> dict[str, Any] | None:
-    """The verdict the run's own diagnosis wrote (its ``diagnosis.json``), or None where there is none to read."""
+def saved_diagnosis(paths: RunPaths) -> dict[str, Any] | None:
+    """The run's own diagnosis (its ``diagnosis.json``) where it holds a verdict and the findings it observed; None
+    where there is none to read."""
     try:
-        verdict = json.loads(paths.diagnosis.read_text(encoding="utf-8")).get("verdict")
-    except (OSError, ValueError, AttributeError):
+        saved = json.loads(paths.diagnosis.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return None
-    return verdict if isinstance(verdict, dict) else None
+    ok = isinstance(saved, dict) and isinstance(saved.get("verdict"), dict) and isinstance(saved.get("observed"), list)
+    return saved if ok else None
 
 
 def at_recommended(verdict: dict[str, Any]) -> dict[str, Any]:
