@@ -208,7 +208,8 @@ def compare_with_parent(paths: RunPaths, findings: list[Finding], verdict: Any =
     }
 
 
-def _outcome(ppaths: RunPaths, verdict: Any, before: dict[str, Any] | None, findings: list[Finding] | None) -> Any:
+def _outcome(ppaths: RunPaths, verdict: Any, before: dict[str, Any] | None,
+             findings: list[Finding] | None) -> dict[str, Any] | None:
     """What the change did: the parent's verdict from its own diagnosis (``before``), else judged now from its
     ``findings`` as this run is (a parent folder that cannot be judged costs this run nothing)."""
     from trainer.doctor.outcome import change_outcome
