@@ -19,7 +19,7 @@ from typing import Any
 from trainer.config.changes import setting_changes
 from trainer.config.schema import Config, diff_configs, from_dict, read_toml
 from trainer.doctor.detectors import NONFINITE_WEIGHT, Finding
-from trainer.doctor.outcome import saved_diagnosis
+from trainer.doctor.outcome import change_outcome, saved_diagnosis
 from trainer.doctor.registry import RunInputs, collect, detector_for
 from trainer.doctor.risks import LR_FIRST_WEIGHT
 from trainer.errors import UserError
@@ -187,11 +187,11 @@ def compare_with_parent(paths: RunPaths, findings: list[Finding], verdict: Any =
     saved = saved_diagnosis(ppaths)
     # the parent's findings as its own diagnosis read them, else read now as a diagnosis reads them (every group, the
     # pictures' too) and once: the sets compare with this run's, and its verdict is judged from the same findings
-    read = None if saved is not None else collect_findings(ppaths.root)
     if saved is not None:
-        parent_findings = {o["signal"] for o in saved["observed"] if isinstance(o, dict) and "signal" in o}
+        read, parent_findings = None, {o["signal"] for o in saved["observed"] if isinstance(o, dict) and "signal" in o}
     else:
-        parent_findings = {f.signal for f in read or []}
+        read = collect_findings(ppaths.root)
+        parent_findings = {f.signal for f in read}
     mine = {f.signal for f in findings}
     changes = setting_changes(_load_config(ppaths), _load_config(paths))
     return {
@@ -204,7 +204,7 @@ def compare_with_parent(paths: RunPaths, findings: list[Finding], verdict: Any =
         "new": sorted(mine - parent_findings),
         "still": sorted(parent_findings & mine),
         "loss": {"parent": _loss_summary(ppaths.metrics), "this": _loss_summary(paths.metrics)},
-        "outcome": None if verdict is None else _outcome(ppaths, verdict, saved and saved["verdict"], read),
+        "outcome": None if verdict is None else _outcome(ppaths, verdict, saved["verdict"] if saved else None, read),
     }
 
 
@@ -212,7 +212,6 @@ def _outcome(ppaths: RunPaths, verdict: Any, before: dict[str, Any] | None,
              findings: list[Finding] | None) -> dict[str, Any] | None:
     """What the change did: the parent's verdict from its own diagnosis (``before``), else judged now from its
     ``findings`` as this run is (a parent folder that cannot be judged costs this run nothing)."""
-    from trainer.doctor.outcome import change_outcome
     from trainer.doctor.verdict import run_verdict
 
     if before is None:
